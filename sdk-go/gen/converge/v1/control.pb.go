@@ -1286,8 +1286,11 @@ func (x *WatchRequest) GetCursor() string {
 type WatchResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Changes []*Change              `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
-	// True for a message that carries no changes and only keeps the stream alive.
-	Heartbeat     bool `protobuf:"varint,2,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
+	// True for a message that carries no changes. The first message of every
+	// stream is one: once it arrives, the stream sees every later change.
+	Heartbeat bool `protobuf:"varint,2,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
+	// Resume point after this message.
+	Cursor        string `protobuf:"bytes,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1334,6 +1337,13 @@ func (x *WatchResponse) GetHeartbeat() bool {
 		return x.Heartbeat
 	}
 	return false
+}
+
+func (x *WatchResponse) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
 }
 
 var File_converge_v1_control_proto protoreflect.FileDescriptor
@@ -1429,10 +1439,11 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1b\n" +
 	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12\x1c\n" +
 	"\x04name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x04name\x12 \n" +
-	"\x06cursor\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06cursor\"\\\n" +
+	"\x06cursor\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06cursor\"t\n" +
 	"\rWatchResponse\x12-\n" +
 	"\achanges\x18\x01 \x03(\v2\x13.converge.v1.ChangeR\achanges\x12\x1c\n" +
-	"\theartbeat\x18\x02 \x01(\bR\theartbeat2\xa8\n" +
+	"\theartbeat\x18\x02 \x01(\bR\theartbeat\x12\x16\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor2\xa8\n" +
 	"\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
