@@ -280,12 +280,15 @@ func (x *ReactionRef) GetReaction() string {
 	return ""
 }
 
-// A lease names one claim of one task. A result is applied only while its
-// lease is current (R-5).
+// A lease names one claim of one task at one generation. A result is
+// applied only while its lease is current (R-5). Workers echo leases
+// exactly as they received them.
 type Lease struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        int64                  `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId int64                  `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Epoch  int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The resource generation the task was dispatched for.
+	Generation    int64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -330,6 +333,13 @@ func (x *Lease) GetTaskId() int64 {
 func (x *Lease) GetEpoch() int64 {
 	if x != nil {
 		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Lease) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
 	}
 	return 0
 }
@@ -1186,10 +1196,13 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\vReactionRef\x12\x1d\n" +
 	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12.\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12%\n" +
-	"\breaction\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\breaction\"H\n" +
+	"\breaction\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\breaction\"q\n" +
 	"\x05Lease\x12 \n" +
 	"\atask_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\x06taskId\x12\x1d\n" +
-	"\x05epoch\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\x05epoch\"\xb2\x01\n" +
+	"\x05epoch\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\x05epoch\x12'\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\n" +
+	"generation\"\xb2\x01\n" +
 	"\n" +
 	"TaskResult\x120\n" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseB\x06\xbaH\x03\xc8\x01\x01R\x05lease\x120\n" +

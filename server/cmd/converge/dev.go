@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergehq/converge/server/internal/app"
+	"github.com/convergehq/converge/server/internal/devpg"
+)
+
+func devCmd() *cobra.Command {
+	var flags serverFlags
+	var databaseURL string
+	var keep, durable bool
+	var pgPort int
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run Converge locally with a throwaway PostgreSQL",
+		Long: `Run every role in one process against a throwaway PostgreSQL cluster started from the
+PostgreSQL server binaries on this machine (found on PATH, under /usr/lib/postgresql/*/bin, or in
+CONVERGE_PG_BIN). When run as root, PostgreSQL runs as the unprivileged "postgres" user.
+Ctrl-C stops everything and removes the cluster's data directory, unless --keep.`,
+		Example: `  converge dev
+  converge dev --listen 127.0.0.1:8080 --keep
+  converge dev --database-url postgres://postgres@localhost:5432/converge`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			var cluster *devpg.Cluster
+			if databaseURL == "" {
+				var err error
+				fmt.Fprintln(os.Stderr, "starting a throwaway PostgreSQL...")
+				cluster, err = devpg.Start(ctx, devpg.Options{Port: pgPort, Keep: keep, Durable: durable})
+				if err != nil {
+					return err
+				}
+				defer func() {
+					if err := cluster.Stop(); err != nil {
+						fmt.Fprintln(os.Stderr, "stopping PostgreSQL:", err)
+					}
+					if keep {
+						fmt.Fprintln(os.Stderr, "kept the PostgreSQL data directory:", cluster.Dir())
+					}
+				}()
+				if err := createDatabase(ctx, cluster); err != nil {
+					return err
+				}
+				databaseURL = cluster.URL("converge")
+			}
+			cfg, err := flags.config(databaseURL)
+			if err != nil {
+				return err
+			}
+			cfg.Role, cfg.Migrate = app.RoleAll, true
+			a, err := app.Start(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			url := "http://" + a.Addr().String()
+			fmt.Fprintf(os.Stderr, "\nConverge is running.\n  API:       %s   (REST under %s/api/v1, OpenAPI at %s/openapi.json)\n  Workers:   %s\n  Database:  %s\n\nTry:\n  export CONVERGE_SERVER=%s\n  go run ./server/cmd/conctl apply -f sdk-go/examples/leaf/greeting.yaml\n\nPress Ctrl-C to stop.\n\n",
+				url, url, url, url, databaseURL, url)
+			select {
+			case <-ctx.Done():
+			case <-a.Done():
+			}
+			return a.Stop()
+		},
+	}
+	flags.register(cmd, "127.0.0.1:7070")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "use this existing database instead of a throwaway one")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the throwaway cluster's data directory on exit")
+	cmd.Flags().BoolVar(&durable, "durable", false, "run the throwaway cluster with fsync and synchronous commit on")
+	cmd.Flags().IntVar(&pgPort, "pg-port", 0, "port of the throwaway PostgreSQL (default: a free port)")
+	return cmd
+}
+
+func createDatabase(ctx context.Context, c *devpg.Cluster) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return c.CreateDatabase(ctx, "converge", "")
+}

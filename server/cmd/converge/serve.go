@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergehq/converge/server/internal/app"
+	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/sweeper"
+)
+
+// serverFlags are the flags serve and dev share.
+type serverFlags struct {
+	listen         string
+	role           string
+	poolSize       int32
+	lease          time.Duration
+	heartbeat      time.Duration
+	poll           time.Duration
+	retryBase      time.Duration
+	retryMax       time.Duration
+	changeRetain   time.Duration
+	notifyInterval time.Duration
+	logLevel       string
+	logFormat      string
+}
+
+func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.listen, "listen", defaultListen, "address of the API and worker listener")
+	fs.Int32Var(&f.poolSize, "pool-size", 16, "database connections for requests")
+	fs.DurationVar(&f.lease, "lease", 30*time.Second, "how long a task survives without a worker attesting it; a dead worker's tasks run again after it")
+	fs.DurationVar(&f.heartbeat, "heartbeat", 5*time.Second, "how often workers attest running tasks (must be well under --lease)")
+	fs.DurationVar(&f.poll, "poll", time.Second, "failsafe: check the queue this often even without a wake-up")
+	fs.DurationVar(&f.retryBase, "retry-base", time.Second, "first retry delay after a transient failure (doubles per attempt, with jitter)")
+	fs.DurationVar(&f.retryMax, "retry-max", 5*time.Minute, "longest retry delay after transient failures")
+	fs.DurationVar(&f.changeRetain, "change-retention", time.Hour, "how long the change feed behind Watch keeps entries")
+	fs.DurationVar(&f.notifyInterval, "notify-interval", 20*time.Millisecond, "least gap between two cross-replica wake-ups on one channel")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+}
+
+func (f *serverFlags) config(databaseURL string) (app.Config, error) {
+	log, err := newLogger(f.logLevel, f.logFormat)
+	if err != nil {
+		return app.Config{}, err
+	}
+	if f.heartbeat*3 > f.lease {
+		return app.Config{}, errors.New("--heartbeat must be at most a third of --lease, so one lost heartbeat does not cost a lease")
+	}
+	return app.Config{
+		DatabaseURL: databaseURL,
+		Listen:      f.listen,
+		Role:        f.role,
+		PoolSize:    f.poolSize,
+		Broker: broker.Config{
+			Lease: f.lease, HeartbeatInterval: f.heartbeat, PollInterval: f.poll,
+			Backoff: store.Backoff{Base: f.retryBase, Max: f.retryMax},
+		},
+		Sweeper:        sweeper.Config{ChangeRetention: f.changeRetain},
+		NotifyInterval: f.notifyInterval,
+		Version:        version,
+		Log:            log,
+	}, nil
+}
+
+func serveCmd() *cobra.Command {
+	var flags serverFlags
+	var databaseURL string
+	var migrate bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a Converge server against a PostgreSQL database",
+		Long: `Run a Converge server. Any number of replicas may run against one database.
+
+Roles:
+  all      the API, the sweepers and the broker (default)
+  control  the API (Connect, gRPC, gRPC-Web and REST under /api/v1) and the sweepers
+  broker   the worker endpoint: claims tasks, pushes them to workers, applies results`,
+		Example: `  converge serve --database-url postgres://converge@db:5432/converge
+  CONVERGE_DATABASE_URL=postgres://... converge serve --role broker --listen :7071`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if databaseURL == "" {
+				databaseURL = os.Getenv("CONVERGE_DATABASE_URL")
+			}
+			if databaseURL == "" {
+				return errors.New("--database-url (or CONVERGE_DATABASE_URL) is required; for a throwaway local setup run `converge dev`")
+			}
+			cfg, err := flags.config(databaseURL)
+			if err != nil {
+				return err
+			}
+			cfg.Migrate = migrate
+			a, err := app.Start(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			select {
+			case <-cmd.Context().Done():
+			case <-a.Done():
+			}
+			return a.Stop()
+		},
+	}
+	flags.register(cmd, ":7070")
+	cmd.Flags().StringVar(&flags.role, "role", app.RoleAll, "all, control or broker")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "PostgreSQL URL (env CONVERGE_DATABASE_URL)")
+	cmd.Flags().BoolVar(&migrate, "migrate", true, "apply pending migrations at start (safe with several replicas)")
+	return cmd
+}

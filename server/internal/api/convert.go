@@ -1,0 +1,162 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// This file is the one place where store rows become API messages.
+
+func toStruct(raw []byte) *structpb.Struct {
+	if len(raw) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+func toTime(t *time.Time) *timestamppb.Timestamp {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(*t)
+}
+
+// storedCondition is the JSON shape of a condition in resources.conditions.
+type storedCondition struct {
+	Type               string `json:"type"`
+	Status             string `json:"status"`
+	Reason             string `json:"reason"`
+	Message            string `json:"message"`
+	LastTransitionTime string `json:"last_transition_time"`
+}
+
+// parked reports whether a reaction has no connected worker anywhere.
+type parked func(kind string, version int32, trigger string) (reaction string, parked bool)
+
+func toResource(r store.Resource, isParked parked) *convergev1.Resource {
+	out := &convergev1.Resource{
+		Namespace:           r.Namespace,
+		Kind:                r.Kind,
+		KindVersion:         r.KindVersion,
+		Name:                r.Name,
+		Spec:                toStruct(r.Spec),
+		Status:              toStruct(r.Status),
+		Phase:               r.Phase,
+		Generation:          r.Generation,
+		SyncedGeneration:    r.SyncedGeneration,
+		Healthy:             r.HealthOK,
+		Uid:                 strconv.FormatInt(r.ID, 10),
+		ResourceVersion:     r.ResourceVersion,
+		Reconciles:          r.Reconciles,
+		CreatedAt:           timestamppb.New(r.CreatedAt),
+		UpdatedAt:           timestamppb.New(r.UpdatedAt),
+		DeletionRequestedAt: toTime(r.DeletionRequestedAt),
+	}
+	if len(r.Labels) > 0 {
+		_ = json.Unmarshal(r.Labels, &out.Labels)
+	}
+	if r.FailureMessage != nil {
+		out.Failure = &convergev1.Failure{
+			Message:    *r.FailureMessage,
+			Attempts:   r.FailureAttempts,
+			Terminal:   r.FailureTerminal,
+			Generation: r.FailureGeneration,
+		}
+		if !r.FailureTerminal && r.Task != nil && !r.Task.Claimed {
+			out.Failure.RetryAt = timestamppb.New(r.Task.NotBefore)
+		}
+	}
+	out.Conditions = conditions(r, isParked)
+	return out
+}
+
+// conditions derives the built-in conditions from the row (never stored,
+// so they cannot disagree with the phase) and appends the ones workers
+// reported.
+func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
+	var out []*convergev1.Condition
+	add := func(typ, status, reason, msg string) {
+		out = append(out, &convergev1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: r.SyncedGeneration})
+	}
+	synced := r.SyncedGeneration >= r.Generation
+	switch r.Phase {
+	case "Ready":
+		add("Ready", "True", "Ready", "")
+	default:
+		msg := ""
+		if r.FailureMessage != nil {
+			msg = *r.FailureMessage
+		}
+		add("Ready", "False", r.Phase, msg)
+	}
+	switch {
+	case synced:
+		add("Synced", "True", "Synced", fmt.Sprintf("generation %d observed", r.SyncedGeneration))
+	case r.FailureMessage != nil && r.FailureTerminal:
+		add("Synced", "False", "TerminalError", fmt.Sprintf("attempt %d failed terminally: %s", r.FailureAttempts, *r.FailureMessage))
+	case r.FailureMessage != nil:
+		add("Synced", "False", "ReconcileError", fmt.Sprintf("attempt %d failed: %s", r.FailureAttempts, *r.FailureMessage))
+	default:
+		add("Synced", "False", "Pending", fmt.Sprintf("generation %d is waiting for a worker", r.Generation))
+	}
+	if r.Task != nil && !r.Task.Claimed && isParked != nil {
+		if reaction, p := isParked(r.Kind, r.KindVersion, r.Task.Trigger); p {
+			add("WorkerAvailable", "False", "NoWorker", fmt.Sprintf(
+				"no connected worker serves kind %s v%d reaction %q; the resource stays queued until one connects",
+				r.Kind, r.KindVersion, reaction))
+		}
+	}
+	var stored []storedCondition
+	if len(r.Conditions) > 2 && json.Unmarshal(r.Conditions, &stored) == nil {
+		for _, c := range stored {
+			pc := &convergev1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+				ObservedGeneration: r.SyncedGeneration}
+			if t, err := time.Parse(time.RFC3339Nano, c.LastTransitionTime); err == nil {
+				pc.LastTransitionTime = timestamppb.New(t)
+			}
+			out = append(out, pc)
+		}
+	}
+	return out
+}
+
+func toEvent(e store.Event) *convergev1.Event {
+	return &convergev1.Event{
+		Id: e.ID, Time: timestamppb.New(e.At), Namespace: e.Namespace, Kind: e.Kind, Name: e.Name,
+		Uid: strconv.FormatInt(e.ResourceID, 10), Type: e.Type, Reason: e.Reason, Message: e.Message,
+		Actor: e.Actor, Generation: e.Generation,
+	}
+}
+
+func toChange(c store.Change) *convergev1.Change {
+	out := &convergev1.Change{
+		Cursor: c.Cursor.String(), Type: c.Type, Namespace: c.Namespace, Kind: c.Kind,
+		KindVersion: c.KindVersion, Name: c.Name, Uid: strconv.FormatInt(c.ResourceID, 10), Phase: c.Phase,
+		Generation: c.Generation, SyncedGeneration: c.SyncedGeneration, ResourceVersion: c.ResourceVersion,
+		Time: timestamppb.New(c.At),
+	}
+	if c.PreviousPhase != nil {
+		out.PreviousPhase = *c.PreviousPhase
+	}
+	if c.Message != nil {
+		out.Message = *c.Message
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/manifest"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// ApplyKind creates or updates a kind version after checking every
+// legality rule; the error lists each problem with its rule.
+func (s *Service) ApplyKind(ctx context.Context, req *convergev1.ApplyKindRequest) (*convergev1.ApplyKindResponse, error) {
+	m := req.GetManifest()
+	if _, err := manifest.Compile(m); err != nil {
+		var merr *manifest.Error
+		if errors.As(err, &merr) {
+			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+		return nil, invalid("manifest: %v", err)
+	}
+	stored := proto.CloneOf(m)
+	stored.Policy, stored.Revision, stored.CreatedAt, stored.UpdatedAt = nil, 0, nil, nil
+	canonical, err := manifest.Canonical(stored)
+	if err != nil {
+		return nil, invalid("manifest: %v", err)
+	}
+	row, result, err := s.store.ApplyKind(ctx, store.Kind{
+		Kind: m.GetKind(), Version: m.GetKindVersion(), Manifest: canonical, Policy: kinds.PolicyFromProto(m.GetPolicy()),
+	})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if result != "unchanged" {
+		if err := s.kinds.Refresh(ctx); err != nil {
+			s.log.Warn("refreshing kinds after apply failed", "err", err)
+		}
+		s.bus.Publish(notify.Kinds)
+	}
+	e, err := kinds.Compile(row)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &convergev1.ApplyKindResponse{Manifest: e.Manifest(), Result: result}, nil
+}
+
+// GetKind returns one kind version.
+func (s *Service) GetKind(ctx context.Context, req *convergev1.GetKindRequest) (*convergev1.GetKindResponse, error) {
+	row, err := s.store.GetKind(ctx, req.GetKind(), req.GetKindVersion())
+	if err != nil {
+		return nil, storeError(err)
+	}
+	e, err := kinds.Compile(row)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &convergev1.GetKindResponse{Manifest: e.Manifest()}, nil
+}
+
+// ListKinds returns every kind version, or every version of one kind.
+func (s *Service) ListKinds(ctx context.Context, req *convergev1.ListKindsRequest) (*convergev1.ListKindsResponse, error) {
+	rows, err := s.store.ListKinds(ctx, req.GetKind())
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := &convergev1.ListKindsResponse{}
+	for _, row := range rows {
+		e, err := kinds.Compile(row)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		out.Manifests = append(out.Manifests, e.Manifest())
+	}
+	return out, nil
+}
+
+// DeleteKind removes a kind version that no resource uses.
+func (s *Service) DeleteKind(ctx context.Context, req *convergev1.DeleteKindRequest) (*convergev1.DeleteKindResponse, error) {
+	if err := s.store.DeleteKind(ctx, req.GetKind(), req.GetKindVersion()); err != nil {
+		return nil, storeError(err)
+	}
+	if err := s.kinds.Refresh(ctx); err != nil {
+		s.log.Warn("refreshing kinds after delete failed", "err", err)
+	}
+	s.bus.Publish(notify.Kinds)
+	return &convergev1.DeleteKindResponse{}, nil
+}

@@ -1,0 +1,264 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/labels"
+	"github.com/convergehq/converge/server/internal/limits"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// DefaultNamespace is used when a request names none.
+const DefaultNamespace = "default"
+
+func namespaceOr(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
+}
+
+// ApplyResource creates or updates one resource.
+func (s *Service) ApplyResource(ctx context.Context, req *convergev1.ApplyResourceRequest) (*convergev1.ApplyResourceResponse, error) {
+	results, err := s.apply(ctx, []*convergev1.ApplyResourceRequest{req}, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.store.GetResource(ctx, namespaceOr(req.GetNamespace()), req.GetKind(), req.GetName())
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &convergev1.ApplyResourceResponse{Resource: toResource(r, s.isParked), Result: results[0].Result}, nil
+}
+
+// ApplyResources creates or updates a batch of resources, all or none.
+func (s *Service) ApplyResources(ctx context.Context, req *convergev1.ApplyResourcesRequest) (*convergev1.ApplyResourcesResponse, error) {
+	results, err := s.apply(ctx, req.GetResources(), true)
+	if err != nil {
+		return nil, err
+	}
+	out := &convergev1.ApplyResourcesResponse{Results: make([]*convergev1.ApplyResult, len(results))}
+	for i, r := range results {
+		in := req.GetResources()[i]
+		out.Results[i] = &convergev1.ApplyResult{
+			Namespace: namespaceOr(in.GetNamespace()), Kind: in.GetKind(), Name: in.GetName(),
+			Uid: fmt.Sprint(r.ID), Generation: r.Generation, Result: r.Result,
+		}
+	}
+	return out, nil
+}
+
+// apply validates every item against its kind, then writes them in one
+// transaction. If a kind changed in between, it validates again against
+// the new kind once.
+func (s *Service) apply(ctx context.Context, reqs []*convergev1.ApplyResourceRequest, batch bool) ([]store.ApplyResult, error) {
+	for attempt := 0; ; attempt++ {
+		inputs, err := s.validate(reqs, batch)
+		if err != nil {
+			return nil, err
+		}
+		results, scheduled, err := s.store.ApplyResources(ctx, actor(ctx), inputs)
+		if errors.Is(err, store.ErrStaleKind) && attempt == 0 {
+			if err := s.kinds.Refresh(ctx); err != nil {
+				return nil, storeError(err)
+			}
+			continue
+		}
+		if errors.Is(err, store.ErrStaleKind) {
+			return nil, connect.NewError(connect.CodeAborted, fmt.Errorf("%v; retry the request", err))
+		}
+		if err != nil {
+			return nil, storeError(err)
+		}
+		if scheduled {
+			s.bus.Publish(notify.Tasks)
+		}
+		s.bus.Publish(notify.Changes)
+		return results, nil
+	}
+}
+
+// validate checks each request against its kind: the kind exists and is
+// not a reactor kind, and the spec fits the size limit and the spec
+// schema. Errors name the item and the JSON path.
+func (s *Service) validate(reqs []*convergev1.ApplyResourceRequest, batch bool) ([]store.ApplyInput, error) {
+	inputs := make([]store.ApplyInput, len(reqs))
+	for i, r := range reqs {
+		where := ""
+		if batch {
+			where = fmt.Sprintf("resources[%d] ", i)
+		}
+		ns := namespaceOr(r.GetNamespace())
+		id := fmt.Sprintf("%s%s/%s/%s", where, ns, r.GetKind(), r.GetName())
+		e := s.kinds.Get(r.GetKind(), r.GetKindVersion())
+		if e == nil {
+			return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf(
+				"%s: kind %s v%d is not registered; apply its manifest first", id, r.GetKind(), r.GetKindVersion()))
+		}
+		if e.Compiled.IsReactor() {
+			return nil, invalid("%s: kind %s v%d is a reactor kind; it reacts to other resources and has no resources of its own",
+				id, r.GetKind(), r.GetKindVersion())
+		}
+		spec := []byte("{}")
+		if r.GetSpec() != nil {
+			var err error
+			spec, err = protojson.Marshal(r.GetSpec())
+			if err != nil {
+				return nil, invalid("%s: spec: %v", id, err)
+			}
+		}
+		if len(spec) > limits.MaxSpecBytes {
+			return nil, invalid("%s: spec is %d bytes; the limit is %d (docs/limits.md)", id, len(spec), limits.MaxSpecBytes)
+		}
+		doc, err := schema.Decode(spec)
+		if err != nil {
+			return nil, invalid("%s: spec: %v", id, err)
+		}
+		if err := e.ValidateSpec(doc); err != nil {
+			return nil, invalid("%s: spec does not match the spec_schema of %s v%d: %v", id, e.Kind, e.Version, err)
+		}
+		lbl, err := json.Marshal(r.GetLabels())
+		if err != nil {
+			return nil, invalid("%s: labels: %v", id, err)
+		}
+		if r.GetLabels() == nil {
+			lbl = []byte("{}")
+		}
+		inputs[i] = store.ApplyInput{Namespace: ns, Kind: r.GetKind(), KindVersion: r.GetKindVersion(), Name: r.GetName(),
+			Labels: lbl, Spec: spec, KindRevision: e.Revision}
+	}
+	return inputs, nil
+}
+
+// GetResource reads one resource.
+func (s *Service) GetResource(ctx context.Context, req *convergev1.GetResourceRequest) (*convergev1.GetResourceResponse, error) {
+	r, err := s.store.GetResource(ctx, namespaceOr(req.GetNamespace()), req.GetKind(), req.GetName())
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &convergev1.GetResourceResponse{Resource: toResource(r, s.isParked)}, nil
+}
+
+// ListResources pages through resources in (namespace, kind, name) order.
+func (s *Service) ListResources(ctx context.Context, req *convergev1.ListResourcesRequest) (*convergev1.ListResourcesResponse, error) {
+	sel, err := labels.Parse(req.GetLabelSelector())
+	if err != nil {
+		return nil, invalid("label_selector: %v", err)
+	}
+	f := store.ListFilter{
+		Namespace: req.GetNamespace(), Kind: req.GetKind(), KindVersion: req.GetKindVersion(),
+		Phases: req.GetPhases(), Selector: sel, Limit: int(req.GetPageSize()), Summary: req.GetSummary(),
+	}
+	if f.Limit == 0 {
+		f.Limit = 100
+	}
+	if tok := req.GetPageToken(); tok != "" {
+		k, err := decodePageToken(tok)
+		if err != nil {
+			return nil, invalid("page_token: %v", err)
+		}
+		f.After = &k
+	}
+	// Take the watch cursor before reading, so a Watch from it misses
+	// nothing that the listing does not show.
+	cursor, err := s.store.CurrentCursor(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	rows, more, err := s.store.ListResources(ctx, f)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := &convergev1.ListResourcesResponse{WatchCursor: cursor.String()}
+	for _, r := range rows {
+		out.Resources = append(out.Resources, toResource(r, s.isParked))
+	}
+	if more && len(rows) > 0 {
+		last := rows[len(rows)-1]
+		out.NextPageToken = encodePageToken(store.ResourceKey{Namespace: last.Namespace, Kind: last.Kind, Name: last.Name})
+	}
+	return out, nil
+}
+
+func encodePageToken(k store.ResourceKey) string {
+	b, _ := json.Marshal([]string{k.Namespace, k.Kind, k.Name})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodePageToken(tok string) (store.ResourceKey, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	var parts []string
+	if err == nil {
+		err = json.Unmarshal(raw, &parts)
+	}
+	if err != nil || len(parts) != 3 {
+		return store.ResourceKey{}, fmt.Errorf("%q is not a page token this server issued", tok)
+	}
+	return store.ResourceKey{Namespace: parts[0], Kind: parts[1], Name: parts[2]}, nil
+}
+
+// DeleteResource deletes a resource, through its kind's teardown reaction
+// if it has one.
+func (s *Service) DeleteResource(ctx context.Context, req *convergev1.DeleteResourceRequest) (*convergev1.DeleteResourceResponse, error) {
+	key := store.ResourceKey{Namespace: namespaceOr(req.GetNamespace()), Kind: req.GetKind(), Name: req.GetName()}
+	cur, err := s.store.GetResource(ctx, key.Namespace, key.Kind, key.Name)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	teardown := false
+	if e := s.kinds.Get(cur.Kind, cur.KindVersion); e != nil {
+		teardown = e.HasTeardown()
+	}
+	r, gone, err := s.store.DeleteResource(ctx, actor(ctx), key, teardown)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	s.bus.Publish(notify.Changes)
+	if gone {
+		return &convergev1.DeleteResourceResponse{}, nil
+	}
+	s.bus.Publish(notify.Tasks)
+	return &convergev1.DeleteResourceResponse{Resource: toResource(r, s.isParked)}, nil
+}
+
+// ListEvents returns events newest first.
+func (s *Service) ListEvents(ctx context.Context, req *convergev1.ListEventsRequest) (*convergev1.ListEventsResponse, error) {
+	f := store.EventFilter{Namespace: req.GetNamespace(), Kind: req.GetKind(), Name: req.GetName(), Limit: int(req.GetPageSize())}
+	if f.Limit == 0 {
+		f.Limit = 100
+	}
+	if f.Name != "" && f.Namespace == "" {
+		f.Namespace = DefaultNamespace
+	}
+	if tok := req.GetPageToken(); tok != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		if err == nil {
+			_, err = fmt.Sscanf(string(raw), "e%d", &f.BeforeID)
+		}
+		if err != nil {
+			return nil, invalid("page_token: %q is not a page token this server issued", tok)
+		}
+	}
+	events, err := s.store.ListEvents(ctx, f)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := &convergev1.ListEventsResponse{}
+	for _, e := range events {
+		out.Events = append(out.Events, toEvent(e))
+	}
+	if len(events) == f.Limit {
+		out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("e%d", events[len(events)-1].ID)))
+	}
+	return out, nil
+}

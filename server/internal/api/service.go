@@ -1,0 +1,85 @@
+// Package api serves ControlService: kinds, resources, events and the
+// Watch stream, over Connect, gRPC, gRPC-Web and REST+JSON.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"connectrpc.com/connect"
+
+	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/members"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// Service implements convergev1connect.ControlServiceHandler.
+type Service struct {
+	store   *store.Store
+	kinds   *kinds.Registry
+	bus     *notify.Bus
+	members *members.Tracker
+	log     *slog.Logger
+}
+
+// New returns the service.
+func New(st *store.Store, reg *kinds.Registry, bus *notify.Bus, mem *members.Tracker, log *slog.Logger) *Service {
+	return &Service{store: st, kinds: reg, bus: bus, members: mem, log: log}
+}
+
+// isParked reports whether no live replica has a worker serving the
+// reaction a trigger runs.
+func (s *Service) isParked(kind string, version int32, trigger string) (string, bool) {
+	e := s.kinds.Get(kind, version)
+	if e == nil {
+		return "", false
+	}
+	r, ok := e.Reaction(trigger)
+	if !ok {
+		return trigger, true
+	}
+	return r.Name, !s.members.Serves(kind, version, r.Name)
+}
+
+// actor names who made a request, for events.
+func actor(ctx context.Context) string {
+	if ci, ok := connect.CallInfoForHandlerContext(ctx); ok && ci.Peer().Addr != "" {
+		return "api:" + ci.Peer().Addr
+	}
+	return "api"
+}
+
+// storeError maps store errors to API errors; the message already names
+// what went wrong.
+func storeError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return connect.NewError(connect.CodeNotFound, errors.New(trimSentinel(err, store.ErrNotFound)))
+	case errors.Is(err, store.ErrConflict):
+		return connect.NewError(connect.CodeFailedPrecondition, errors.New(trimSentinel(err, store.ErrConflict)))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeCanceled, err)
+	case store.IsUnavailable(err):
+		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("database unavailable: %w", err))
+	}
+	return connect.NewError(connect.CodeInternal, err)
+}
+
+// trimSentinel drops the "not found: " style prefix the store adds.
+func trimSentinel(err, sentinel error) string {
+	msg := err.Error()
+	prefix := sentinel.Error() + ": "
+	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+		return msg[len(prefix):]
+	}
+	return msg
+}
+
+func invalid(format string, args ...any) error {
+	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf(format, args...))
+}

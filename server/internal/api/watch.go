@@ -1,0 +1,159 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// Watch timing: the failsafe poll when no wake-up arrives, and the
+// keep-alive heartbeat on a quiet stream.
+const (
+	watchPoll      = 500 * time.Millisecond
+	watchKeepAlive = 15 * time.Second
+	watchPage      = 500
+	// watchDedupLimit bounds the per-stream memory used to drop changes
+	// that arrive after a newer change of the same resource.
+	watchDedupLimit = 100_000
+)
+
+// Watch streams changes from a resume point.
+func (s *Service) Watch(ctx context.Context, req *convergev1.WatchRequest, stream *connect.ServerStream[convergev1.WatchResponse]) error {
+	return s.watch(ctx, req, stream.Send)
+}
+
+// watch is the Watch stream, whatever carries it. The first message is a
+// heartbeat sent once the stream is positioned: every change after it
+// will be delivered.
+func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send func(*convergev1.WatchResponse) error) error {
+	if req.GetName() != "" && req.GetKind() == "" {
+		return invalid("watch: name needs kind")
+	}
+	f := store.ChangeFilter{Namespace: req.GetNamespace(), Kind: req.GetKind(), Name: req.GetName()}
+	if f.Name != "" && f.Namespace == "" {
+		f.Namespace = DefaultNamespace
+	}
+	wake, stop := s.bus.Subscribe(notify.Changes)
+	defer stop()
+	var cursor store.Cursor
+	var err error
+	if tok := req.GetCursor(); tok != "" {
+		if cursor, err = store.ParseCursor(tok); err != nil {
+			return invalid("cursor: %v", err)
+		}
+	} else if cursor, err = s.store.CurrentCursor(ctx); err != nil {
+		return storeError(err)
+	}
+	if err := send(&convergev1.WatchResponse{Heartbeat: true, Cursor: cursor.String()}); err != nil {
+		return err
+	}
+	seen := map[int64]int64{}
+	poll := time.NewTicker(watchPoll)
+	defer poll.Stop()
+	lastSent := time.Now()
+	for {
+		changes, next, err := s.store.ReadChanges(ctx, cursor, f, watchPage)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return storeError(err)
+		}
+		var out []*convergev1.Change
+		for _, ch := range changes {
+			if ch.ResourceVersion <= seen[ch.ResourceID] {
+				continue
+			}
+			if len(seen) >= watchDedupLimit {
+				clear(seen)
+			}
+			seen[ch.ResourceID] = ch.ResourceVersion
+			out = append(out, toChange(ch))
+		}
+		moved := next != cursor
+		cursor = next
+		if len(out) > 0 || (moved && time.Since(lastSent) > watchKeepAlive) {
+			if err := send(&convergev1.WatchResponse{Changes: out, Heartbeat: len(out) == 0, Cursor: cursor.String()}); err != nil {
+				return err
+			}
+			lastSent = time.Now()
+		}
+		if len(changes) == watchPage {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-poll.C:
+			if time.Since(lastSent) > watchKeepAlive {
+				if err := send(&convergev1.WatchResponse{Heartbeat: true, Cursor: cursor.String()}); err != nil {
+					return err
+				}
+				lastSent = time.Now()
+			}
+		}
+	}
+}
+
+// ServeWatchNDJSON serves GET /api/v1/watch: the Watch stream as
+// newline-delimited JSON, one WatchResponse per line, for curl and other
+// plain HTTP clients.
+func (s *Service) ServeWatchNDJSON(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	q := r.URL.Query()
+	req := &convergev1.WatchRequest{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Name: q.Get("name"), Cursor: q.Get("cursor")}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	started := false
+	opts := protojson.MarshalOptions{UseProtoNames: true}
+	err := s.watch(r.Context(), req, func(m *convergev1.WatchResponse) error {
+		b, err := opts.Marshal(m)
+		if err != nil {
+			return err
+		}
+		started = true
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+	if err != nil && !started {
+		code := http.StatusInternalServerError
+		if ce := new(connect.Error); errors.As(err, &ce) {
+			code = httpStatus(ce.Code())
+		}
+		http.Error(w, strings.TrimSpace(err.Error()), code)
+	}
+}
+
+func httpStatus(c connect.Code) int {
+	switch c {
+	case connect.CodeInvalidArgument:
+		return http.StatusBadRequest
+	case connect.CodeNotFound:
+		return http.StatusNotFound
+	case connect.CodeFailedPrecondition:
+		return http.StatusPreconditionFailed
+	case connect.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

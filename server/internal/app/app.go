@@ -1,0 +1,280 @@
+// Package app assembles a Converge server from its parts for the roles it
+// runs: control (API and sweepers), broker (worker streams, claiming and
+// result application), or both.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/convergehq/converge/server/internal/api"
+	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/members"
+	"github.com/convergehq/converge/server/internal/migrate"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/sweeper"
+)
+
+// Roles a process can run.
+const (
+	RoleAll     = "all"
+	RoleControl = "control"
+	RoleBroker  = "broker"
+)
+
+// Config configures a server process.
+type Config struct {
+	DatabaseURL string
+	// Listen is the address of the API and worker listener.
+	Listen string
+	// Role is all, control or broker.
+	Role string
+	// Migrate applies pending migrations at start.
+	Migrate bool
+	// PoolSize is the number of database connections for requests.
+	PoolSize int32
+	// NotifyInterval is the least gap between two NOTIFYs on a channel.
+	NotifyInterval time.Duration
+	Broker         broker.Config
+	Sweeper        sweeper.Config
+	Version        string
+	Log            *slog.Logger
+}
+
+// App is a running server.
+type App struct {
+	cfg      Config
+	addr     net.Addr
+	server   *http.Server
+	pools    []*pgxpool.Pool
+	done     chan struct{}
+	stop     context.CancelFunc
+	errMu    sync.Mutex
+	err      error
+	memberID string
+}
+
+// Start connects, migrates if asked, and starts serving. It returns once
+// the listener is bound.
+func Start(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	control, brokerRole, err := roles(cfg.Role)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = 16
+	}
+	if cfg.NotifyInterval <= 0 {
+		cfg.NotifyInterval = 20 * time.Millisecond
+	}
+	if cfg.Migrate {
+		steps, err := migrate.Up(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("migrating the database: %w", err)
+		}
+		for _, s := range steps {
+			cfg.Log.Info("applied migration", "version", s.Version, "file", s.File)
+		}
+	}
+	pool, err := openPool(ctx, cfg.DatabaseURL, cfg.PoolSize, false)
+	if err != nil {
+		return nil, err
+	}
+	relaxed, err := openPool(ctx, cfg.DatabaseURL, 4, true)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	a := &App{cfg: cfg, pools: []*pgxpool.Pool{pool, relaxed}, done: make(chan struct{}), memberID: memberID()}
+	st := store.New(pool, relaxed)
+	bus := notify.New(pool, a.memberID, cfg.NotifyInterval, cfg.Log)
+	reg := kinds.New(st, bus, cfg.Log)
+	if err := reg.Refresh(ctx); err != nil {
+		a.closePools()
+		return nil, fmt.Errorf("loading kinds: %w", err)
+	}
+
+	var b *broker.Broker
+	if brokerRole {
+		bc := cfg.Broker
+		bc.MemberID = a.memberID
+		b = broker.New(bc, st, reg, bus, cfg.Log)
+	}
+	var served func() []store.Served
+	if b != nil {
+		served = b.Served
+	}
+	host, _ := os.Hostname()
+	tracker := members.New(st, bus, store.Member{
+		ID: a.memberID, Roles: roleList(control, brokerRole), Hostname: host, PID: os.Getpid(), Version: cfg.Version,
+	}, served, cfg.Log)
+	tracker.Refresh(ctx)
+
+	var svc *api.Service
+	if control {
+		svc = api.New(st, reg, bus, tracker, cfg.Log)
+	}
+	handler, err := newHandler(svc, b, pool)
+	if err != nil {
+		a.closePools()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		a.closePools()
+		return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	a.addr = ln.Addr()
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	a.server = &http.Server{Handler: handler, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+
+	runCtx, stop := context.WithCancel(context.Background())
+	a.stop = stop
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(runCtx) }()
+	}
+	run(bus.Run)
+	run(reg.Run)
+	run(tracker.Run)
+	if b != nil {
+		run(b.Run)
+	}
+	if control {
+		sw := sweeper.New(cfg.Sweeper, st, bus, cfg.Log)
+		run(sw.Run)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- a.server.Serve(ln) }()
+	go func() {
+		select {
+		case err := <-serveErr:
+			if !errors.Is(err, http.ErrServerClosed) {
+				a.setErr(err)
+			}
+			stop()
+		case <-runCtx.Done():
+		}
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = a.server.Shutdown(shutdown)
+		cancel()
+		a.server.Close()
+		stop()
+		wg.Wait()
+		a.closePools()
+		close(a.done)
+	}()
+	cfg.Log.Info("converge serving", "addr", a.addr.String(), "role", cfg.Role, "member", a.memberID)
+	return a, nil
+}
+
+// Addr is the bound listener address.
+func (a *App) Addr() net.Addr { return a.addr }
+
+// MemberID identifies this replica.
+func (a *App) MemberID() string { return a.memberID }
+
+// Stop shuts the server down and waits for it.
+func (a *App) Stop() error {
+	a.stop()
+	<-a.done
+	return a.Err()
+}
+
+// Done is closed once the server has stopped.
+func (a *App) Done() <-chan struct{} { return a.done }
+
+// Err reports why the server stopped on its own, if it did.
+func (a *App) Err() error {
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
+	return a.err
+}
+
+func (a *App) setErr(err error) {
+	a.errMu.Lock()
+	a.err = err
+	a.errMu.Unlock()
+}
+
+func (a *App) closePools() {
+	for _, p := range a.pools {
+		p.Close()
+	}
+}
+
+func roles(role string) (control, broker bool, err error) {
+	switch role {
+	case RoleAll, "":
+		return true, true, nil
+	case RoleControl:
+		return true, false, nil
+	case RoleBroker:
+		return false, true, nil
+	}
+	return false, false, fmt.Errorf("--role %q: must be one of all, control, broker", role)
+}
+
+func roleList(control, broker bool) []string {
+	var out []string
+	if control {
+		out = append(out, RoleControl)
+	}
+	if broker {
+		out = append(out, RoleBroker)
+	}
+	return out
+}
+
+// openPool opens a pool; relaxed sessions commit without waiting for the
+// WAL flush (see store.Store).
+func openPool(ctx context.Context, url string, size int32, relaxed bool) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("--database-url: %w", err)
+	}
+	pc.MaxConns = size
+	pc.MaxConnLifetime = 30 * time.Minute
+	pc.HealthCheckPeriod = 5 * time.Second
+	pc.ConnConfig.RuntimeParams["application_name"] = "converge"
+	if relaxed {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	return pool, nil
+}
+
+func memberID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/vanguard"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/server/internal/api"
+	"github.com/convergehq/converge/server/internal/api/openapi"
+	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/limits"
+	"github.com/convergehq/converge/server/internal/rpcvalidate"
+)
+
+// JSON on every transport uses the proto field names (snake_case), the
+// same names manifests and resource documents use.
+var (
+	marshalJSON   = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
+	unmarshalJSON = protojson.UnmarshalOptions{}
+)
+
+// newHandler mounts the services of the roles this process runs.
+func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Handler, error) {
+	validator, err := rpcvalidate.New()
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	if svc != nil {
+		path, h := convergev1connect.NewControlServiceHandler(svc,
+			connect.WithInterceptors(validator),
+			connect.WithCodec(jsonCodec{}),
+			connect.WithReadMaxBytes(limits.MaxRequestBytes))
+		transcoder, err := vanguard.NewTranscoder([]*vanguard.Service{vanguard.NewService(path, h)},
+			vanguard.WithCodec(func(res vanguard.TypeResolver) vanguard.Codec {
+				c := vanguard.NewJSONCodec(res)
+				c.MarshalOptions.UseProtoNames = true
+				return c
+			}))
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle(path, transcoder)
+		mux.Handle("/api/v1/", transcoder)
+		mux.HandleFunc("/api/v1/watch", svc.ServeWatchNDJSON)
+		mux.Handle("GET /openapi.json", openapi.Handler())
+	}
+	if b != nil {
+		path, h := convergev1connect.NewWorkerServiceHandler(b,
+			connect.WithInterceptors(validator),
+			connect.WithReadMaxBytes(limits.MaxWorkerMessageBytes))
+		mux.Handle(path, h)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := pool.Ping(ctx); err != nil {
+			http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux, nil
+}
+
+// jsonCodec is Connect's JSON codec with proto field names.
+type jsonCodec struct{}
+
+func (jsonCodec) Name() string { return "json" }
+
+func (jsonCodec) Marshal(v any) ([]byte, error) {
+	return marshalJSON.Marshal(v.(proto.Message))
+}
+
+func (jsonCodec) Unmarshal(data []byte, v any) error {
+	return unmarshalJSON.Unmarshal(data, v.(proto.Message))
+}

@@ -1,0 +1,228 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// claimLoop claims work whenever it may be there: on a wake-up (new work,
+// freed capacity, a kind change), when a backoff ends, and on the
+// failsafe poll.
+func (b *Broker) claimLoop(ctx context.Context) {
+	tasks, stopTasks := b.bus.Subscribe(notify.Tasks)
+	defer stopTasks()
+	kindsChanged, stopKinds := b.kinds.Subscribe()
+	defer stopKinds()
+	poll := time.NewTicker(b.cfg.PollInterval)
+	defer poll.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	var nextRetry time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.claimWake:
+		case <-tasks:
+		case <-kindsChanged:
+		case <-poll.C:
+		case <-retry.C:
+			nextRetry = time.Time{}
+		case at := <-b.retryAt:
+			if nextRetry.IsZero() || at.Before(nextRetry) {
+				nextRetry = at
+				retry.Reset(time.Until(at) + time.Millisecond)
+			}
+			continue
+		}
+		b.claimRound(ctx)
+	}
+}
+
+// claimRound claims until no (kind, version, trigger) with free worker
+// capacity has more ready work.
+func (b *Broker) claimRound(ctx context.Context) {
+	for ctx.Err() == nil {
+		wants := b.wants()
+		if len(wants) == 0 {
+			return
+		}
+		claimed, err := b.store.Claim(ctx, b.cfg.MemberID, b.cfg.Lease, wants)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.log.Warn("claiming tasks failed; retrying on the next poll", "err", err)
+			}
+			return
+		}
+		b.deliver(claimed)
+		got := map[triggerKey]int{}
+		for _, c := range claimed {
+			got[triggerKey{c.Kind, c.Version, c.Trigger}]++
+		}
+		more := false
+		for _, w := range wants {
+			if got[triggerKey{w.Kind, w.Version, w.Trigger}] == w.N {
+				more = true
+			}
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// wants computes, per (kind, version, trigger), how many tasks the
+// connected workers can take now.
+func (b *Broker) wants() []store.Want {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	free := map[triggerKey]int{}
+	var order []triggerKey
+	for s := range b.sessions {
+		slots := s.capacity - s.inflight
+		if s.draining || s.closed || slots <= 0 {
+			continue
+		}
+		for rk := range s.serves {
+			e := b.kinds.Get(rk.kind, rk.version)
+			if e == nil {
+				continue
+			}
+			trigger, ok := e.TriggerOf(rk.reaction)
+			if !ok {
+				continue
+			}
+			k := triggerKey{rk.kind, rk.version, trigger}
+			if _, seen := free[k]; !seen {
+				order = append(order, k)
+			}
+			free[k] += slots
+		}
+	}
+	var wants []store.Want
+	for _, k := range order {
+		n := min(free[k]-len(b.pending[k]), b.cfg.MaxClaim)
+		if n > 0 {
+			wants = append(wants, store.Want{Kind: k.kind, Version: k.version, Trigger: k.trigger, N: n})
+		}
+	}
+	return wants
+}
+
+// deliver turns claimed tasks into leases and sends each to a worker with
+// a free slot, or parks it until a slot frees.
+func (b *Broker) deliver(claimed []store.Claimed) {
+	if len(claimed) == 0 {
+		return
+	}
+	now := time.Now()
+	var giveBack []store.Lease
+	b.mu.Lock()
+	for _, c := range claimed {
+		k := triggerKey{c.Kind, c.Version, c.Trigger}
+		e := b.kinds.Get(c.Kind, c.Version)
+		var reaction string
+		var ok bool
+		if e != nil {
+			var r kinds.Reaction
+			r, ok = e.Reaction(c.Trigger)
+			reaction = r.Name
+		}
+		if !ok {
+			// The kind changed under the claim: nobody serves this now.
+			giveBack = append(giveBack, c.Lease)
+			continue
+		}
+		deadline := now.Add(e.TaskDeadline())
+		l := &lease{
+			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline,
+			task: &convergev1.Task{
+				Lease:       protoLease(c.Lease),
+				Kind:        c.Kind,
+				KindVersion: c.Version,
+				Reaction:    reaction,
+				Trigger:     c.Trigger,
+				Resource: &convergev1.TaskResource{
+					Namespace: c.Namespace, Name: c.Name, Uid: fmt.Sprint(c.ResourceID),
+					Generation: c.Generation, Labels: decodeLabels(c.Labels), Spec: c.Spec, Status: c.Status,
+				},
+				Deadline:         timestamppb.New(deadline),
+				Attempt:          c.Attempt,
+				DedupToken:       fmt.Sprintf("%d/%s/%d", c.ResourceID, c.Trigger, c.Generation),
+				ManifestRevision: e.Revision,
+			},
+		}
+		b.leases[c.TaskID] = l
+		if s := b.pickSession(k.kind, k.version, reaction); s != nil {
+			b.dispatch(s, l, now)
+		} else {
+			b.pending[k] = append(b.pending[k], l)
+		}
+	}
+	b.mu.Unlock()
+	if len(giveBack) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := b.store.ReleaseLeases(ctx, giveBack); err != nil {
+			b.log.Warn("could not release tasks of a changed kind", "err", err)
+		}
+	}
+}
+
+// pickSession returns the connected worker serving the reaction with the
+// most free slots. Callers hold b.mu.
+func (b *Broker) pickSession(kind string, version int32, reaction string) *session {
+	var best *session
+	bestFree := 0
+	rk := reactionKey{kind, version, reaction}
+	for s := range b.sessions {
+		if s.draining || s.closed || !s.serves[rk] {
+			continue
+		}
+		if free := s.capacity - s.inflight; free > bestFree {
+			best, bestFree = s, free
+		}
+	}
+	return best
+}
+
+// dispatch sends a lease's task to s. Callers hold b.mu.
+func (b *Broker) dispatch(s *session, l *lease, now time.Time) {
+	s.inflight++
+	l.session, l.attested = s, now
+	task := l.task
+	l.task = nil
+	s.send(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Task{Task: task}})
+}
+
+// drainPending sends parked tasks to s while it has free slots. Callers
+// hold b.mu.
+func (b *Broker) drainPending(s *session) {
+	if s.draining || s.closed {
+		return
+	}
+	now := time.Now()
+	for k, ls := range b.pending {
+		for len(ls) > 0 && s.capacity > s.inflight {
+			l := ls[0]
+			if !s.serves[reactionKey{k.kind, k.version, l.reaction}] {
+				break
+			}
+			ls = ls[1:]
+			b.dispatch(s, l, now)
+		}
+		if len(ls) == 0 {
+			delete(b.pending, k)
+		} else {
+			b.pending[k] = ls
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/limits"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// result is an outcome waiting to be applied, and whom to acknowledge.
+type result struct {
+	lease   *lease
+	session *session
+	echo    *convergev1.Lease
+	out     store.Outcome
+}
+
+// onResult accepts a worker's result for a lease this broker holds.
+func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
+	pl := r.GetLease()
+	b.mu.Lock()
+	l := b.leases[pl.GetTaskId()]
+	if l == nil || l.Epoch != pl.GetEpoch() || l.done {
+		b.mu.Unlock()
+		s.send(ack(pl, false, "the lease is not current: the task was reassigned, finished or never held here"))
+		return
+	}
+	l.done = true
+	if l.session != nil {
+		l.session.inflight--
+	}
+	b.drainPending(s)
+	e := b.kinds.Get(l.key.kind, l.key.version)
+	b.mu.Unlock()
+	b.wakeClaimer()
+
+	if e != nil && e.Revision != l.revision {
+		// The manifest changed while the task ran, so the result answers
+		// the old contract: discard it and run the task again.
+		b.forget(l)
+		s.send(ack(pl, false, fmt.Sprintf("kind %s v%d changed while the task ran (revision %d, now %d); the task runs again",
+			e.Kind, e.Version, l.revision, e.Revision)))
+		return
+	}
+	out := b.outcome(s, l, e, r)
+	b.results <- &result{lease: l, session: s, echo: pl, out: out}
+}
+
+// forget drops a lease and gives its task back to the queue at once.
+func (b *Broker) forget(l *lease) {
+	b.mu.Lock()
+	if b.leases[l.TaskID] == l {
+		delete(b.leases, l.TaskID)
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.store.ReleaseLeases(ctx, []store.Lease{l.Lease}); err != nil {
+		b.log.Warn("could not release a task; it runs again after the lease window", "task", l.TaskID, "err", err)
+	}
+	b.bus.Publish(notify.Tasks)
+}
+
+// outcome turns a worker result into what the store applies, enforcing
+// the kind's contract: only emitted parts are applied, and a status must
+// conform to the kind's status schema.
+func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.TaskResult) store.Outcome {
+	out := store.Outcome{
+		Lease: store.Lease{TaskID: l.TaskID, Epoch: l.Epoch, Generation: r.GetLease().GetGeneration()},
+		Actor: s.actor,
+	}
+	if f := r.GetError(); f != nil {
+		out.Failed, out.Terminal, out.Message = true, f.GetTerminal(), f.GetMessage()
+		if out.Message == "" {
+			out.Message = "the worker reported a failure without a message"
+		}
+		return out
+	}
+	fail := func(format string, args ...any) store.Outcome {
+		out.Status, out.Conditions = nil, nil
+		out.Failed, out.Terminal, out.Message = true, true, fmt.Sprintf(format, args...)
+		return out
+	}
+	if e == nil {
+		return fail("kind %s v%d is no longer registered", l.key.kind, l.key.version)
+	}
+	reaction, _ := e.Reaction(l.key.trigger)
+	ok := r.GetSuccess()
+	if reaction.Emits["status"] {
+		if st := ok.GetStatus(); len(st) > 0 {
+			if len(st) > limits.MaxStatusBytes {
+				return fail("status is %d bytes; the limit is %d", len(st), limits.MaxStatusBytes)
+			}
+			doc, err := schema.Decode(st)
+			if err != nil {
+				return fail("status is not valid JSON: %v", err)
+			}
+			if _, isObject := doc.(map[string]any); !isObject {
+				return fail("status must be a JSON object")
+			}
+			if err := e.ValidateStatus(doc); err != nil {
+				return fail("status does not conform to the status_schema of %s v%d: %v", e.Kind, e.Version, err)
+			}
+			out.Status = st
+		}
+		out.Unhealthy = ok.GetUnhealthy()
+	}
+	if reaction.Emits["conditions"] {
+		conds, err := encodeConditions(ok.GetConditions())
+		if err != nil {
+			return fail("conditions: %v", err)
+		}
+		out.Conditions = conds
+	}
+	return out
+}
+
+func encodeConditions(cs []*convergev1.Condition) ([]byte, error) {
+	list := make([]json.RawMessage, 0, len(cs))
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if seen[c.GetType()] {
+			return nil, fmt.Errorf("condition type %q is reported twice", c.GetType())
+		}
+		seen[c.GetType()] = true
+		plain := &convergev1.Condition{Type: c.GetType(), Status: c.GetStatus(), Reason: c.GetReason(), Message: c.GetMessage()}
+		raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(plain)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, raw)
+	}
+	return json.Marshal(list)
+}
+
+func ack(l *convergev1.Lease, applied bool, reason string) *convergev1.ServerMessage {
+	return &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Ack{Ack: &convergev1.ResultAck{
+		Lease: l, Applied: applied, Reason: reason,
+	}}}
+}
+
+// applyLoop applies results in batches: whatever arrived while the
+// previous batch was being written goes into the next one.
+func (b *Broker) applyLoop(ctx context.Context) {
+	for {
+		var batch []*result
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-b.results:
+			batch = append(batch, r)
+		}
+	fill:
+		for len(batch) < b.cfg.ApplyBatch {
+			select {
+			case r := <-b.results:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		outs := make([]store.Outcome, len(batch))
+		for i, r := range batch {
+			outs[i] = r.out
+		}
+		res, err := b.applyWithRetry(ctx, outs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			b.log.Error("applying results failed; the tasks will run again", "results", len(outs), "err", err)
+		}
+		b.finish(batch, res)
+	}
+}
+
+// applyWithRetry keeps trying while the database is unreachable: results
+// are not lost to a database restart.
+func (b *Broker) applyWithRetry(ctx context.Context, outs []store.Outcome) ([]store.OutcomeResult, error) {
+	wait := 50 * time.Millisecond
+	for {
+		res, err := b.store.ApplyOutcomes(ctx, outs, b.cfg.Backoff)
+		if err == nil || !store.IsUnavailable(err) || ctx.Err() != nil {
+			return res, err
+		}
+		b.log.Warn("database unavailable while applying results; retrying", "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// finish acknowledges applied results and forgets their leases.
+func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
+	requeued := false
+	b.mu.Lock()
+	for i, r := range batch {
+		if cur := b.leases[r.lease.TaskID]; cur == r.lease {
+			delete(b.leases, r.lease.TaskID)
+		}
+		applied, reason := false, "the result could not be applied"
+		if res != nil {
+			switch {
+			case res[i].Applied:
+				applied, reason = true, ""
+				if !res[i].RetryAt.IsZero() {
+					select {
+					case b.retryAt <- res[i].RetryAt:
+					default:
+					}
+				}
+			case res[i].Superseded:
+				reason, requeued = "the resource changed while the task ran; it runs again at the new generation", true
+			default:
+				reason = "the lease is no longer current"
+			}
+		}
+		if r.echo != nil && !r.session.closed {
+			r.session.send(ack(r.echo, applied, reason))
+		}
+	}
+	b.mu.Unlock()
+	b.bus.Publish(notify.Changes)
+	if requeued {
+		b.bus.Publish(notify.Tasks)
+	}
+}
+
+func decodeLabels(raw []byte) map[string]string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var m map[string]string
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}

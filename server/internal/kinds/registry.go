@@ -1,0 +1,213 @@
+// Package kinds keeps every replica's view of the registered kinds:
+// compiled manifests with their schemas and reactions, reloaded within a
+// second of any change anywhere.
+package kinds
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/manifest"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// RefreshInterval bounds how stale a replica's view can be when a wake-up
+// is lost.
+const RefreshInterval = time.Second
+
+// Entry is one registered kind version.
+type Entry struct {
+	Kind     string
+	Version  int32
+	Revision int64
+	// Compiled is the compiled manifest (schemas, policy, reactions).
+	Compiled *manifest.Kind
+	// Row is the stored form.
+	Row store.Kind
+
+	reactions map[string]Reaction
+	triggerOf map[string]string
+}
+
+// Reaction is a manifest reaction in the form dispatch needs.
+type Reaction struct {
+	Name    string
+	Trigger string
+	Emits   map[string]bool
+}
+
+// Reaction returns the reaction a trigger runs.
+func (e *Entry) Reaction(trigger string) (Reaction, bool) {
+	r, ok := e.reactions[trigger]
+	return r, ok
+}
+
+// TriggerOf returns the trigger of the reaction with the given name.
+func (e *Entry) TriggerOf(reaction string) (string, bool) {
+	t, ok := e.triggerOf[reaction]
+	return t, ok
+}
+
+// ValidateSpec checks a decoded spec against the spec schema.
+func (e *Entry) ValidateSpec(doc any) error { return e.Compiled.Spec.Validate(doc) }
+
+// ValidateStatus checks a decoded status against the status schema.
+func (e *Entry) ValidateStatus(doc any) error { return e.Compiled.Status.Validate(doc) }
+
+// TaskDeadline is the time a worker has for one task of this kind.
+func (e *Entry) TaskDeadline() time.Duration { return e.Compiled.Policy.TaskDeadline }
+
+// HasTeardown reports whether deleting a resource runs a deleteRequested
+// reaction before the resource goes.
+func (e *Entry) HasTeardown() bool {
+	_, ok := e.reactions[manifest.TriggerDeleteRequested]
+	return ok
+}
+
+// Manifest returns the manifest as the API shows it, with policy and
+// output-only fields filled in. Callers must not modify it.
+func (e *Entry) Manifest() *convergev1.KindManifest { return e.Compiled.Manifest }
+
+// Compile builds an entry from a stored kind.
+func Compile(row store.Kind) (*Entry, error) {
+	m, err := manifest.FromCanonical(row.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	m.Policy = PolicyToProto(row.Policy)
+	m.Revision = row.Revision
+	m.CreatedAt, m.UpdatedAt = timestamp(row.CreatedAt), timestamp(row.UpdatedAt)
+	k, err := manifest.Compile(m)
+	if err != nil {
+		return nil, err
+	}
+	e := &Entry{Kind: row.Kind, Version: row.Version, Revision: row.Revision, Compiled: k, Row: row,
+		reactions: map[string]Reaction{}, triggerOf: map[string]string{}}
+	for _, r := range m.GetReactions() {
+		if r.GetTrigger() == manifest.TriggerOperation {
+			continue
+		}
+		emits := map[string]bool{}
+		for _, p := range r.GetEmits() {
+			emits[p] = true
+		}
+		e.reactions[r.GetTrigger()] = Reaction{Name: r.GetName(), Trigger: r.GetTrigger(), Emits: emits}
+		e.triggerOf[r.GetName()] = r.GetTrigger()
+	}
+	return e, nil
+}
+
+type key struct {
+	kind    string
+	version int32
+}
+
+// Registry caches the compiled kinds.
+type Registry struct {
+	store *store.Store
+	bus   *notify.Bus
+	log   *slog.Logger
+
+	mu          sync.RWMutex
+	entries     map[key]*Entry
+	fingerprint string
+
+	subMu sync.Mutex
+	subs  map[chan struct{}]struct{}
+}
+
+// New returns an empty registry; call Refresh or Run to fill it.
+func New(st *store.Store, bus *notify.Bus, log *slog.Logger) *Registry {
+	return &Registry{store: st, bus: bus, log: log, entries: map[key]*Entry{}, subs: map[chan struct{}]struct{}{}}
+}
+
+// Get returns a kind version, or nil if it is not registered.
+func (r *Registry) Get(kind string, version int32) *Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.entries[key{kind, version}]
+}
+
+// Subscribe returns a channel woken after every change of the view.
+func (r *Registry) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	r.subMu.Lock()
+	r.subs[ch] = struct{}{}
+	r.subMu.Unlock()
+	return ch, func() {
+		r.subMu.Lock()
+		delete(r.subs, ch)
+		r.subMu.Unlock()
+	}
+}
+
+// Run keeps the view fresh: on every wake-up and at least every
+// RefreshInterval.
+func (r *Registry) Run(ctx context.Context) {
+	wake, stop := r.bus.Subscribe(notify.Kinds)
+	defer stop()
+	tick := time.NewTicker(RefreshInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+		if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("refreshing kinds failed", "err", err)
+		}
+	}
+}
+
+// Refresh reloads the view if any kind changed since the last load.
+func (r *Registry) Refresh(ctx context.Context) error {
+	fp, err := r.store.KindsFingerprint(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.RLock()
+	same := fp == r.fingerprint
+	r.mu.RUnlock()
+	if same {
+		return nil
+	}
+	rows, err := r.store.ListKinds(ctx, "")
+	if err != nil {
+		return err
+	}
+	next := make(map[key]*Entry, len(rows))
+	r.mu.RLock()
+	prev := r.entries
+	r.mu.RUnlock()
+	for _, row := range rows {
+		k := key{row.Kind, row.Version}
+		if old := prev[k]; old != nil && old.Revision == row.Revision {
+			next[k] = old
+			continue
+		}
+		e, err := Compile(row)
+		if err != nil {
+			r.log.Error("a stored manifest does not compile; ignoring it", "kind", row.Kind, "version", row.Version, "err", err)
+			continue
+		}
+		next[k] = e
+	}
+	r.mu.Lock()
+	r.entries, r.fingerprint = next, fp
+	r.mu.Unlock()
+	r.subMu.Lock()
+	for ch := range r.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	r.subMu.Unlock()
+	return nil
+}

@@ -1,0 +1,109 @@
+// Package members keeps this replica's row in the members table fresh and
+// keeps a view of the live replicas: which exist (so wakes go to them)
+// and what their connected workers serve (so a parked kind can be told
+// from a busy one).
+package members
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// Interval is how often a replica renews its row; a replica silent for
+// LiveWithin is considered gone.
+const (
+	Interval   = 2 * time.Second
+	LiveWithin = 10 * time.Second
+)
+
+// Tracker heartbeats this replica and caches the live ones.
+type Tracker struct {
+	store  *store.Store
+	bus    *notify.Bus
+	self   store.Member
+	served func() []store.Served
+	log    *slog.Logger
+
+	mu   sync.RWMutex
+	live []store.Member
+}
+
+// New returns a tracker for self. served, if not nil, reports what this
+// replica's workers serve.
+func New(st *store.Store, bus *notify.Bus, self store.Member, served func() []store.Served, log *slog.Logger) *Tracker {
+	return &Tracker{store: st, bus: bus, self: self, served: served, log: log}
+}
+
+// Run heartbeats until ctx ends, then removes this replica's row.
+func (t *Tracker) Run(ctx context.Context) {
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	for {
+		t.beat(ctx)
+		select {
+		case <-ctx.Done():
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = t.store.DeleteMember(c, t.self.ID)
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Refresh heartbeats and reloads the live view now.
+func (t *Tracker) Refresh(ctx context.Context) { t.beat(ctx) }
+
+func (t *Tracker) beat(ctx context.Context) {
+	m := t.self
+	if t.served != nil {
+		m.Served = t.served()
+	}
+	if err := t.store.HeartbeatMember(ctx, m); err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("member heartbeat failed", "err", err)
+		}
+		return
+	}
+	live, err := t.store.LiveMembers(ctx, LiveWithin)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	t.live = live
+	t.mu.Unlock()
+	others := false
+	for _, l := range live {
+		if l.ID != t.self.ID {
+			others = true
+		}
+	}
+	t.bus.SetRemote(others)
+}
+
+// Live returns the live replicas as of the last heartbeat.
+func (t *Tracker) Live() []store.Member {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.live
+}
+
+// Serves reports whether any live replica has a connected worker serving
+// the reaction.
+func (t *Tracker) Serves(kind string, version int32, reaction string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, m := range t.live {
+		for _, s := range m.Served {
+			if s.Kind == kind && s.Version == version && s.Reaction == reaction && s.Workers > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

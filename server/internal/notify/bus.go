@@ -1,0 +1,204 @@
+// Package notify wakes components when something they wait for may have
+// happened: work queued, changes recorded, kinds edited. Wakes inside one
+// process are immediate; wakes for other replicas travel as PostgreSQL
+// NOTIFY, rate-limited per channel, because every notifying transaction
+// serialises on a cluster-wide lock at commit. A wake is only a hint:
+// every consumer also polls as a failsafe.
+package notify
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Channels.
+const (
+	Tasks   = "converge_tasks"
+	Changes = "converge_changes"
+	Kinds   = "converge_kinds"
+)
+
+var channels = []string{Tasks, Changes, Kinds}
+
+// Bus fans wakes out to local subscribers and to other replicas.
+type Bus struct {
+	pool     *pgxpool.Pool
+	self     string
+	interval time.Duration
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	subs   map[string]map[chan struct{}]struct{}
+	dirty  map[string]bool
+	last   map[string]time.Time
+	kick   chan struct{}
+	remote atomic.Bool
+	sent   atomic.Int64
+}
+
+// New returns a bus. self tags this process's notifications so it can
+// ignore its own; interval is the least gap between two NOTIFYs on one
+// channel.
+func New(pool *pgxpool.Pool, self string, interval time.Duration, log *slog.Logger) *Bus {
+	return &Bus{
+		pool: pool, self: self, interval: interval, log: log,
+		subs:  map[string]map[chan struct{}]struct{}{},
+		dirty: map[string]bool{},
+		last:  map[string]time.Time{},
+		kick:  make(chan struct{}, 1),
+	}
+}
+
+// Subscribe returns a channel that receives a value after each Publish on
+// channel (coalesced: one pending wake at most) and a cancel function.
+func (b *Bus) Subscribe(channel string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	if b.subs[channel] == nil {
+		b.subs[channel] = map[chan struct{}]struct{}{}
+	}
+	b.subs[channel][ch] = struct{}{}
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		delete(b.subs[channel], ch)
+		b.mu.Unlock()
+	}
+}
+
+// SetRemote says whether other replicas exist. Without them, no NOTIFY is
+// sent at all.
+func (b *Bus) SetRemote(v bool) { b.remote.Store(v) }
+
+// Sent reports how many NOTIFY statements this bus has issued.
+func (b *Bus) Sent() int64 { return b.sent.Load() }
+
+// Publish wakes local subscribers now and, if other replicas exist,
+// schedules a NOTIFY.
+func (b *Bus) Publish(channel string) {
+	b.wakeLocal(channel)
+	if !b.remote.Load() {
+		return
+	}
+	b.mu.Lock()
+	b.dirty[channel] = true
+	b.mu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Bus) wakeLocal(channel string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs[channel] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run listens for other replicas' wakes and sends this replica's, until
+// ctx ends.
+func (b *Bus) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); b.listen(ctx) }()
+	go func() { defer wg.Done(); b.send(ctx) }()
+	wg.Wait()
+}
+
+// send issues rate-limited NOTIFYs for dirty channels.
+func (b *Bus) send(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.kick:
+		case <-timer.C:
+		}
+		now := time.Now()
+		var due []string
+		wait := time.Duration(0)
+		b.mu.Lock()
+		for ch, d := range b.dirty {
+			if !d {
+				continue
+			}
+			if gap := now.Sub(b.last[ch]); gap >= b.interval {
+				due = append(due, ch)
+				b.dirty[ch], b.last[ch] = false, now
+			} else if w := b.interval - gap; wait == 0 || w < wait {
+				wait = w
+			}
+		}
+		b.mu.Unlock()
+		if len(due) > 0 {
+			if _, err := b.pool.Exec(ctx, `SELECT pg_notify(c, $2) FROM unnest($1::text[]) AS c`, due, b.self); err != nil {
+				if ctx.Err() == nil {
+					b.log.Warn("notify failed; peers will catch up by polling", "err", err)
+				}
+			} else {
+				b.sent.Add(int64(len(due)))
+			}
+		}
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+	}
+}
+
+// listen holds a dedicated connection that LISTENs on every channel,
+// reconnecting with backoff. After a reconnect it wakes every local
+// subscriber, since notifications sent meanwhile were lost.
+func (b *Bus) listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := b.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Warn("listen connection lost; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (b *Bus) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, b.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	for _, ch := range channels {
+		b.wakeLocal(ch)
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if n.Payload != b.self {
+			b.wakeLocal(n.Channel)
+		}
+	}
+}

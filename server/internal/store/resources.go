@@ -1,0 +1,361 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Resource is a resource row as the API reads it.
+type Resource struct {
+	ID                  int64
+	Namespace           string
+	Kind                string
+	KindVersion         int32
+	Name                string
+	Labels              []byte
+	Spec                []byte
+	Status              []byte
+	Conditions          []byte
+	OwnerID             *int64
+	RootID              *int64
+	Generation          int64
+	SyncedGeneration    int64
+	HealthOK            bool
+	FailureGeneration   int64
+	FailureTerminal     bool
+	FailureAttempts     int32
+	FailureMessage      *string
+	FrozenUntil         *time.Time
+	DeletionRequestedAt *time.Time
+	ResourceVersion     int64
+	Reconciles          int64
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	Phase               string
+	// Task is the resource's oldest pending task, if any.
+	Task *PendingTask
+}
+
+// PendingTask describes queued or running work for a resource.
+type PendingTask struct {
+	Trigger   string
+	Claimed   bool
+	NotBefore time.Time
+	Attempts  int32
+}
+
+// resourceColumns lists the columns scanResource reads. summary leaves out
+// spec and status.
+func resourceColumns(summary bool) string {
+	body := "r.spec, r.status"
+	if summary {
+		body = "'{}'::jsonb, '{}'::jsonb"
+	}
+	return `r.id, r.namespace, r.kind, r.kind_version, r.name, r.labels, ` + body + `, r.conditions,
+		r.owner_id, r.root_id, r.generation, r.synced_generation, r.health_ok, r.failure_generation,
+		r.failure_terminal, r.failure_attempts, r.failure_message, r.frozen_until,
+		r.deletion_requested_at, r.resource_version, r.reconciles, r.created_at, r.updated_at, r.phase,
+		t.trigger, t.claimed_by IS NOT NULL, t.not_before, t.attempts`
+}
+
+// pendingTaskJoin attaches the oldest task of each resource row r as t.
+const pendingTaskJoin = `LEFT JOIN LATERAL (
+	SELECT trigger, claimed_by, not_before, attempts FROM tasks
+	WHERE tasks.resource_id = r.id ORDER BY tasks.id LIMIT 1) t ON true`
+
+func scanResource(row pgx.Row) (Resource, error) {
+	var r Resource
+	var trigger *string
+	var claimed *bool
+	var notBefore *time.Time
+	var attempts *int32
+	err := row.Scan(&r.ID, &r.Namespace, &r.Kind, &r.KindVersion, &r.Name, &r.Labels, &r.Spec,
+		&r.Status, &r.Conditions, &r.OwnerID, &r.RootID, &r.Generation, &r.SyncedGeneration,
+		&r.HealthOK, &r.FailureGeneration, &r.FailureTerminal, &r.FailureAttempts, &r.FailureMessage,
+		&r.FrozenUntil, &r.DeletionRequestedAt, &r.ResourceVersion, &r.Reconciles, &r.CreatedAt,
+		&r.UpdatedAt, &r.Phase, &trigger, &claimed, &notBefore, &attempts)
+	if err != nil {
+		return r, err
+	}
+	if trigger != nil {
+		r.Task = &PendingTask{Trigger: *trigger, Claimed: *claimed, NotBefore: *notBefore, Attempts: *attempts}
+	}
+	return r, nil
+}
+
+// ApplyInput is one resource to create or update.
+type ApplyInput struct {
+	Namespace   string
+	Kind        string
+	KindVersion int32
+	Name        string
+	Labels      []byte // JSON object
+	Spec        []byte // JSON object, already validated
+	// KindRevision is the kind revision Spec was validated against; the
+	// apply fails with ErrStaleKind if the kind changed since.
+	KindRevision int64
+}
+
+// ApplyResult reports what ApplyResources did with one input.
+type ApplyResult struct {
+	ID         int64
+	Generation int64
+	// "created", "configured" (spec or version changed), "relabeled" or
+	// "unchanged".
+	Result string
+}
+
+type resourceKey struct{ namespace, kind, name string }
+
+type existingRow struct {
+	id          int64
+	kindVersion int32
+	generation  int64
+	deleting    bool
+}
+
+// ApplyResources creates or updates resources in one transaction: all or
+// none. It schedules reconciles for new and changed specs and records an
+// event per change with actor. The second result reports whether any work
+// was scheduled.
+func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInput) ([]ApplyResult, bool, error) {
+	keys := make([]resourceKey, len(in))
+	index := make(map[resourceKey]int, len(in))
+	for i, a := range in {
+		k := resourceKey{a.Namespace, a.Kind, a.Name}
+		if j, dup := index[k]; dup {
+			return nil, false, conflictf("resources[%d] and resources[%d] both name %s/%s/%s", j, i, a.Namespace, a.Kind, a.Name)
+		}
+		keys[i], index[k] = k, i
+	}
+	// Insert in key order so concurrent batches take unique-index locks in
+	// the same order.
+	order := make([]int, len(in))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ka, kb := keys[order[a]], keys[order[b]]
+		if ka.namespace != kb.namespace {
+			return ka.namespace < kb.namespace
+		}
+		if ka.kind != kb.kind {
+			return ka.kind < kb.kind
+		}
+		return ka.name < kb.name
+	})
+
+	var results []ApplyResult
+	var scheduled bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		existing, err := lockExisting(ctx, tx, keys)
+		if err != nil {
+			return err
+		}
+		if err := checkKinds(ctx, tx, in, existing); err != nil {
+			return err
+		}
+		n := len(in)
+		ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
+		versions := make([]int32, n)
+		labels, specs := make([][]byte, n), make([][]byte, n)
+		for j, i := range order {
+			a := in[i]
+			ns[j], kinds[j], names[j], versions[j] = a.Namespace, a.Kind, a.Name, a.KindVersion
+			labels[j], specs[j] = a.Labels, a.Spec
+		}
+		rows, err := tx.Query(ctx, `
+			INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[])
+			ON CONFLICT (namespace, kind, name) DO UPDATE SET
+			    kind_version = EXCLUDED.kind_version,
+			    labels = EXCLUDED.labels,
+			    spec = EXCLUDED.spec,
+			    generation = r.generation + CASE WHEN r.spec <> EXCLUDED.spec
+			        OR r.kind_version <> EXCLUDED.kind_version THEN 1 ELSE 0 END,
+			    resource_version = r.resource_version + 1,
+			    updated_at = now()
+			WHERE r.spec <> EXCLUDED.spec OR r.labels <> EXCLUDED.labels
+			   OR r.kind_version <> EXCLUDED.kind_version
+			RETURNING r.id, r.namespace, r.kind, r.name, r.generation`,
+			ns, kinds, versions, names, labels, specs)
+		if err != nil {
+			return err
+		}
+		results = make([]ApplyResult, n)
+		touched := make([]bool, n)
+		for rows.Next() {
+			var id, gen int64
+			var k resourceKey
+			if err := rows.Scan(&id, &k.namespace, &k.kind, &k.name, &gen); err != nil {
+				return err
+			}
+			i := index[k]
+			touched[i] = true
+			prev, had := existing[k]
+			switch {
+			case !had:
+				results[i] = ApplyResult{ID: id, Generation: gen, Result: "created"}
+			case gen != prev.generation:
+				results[i] = ApplyResult{ID: id, Generation: gen, Result: "configured"}
+			default:
+				results[i] = ApplyResult{ID: id, Generation: gen, Result: "relabeled"}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var schedule []int64
+		ev := newEventBatch()
+		for i, a := range in {
+			if !touched[i] {
+				prev := existing[keys[i]]
+				results[i] = ApplyResult{ID: prev.id, Generation: prev.generation, Result: "unchanged"}
+				continue
+			}
+			r := results[i]
+			switch r.Result {
+			case "created":
+				schedule = append(schedule, r.ID)
+				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "Created",
+					fmt.Sprintf("created at %s v%d", a.Kind, a.KindVersion), actor)
+			case "configured":
+				schedule = append(schedule, r.ID)
+				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "SpecChanged",
+					fmt.Sprintf("spec changed: generation %d", r.Generation), actor)
+			case "relabeled":
+				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "Relabeled", "labels changed", actor)
+			}
+		}
+		batch := &pgx.Batch{}
+		var schedTag *int64
+		if len(schedule) > 0 {
+			sort.Slice(schedule, func(a, b int) bool { return schedule[a] < schedule[b] })
+			var count int64
+			schedTag = &count
+			batch.Queue(scheduleReconcileSQL, schedule).Exec(func(tag pgconn.CommandTag) error {
+				count = tag.RowsAffected()
+				return nil
+			})
+		}
+		ev.queue(batch)
+		if batch.Len() > 0 {
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+		}
+		scheduled = schedTag != nil && *schedTag > 0
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return results, scheduled, nil
+}
+
+// lockExisting locks the rows that already exist for keys, in id order,
+// and returns what the apply needs to know about them.
+func lockExisting(ctx context.Context, tx pgx.Tx, keys []resourceKey) (map[resourceKey]existingRow, error) {
+	ns, kinds, names := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		ns[i], kinds[i], names[i] = k.namespace, k.kind, k.name
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation,
+		       r.deletion_requested_at IS NOT NULL
+		FROM resources r
+		JOIN unnest($1::text[], $2::text[], $3::text[]) AS i(namespace, kind, name)
+		  ON r.namespace = i.namespace AND r.kind = i.kind AND r.name = i.name
+		ORDER BY r.id
+		FOR NO KEY UPDATE OF r`, ns, kinds, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[resourceKey]existingRow)
+	for rows.Next() {
+		var k resourceKey
+		var e existingRow
+		if err := rows.Scan(&e.id, &k.namespace, &k.kind, &k.name, &e.kindVersion, &e.generation, &e.deleting); err != nil {
+			return nil, err
+		}
+		out[k] = e
+	}
+	return out, rows.Err()
+}
+
+// checkKinds refuses the batch if a kind changed since its specs were
+// validated, if a resource is being deleted, or if a new resource (or a
+// version move) targets a retired kind version.
+func checkKinds(ctx context.Context, tx pgx.Tx, in []ApplyInput, existing map[resourceKey]existingRow) error {
+	type kv struct {
+		kind    string
+		version int32
+	}
+	type state struct {
+		revision int64
+		retired  bool
+	}
+	want := map[kv]bool{}
+	var kinds []string
+	var versions []int32
+	for _, a := range in {
+		k := kv{a.Kind, a.KindVersion}
+		if !want[k] {
+			want[k] = true
+			kinds, versions = append(kinds, a.Kind), append(versions, a.KindVersion)
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT k.kind, k.kind_version, k.revision, k.retired FROM kinds k
+		JOIN unnest($1::text[], $2::int[]) AS i(kind, kind_version)
+		  ON k.kind = i.kind AND k.kind_version = i.kind_version`, kinds, versions)
+	if err != nil {
+		return err
+	}
+	got := map[kv]state{}
+	for rows.Next() {
+		var k kv
+		var st state
+		if err := rows.Scan(&k.kind, &k.version, &st.revision, &st.retired); err != nil {
+			rows.Close()
+			return err
+		}
+		got[k] = st
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i, a := range in {
+		st, ok := got[kv{a.Kind, a.KindVersion}]
+		if !ok || st.revision != a.KindRevision {
+			return fmt.Errorf("%w: %s v%d", ErrStaleKind, a.Kind, a.KindVersion)
+		}
+		prev, had := existing[resourceKey{a.Namespace, a.Kind, a.Name}]
+		if had && prev.deleting {
+			return conflictf("resources[%d]: %s/%s/%s is being deleted; apply it again once it is gone", i, a.Namespace, a.Kind, a.Name)
+		}
+		if st.retired && (!had || prev.kindVersion != a.KindVersion) {
+			return conflictf("resources[%d]: kind %s v%d is retired: it accepts no new resources; use a newer version", i, a.Kind, a.KindVersion)
+		}
+	}
+	return nil
+}
+
+// GetResource reads one resource by identity.
+func (s *Store) GetResource(ctx context.Context, namespace, kind, name string) (Resource, error) {
+	r, err := scanResource(s.pool.QueryRow(ctx, `SELECT `+resourceColumns(false)+`
+		FROM resources r `+pendingTaskJoin+`
+		WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3`, namespace, kind, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, notFoundf("resource %s/%s/%s not found", namespace, kind, name)
+	}
+	return r, err
+}
