@@ -1,0 +1,105 @@
+// Package client is a typed client for the Converge control API
+// (converge.v1.ControlService) over Connect.
+//
+// A Client exposes every ControlService RPC and adds what programs need on
+// top of them: Follow, a Watch that survives broken streams, and WaitFor, which
+// blocks until a resource reaches a state the caller chooses.
+//
+// Errors are the connect errors the server returned: use connect.CodeOf to
+// branch on the code and (*connect.Error).Message for the server's message,
+// which names the offending field or rule.
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+)
+
+// DefaultBaseURL is where a local server listens by default.
+const DefaultBaseURL = "http://localhost:7070"
+
+// Client calls a Converge server's control API. It embeds the generated
+// ControlServiceClient, so every RPC (ApplyKind, GetResource, Watch, …) is a
+// method of Client. A Client is safe for concurrent use.
+type Client struct {
+	convergev1connect.ControlServiceClient
+}
+
+// Option configures a Client.
+type Option func(*config)
+
+type config struct {
+	httpClient  connect.HTTPClient
+	header      http.Header
+	connectOpts []connect.ClientOption
+}
+
+// WithHTTPClient sets the HTTP client used for every call. The default is
+// http.DefaultClient. It must not set an overall request timeout, because
+// Watch streams stay open; bound calls with contexts instead.
+func WithHTTPClient(c connect.HTTPClient) Option {
+	return func(cfg *config) { cfg.httpClient = c }
+}
+
+// WithHeader adds a header to every request, streams included (for example
+// an Authorization header). Repeating a key adds another value.
+func WithHeader(key, value string) Option {
+	return func(cfg *config) { cfg.header.Add(key, value) }
+}
+
+// WithConnectOptions passes options to the underlying connect client, for
+// example connect.WithGRPC() or connect.WithProtoJSON().
+func WithConnectOptions(opts ...connect.ClientOption) Option {
+	return func(cfg *config) { cfg.connectOpts = append(cfg.connectOpts, opts...) }
+}
+
+// New returns a Client for the server at baseURL, e.g. "http://localhost:7070".
+// It does not contact the server.
+func New(baseURL string, opts ...Option) *Client {
+	cfg := config{httpClient: http.DefaultClient, header: make(http.Header)}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	connectOpts := cfg.connectOpts
+	if len(cfg.header) > 0 {
+		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(headerInterceptor(cfg.header))}, connectOpts...)
+	}
+	return &Client{
+		ControlServiceClient: convergev1connect.NewControlServiceClient(cfg.httpClient, baseURL, connectOpts...),
+	}
+}
+
+// headerInterceptor sets fixed headers on unary calls and client streams.
+type headerInterceptor http.Header
+
+func (h headerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		h.apply(req.Header())
+		return next(ctx, req)
+	}
+}
+
+func (h headerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		h.apply(conn.RequestHeader())
+		return conn
+	}
+}
+
+func (h headerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+func (h headerInterceptor) apply(dst http.Header) {
+	for k, vs := range h {
+		dst.Del(k)
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
+}

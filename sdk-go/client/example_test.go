@@ -1,0 +1,57 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/convergehq/converge/sdk-go/client"
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+)
+
+// Apply a resource, then wait for its reconcile to settle.
+func ExampleClient_WaitFor() {
+	c := client.New("http://localhost:7070", client.WithHeader("Authorization", "Bearer "+"token"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	_, err := c.ApplyResource(ctx, &convergev1.ApplyResourceRequest{
+		Kind: "greeting", KindVersion: 1, Name: "hello-world",
+	})
+	if err != nil {
+		log.Fatalf("apply: %v", err) // a *connect.Error: code and the server's message
+	}
+	res, err := c.WaitFor(ctx, "default", "greeting", "hello-world", client.Settled)
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		log.Fatal("deleted while waiting")
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !client.IsReady(res) {
+		log.Fatalf("failed: %s", res.GetFailure().GetMessage())
+	}
+	fmt.Println("ready")
+}
+
+// Print every change in a namespace until interrupted; a broken stream is
+// resumed where it left off.
+func ExampleClient_Follow() {
+	c := client.New(client.DefaultBaseURL)
+	err := c.Follow(context.Background(), &convergev1.WatchRequest{Namespace: "default"}, func(resp *convergev1.WatchResponse) error {
+		if resp.GetHeartbeat() {
+			fmt.Println("watching")
+			return nil
+		}
+		for _, ch := range resp.GetChanges() {
+			fmt.Println(ch.GetType(), ch.GetKind(), ch.GetName(), ch.GetPhase())
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,127 @@
+package converge
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+)
+
+// Defaults for the options below.
+const (
+	DefaultCapacity     = 16
+	DefaultDrainTimeout = 30 * time.Second
+	DefaultReconnectMin = 100 * time.Millisecond
+	DefaultReconnectMax = 10 * time.Second
+)
+
+// maxCapacity is the protocol's bound on Subscribe.capacity.
+const maxCapacity = 10000
+
+// An Option configures a [Worker].
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is a Worker's settings after options are applied. err holds the
+// first invalid option; Run reports it.
+type config struct {
+	capacity     int
+	name         string
+	logger       *slog.Logger
+	httpClient   connect.HTTPClient
+	drainTimeout time.Duration
+	backoffMin   time.Duration
+	backoffMax   time.Duration
+	err          error
+}
+
+func (c *config) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("converge: "+format, args...)
+	}
+}
+
+// WithCapacity sets how many handlers the worker runs at once, across all
+// its reactions: between 1 and 10000, default [DefaultCapacity]. The server
+// never has more than this many tasks outstanding on the worker.
+func WithCapacity(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 1 || n > maxCapacity {
+			c.fail("WithCapacity(%d): capacity must be between 1 and %d", n, maxCapacity)
+			return
+		}
+		c.capacity = n
+	})
+}
+
+// WithName sets the worker's display name, shown in server logs and
+// diagnostics; at most 253 characters. The default, also used for an
+// empty name, is "<hostname>-<pid>". The name is not an identity: the
+// server identifies workers by their connection.
+func WithName(name string) Option {
+	return optionFunc(func(c *config) {
+		if name != "" {
+			c.name = name
+		}
+	})
+}
+
+// WithLogger sets where the worker logs connection changes, server warnings
+// and handler panics. The default is [slog.Default]; pass
+// slog.New(slog.DiscardHandler) to silence the worker. A nil logger is
+// ignored.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	})
+}
+
+// WithHTTPClient sets the HTTP client used to dial the server. It must speak
+// HTTP/2 (the worker stream is bidirectional): over TLS for https:// URLs,
+// or cleartext HTTP/2 (h2c) for http:// URLs. The default client does both.
+// Use it to configure TLS client certificates or custom dialing.
+func WithHTTPClient(client connect.HTTPClient) Option {
+	return optionFunc(func(c *config) {
+		if client == nil {
+			c.fail("WithHTTPClient(nil): client must not be nil")
+			return
+		}
+		c.httpClient = client
+	})
+}
+
+// WithDrainTimeout sets how long a drain waits for running handlers to
+// finish before cancelling their contexts; default [DefaultDrainTimeout].
+func WithDrainTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d <= 0 {
+			c.fail("WithDrainTimeout(%s): timeout must be positive", d)
+			return
+		}
+		c.drainTimeout = d
+	})
+}
+
+// WithReconnectBackoff sets the bounds of the exponential backoff between
+// reconnect attempts; defaults [DefaultReconnectMin] and
+// [DefaultReconnectMax]. Before the n-th consecutive attempt (n from 0) the
+// worker waits a uniformly random time in [0, min(maxDelay, minDelay·2ⁿ)]
+// ("full jitter"), so a fleet of workers does not reconnect in lockstep
+// after a server restart. The count restarts once a stream is subscribed.
+func WithReconnectBackoff(minDelay, maxDelay time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if minDelay <= 0 || maxDelay < minDelay {
+			c.fail("WithReconnectBackoff(%s, %s): need 0 < min <= max", minDelay, maxDelay)
+			return
+		}
+		c.backoffMin, c.backoffMax = minDelay, maxDelay
+	})
+}

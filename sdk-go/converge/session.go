@@ -1,0 +1,229 @@
+package converge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"connectrpc.com/connect"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+)
+
+const (
+	// Heartbeat interval when the server does not set one, and the floor
+	// that keeps a bogus tiny interval from flooding the stream.
+	defaultHeartbeat = 5 * time.Second
+	minHeartbeat     = 10 * time.Millisecond
+	// sendBatch results are sent per wake-up of the sender, so heartbeats
+	// interleave with a large backlog of results.
+	sendBatch = 256
+)
+
+var errStreamClosed = errors.New("server closed the stream")
+
+type stream = connect.BidiStreamForClientSimple[convergev1.WorkerMessage, convergev1.ServerMessage]
+
+// runSession holds one stream from dial to break: subscribe, then receive
+// tasks on this goroutine while a sender goroutine sends results,
+// heartbeats and Drain. It reports whether the stream got as far as being
+// subscribed, and why it ended. When closeSend is closed the sender closes
+// the send side and the session ends when the server ends the stream.
+func (w *Worker) runSession(ctx context.Context, closeSend <-chan struct{}) (subscribed bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := w.client.Connect(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = st.CloseResponse() }()
+
+	timeout := time.AfterFunc(w.waits.subscribed, cancel)
+	first, err := w.subscribeOn(st)
+	if !timeout.Stop() && err != nil {
+		err = fmt.Errorf("no subscribed reply within %s: %w", w.waits.subscribed, err)
+	}
+	if err != nil {
+		return false, err
+	}
+	reply := first.GetSubscribed()
+	if reply == nil {
+		return false, fmt.Errorf("protocol error: first server message is %T, want subscribed", first.GetMsg())
+	}
+	w.log.Info("converge: worker subscribed", "session", reply.GetSessionId(), "member", reply.GetMemberId(),
+		"adopted", len(reply.GetAdopted()), "lost", len(reply.GetLost()))
+	for _, warning := range reply.GetWarnings() {
+		w.log.Warn("converge: server warning: "+warning, "session", reply.GetSessionId())
+	}
+	w.ledger.beginSession(reply.GetLost())
+	defer w.ledger.endSession()
+
+	sent := make(chan error, 1)
+	go func() { sent <- w.sendLoop(ctx, cancel, st, heartbeatInterval(reply), closeSend) }()
+	err = w.receiveLoop(st)
+	cancel()
+	if serr := <-sent; serr != nil {
+		err = serr
+	}
+	return true, err
+}
+
+// subscribeOn sends Subscribe, resuming what the worker still holds, and
+// returns the server's first message.
+func (w *Worker) subscribeOn(st *stream) (*convergev1.ServerMessage, error) {
+	sub := w.subscribe(w.ledger.resumable())
+	if err := st.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Subscribe{Subscribe: sub}}); err != nil {
+		return nil, sendError(st, err)
+	}
+	first, err := st.Receive()
+	if err != nil {
+		return nil, receiveError(err)
+	}
+	return first, nil
+}
+
+// receiveLoop handles server messages until the stream ends.
+func (w *Worker) receiveLoop(st *stream) error {
+	for {
+		msg, err := st.Receive()
+		if err != nil {
+			return receiveError(err)
+		}
+		switch m := msg.GetMsg().(type) {
+		case *convergev1.ServerMessage_Task:
+			w.onTask(m.Task)
+		case *convergev1.ServerMessage_Cancel:
+			if w.ledger.abandon(keyOf(m.Cancel.GetLease())) {
+				w.log.Debug("converge: task cancelled by server", "task_id", m.Cancel.GetLease().GetTaskId(),
+					"reason", m.Cancel.GetReason())
+			}
+		case *convergev1.ServerMessage_Ack:
+			w.onAck(m.Ack)
+		case *convergev1.ServerMessage_Subscribed:
+			w.log.Warn("converge: ignoring a repeated subscribed message")
+		default:
+			w.log.Debug("converge: ignoring an unknown server message", "type", fmt.Sprintf("%T", m))
+		}
+	}
+}
+
+func (w *Worker) onTask(t *convergev1.Task) {
+	if lease := t.GetLease(); lease == nil {
+		w.log.Warn("converge: ignoring a task without a lease", "kind", t.GetKind())
+		return
+	} else if err := protovalidate.Validate(lease); err != nil {
+		w.log.Warn("converge: ignoring a task with an invalid lease", "kind", t.GetKind(), "error", err)
+		return
+	}
+	starts, err := w.ledger.accept(t, w.handler(t))
+	if err != nil {
+		level := slog.LevelDebug
+		if errors.Is(err, errQueueFull) {
+			level = slog.LevelWarn
+		}
+		w.log.Log(context.Background(), level, "converge: task not accepted: "+err.Error(),
+			"kind", t.GetKind(), "name", t.GetResource().GetName(), "task_id", t.GetLease().GetTaskId())
+	}
+	w.launch(starts)
+}
+
+func (w *Worker) onAck(a *convergev1.ResultAck) {
+	if !a.GetApplied() {
+		w.log.Info("converge: server discarded a result", "task_id", a.GetLease().GetTaskId(),
+			"epoch", a.GetLease().GetEpoch(), "reason", a.GetReason())
+	}
+	w.launch(w.ledger.ack(keyOf(a.GetLease())))
+}
+
+// sendLoop is the stream's only sender. It sends a heartbeat at once and
+// every interval, Drain once the worker drains, and results as they
+// complete. A send failure cancels the session.
+func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *stream, every time.Duration, closeSend <-chan struct{}) error {
+	send := func(m *convergev1.WorkerMessage) error {
+		err := st.Send(m)
+		if err == nil || errors.Is(err, io.EOF) {
+			// On EOF the server ended the stream; Receive reports why.
+			return err
+		}
+		cancel()
+		return fmt.Errorf("send: %w", err)
+	}
+	heartbeat := func() error {
+		return send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Heartbeat{
+			Heartbeat: &convergev1.Heartbeat{InFlight: w.ledger.attested()},
+		}})
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	err := heartbeat()
+	drainSent := false
+	for err == nil {
+		if !drainSent && w.ledger.isDraining() {
+			err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Drain{Drain: &convergev1.Drain{}}})
+			drainSent = true
+		}
+		msgs, more := w.ledger.takeUnsent(sendBatch)
+		for _, m := range msgs {
+			if err == nil {
+				err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Result{Result: m}})
+			}
+		}
+		if err != nil {
+			break
+		}
+		if more {
+			w.ledger.poke()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-closeSend:
+			_ = st.CloseRequest()
+			return nil
+		case <-w.ledger.kick:
+		case <-tick.C:
+			err = heartbeat()
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// heartbeatInterval is the server's interval, or a third of its lease, or a
+// default; never below minHeartbeat.
+func heartbeatInterval(s *convergev1.Subscribed) time.Duration {
+	d := time.Duration(s.GetHeartbeatIntervalMs()) * time.Millisecond
+	if d <= 0 {
+		d = defaultHeartbeat
+		if lease := s.GetLeaseSeconds(); lease > 0 {
+			d = time.Duration(lease) * time.Second / 3
+		}
+	}
+	return max(d, minHeartbeat)
+}
+
+// sendError explains a failed Send: when the server ended the stream, the
+// reason is in Receive.
+func sendError(st *stream, err error) error {
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	_, rerr := st.Receive()
+	if rerr == nil {
+		return err
+	}
+	return receiveError(rerr)
+}
+
+func receiveError(err error) error {
+	if errors.Is(err, io.EOF) {
+		return errStreamClosed
+	}
+	return err
+}

@@ -1,0 +1,100 @@
+package converge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+)
+
+// HandlerFunc runs one task. It returns the outcome to report to the server:
+// a nil error is a success (a nil *Result leaves the resource's status as it
+// was); an error is a failure, transient unless wrapped with [Terminal].
+//
+// ctx is cancelled when the server cancels the task (or, after a reconnect,
+// reports its lease lost), when the task's deadline passes, and when a drain
+// outlasts the drain timeout. A handler that panics is reported as a
+// transient failure carrying the panic value; the worker keeps running.
+type HandlerFunc func(ctx context.Context, t *Task) (*Result, error)
+
+// Task is one unit of work the server asks a handler to do: run a reaction
+// of a kind for one resource.
+type Task struct {
+	// Kind, KindVersion and Reaction select the handler.
+	Kind        string
+	KindVersion int
+	Reaction    string
+	// Trigger is what fired the reaction, e.g. "specChange".
+	Trigger string
+
+	// Namespace, Name and UID identify the resource.
+	Namespace string
+	Name      string
+	UID       string
+	// Generation counts real changes to the resource's spec.
+	Generation int64
+	Labels     map[string]string
+	// Spec is the resource's spec, a JSON object.
+	Spec json.RawMessage
+	// Status is the last status applied to the resource, a JSON object;
+	// empty when none has been reported yet.
+	Status json.RawMessage
+
+	// Attempt is 1 for the first attempt at this generation.
+	Attempt int
+	// DedupToken is stable across redeliveries of the same work (resource,
+	// trigger, generation). Use it to make side effects idempotent.
+	DedupToken string
+	// Deadline is when the server gives up on this attempt; zero when the
+	// server set none. The handler's context carries the same deadline.
+	Deadline time.Time
+}
+
+// DecodeSpec unmarshals the task's spec into v, as [json.Unmarshal] does.
+// An empty spec leaves v unchanged.
+func (t *Task) DecodeSpec(v any) error {
+	return t.decode("spec", t.Spec, v)
+}
+
+// DecodeStatus unmarshals the resource's last applied status into v, as
+// [json.Unmarshal] does. An empty status (none reported yet) leaves v
+// unchanged.
+func (t *Task) DecodeStatus(v any) error {
+	return t.decode("status", t.Status, v)
+}
+
+func (t *Task) decode(field string, data json.RawMessage, v any) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("converge: decode %s of %s %s/%s: %w", field, t.Kind, t.Namespace, t.Name, err)
+	}
+	return nil
+}
+
+// newTask converts a wire task into the handler's view of it.
+func newTask(m *convergev1.Task) *Task {
+	r := m.GetResource()
+	t := &Task{
+		Kind:        m.GetKind(),
+		KindVersion: int(m.GetKindVersion()),
+		Reaction:    m.GetReaction(),
+		Trigger:     m.GetTrigger(),
+		Namespace:   r.GetNamespace(),
+		Name:        r.GetName(),
+		UID:         r.GetUid(),
+		Generation:  r.GetGeneration(),
+		Labels:      r.GetLabels(),
+		Spec:        json.RawMessage(r.GetSpec()),
+		Status:      json.RawMessage(r.GetStatus()),
+		Attempt:     int(m.GetAttempt()),
+		DedupToken:  m.GetDedupToken(),
+	}
+	if d := m.GetDeadline(); d != nil {
+		t.Deadline = d.AsTime()
+	}
+	return t
+}

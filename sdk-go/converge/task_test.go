@@ -1,0 +1,46 @@
+package converge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestTerminalWrapsAndIsDetected(t *testing.T) {
+	err := Terminal(io.ErrUnexpectedEOF)
+	if err.Error() != io.ErrUnexpectedEOF.Error() {
+		t.Errorf("message = %q; want the wrapped error's", err)
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Error("errors.Is does not see through Terminal")
+	}
+	if !IsTerminal(fmt.Errorf("context: %w", err)) {
+		t.Error("IsTerminal does not see a wrapped terminal error")
+	}
+	if IsTerminal(io.EOF) || IsTerminal(nil) {
+		t.Error("IsTerminal reports a plain error as terminal")
+	}
+	if Terminal(nil) != nil {
+		t.Error("Terminal(nil) is not nil")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	task := &Task{Kind: "greeting", Namespace: "default", Name: "hello", Spec: json.RawMessage(`{"name":"world"}`)}
+	var spec struct{ Name string }
+	if err := task.DecodeSpec(&spec); err != nil || spec.Name != "world" {
+		t.Fatalf("DecodeSpec = %v, %+v", err, spec)
+	}
+	status := struct{ Message string }{"kept"}
+	if err := task.DecodeStatus(&status); err != nil || status.Message != "kept" {
+		t.Fatalf("DecodeStatus of an empty status = %v, %+v; want nil and v unchanged", err, status)
+	}
+	task.Status = json.RawMessage(`{"message":1}`)
+	err := task.DecodeStatus(&status)
+	if err == nil || !strings.Contains(err.Error(), "decode status of greeting default/hello") {
+		t.Fatalf("DecodeStatus of a mistyped status = %v; want an error naming the field and resource", err)
+	}
+}

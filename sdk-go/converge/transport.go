@@ -1,0 +1,99 @@
+package converge
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Liveness of an idle connection: with no frame from the server for
+// pingAfter, the client pings; no answer within pingTimeout breaks the
+// connection, so a silently dead network ends the stream and the worker
+// reconnects instead of waiting forever.
+const (
+	pingAfter   = 15 * time.Second
+	pingTimeout = 10 * time.Second
+)
+
+// checkServerURL accepts an absolute http:// or https:// URL with a host.
+func checkServerURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("converge: server URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("converge: server URL %q: scheme must be http or https", raw)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("converge: server URL %q: host is missing", raw)
+	}
+	return nil
+}
+
+// newHTTPClient returns a client that speaks HTTP/2 only: over TLS for
+// https:// URLs and cleartext (h2c) for http:// URLs, as a bidirectional
+// stream requires.
+func newHTTPClient() *http.Client {
+	t := &http.Transport{}
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = d.Clone()
+	}
+	var p http.Protocols
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	t.Protocols = &p
+	t.HTTP2 = &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingTimeout}
+	// An HTTP proxy cannot carry h2c, so only TLS connections use one.
+	t.Proxy = func(r *http.Request) (*url.URL, error) {
+		if r.URL.Scheme != "https" {
+			return nil, nil
+		}
+		return http.ProxyFromEnvironment(r)
+	}
+	return &http.Client{Transport: t}
+}
+
+// defaultName is "<hostname>-<pid>".
+func defaultName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+// sdkVersion names this SDK and, when the binary records it, the version of
+// the module it was built from.
+func sdkVersion() string {
+	const module = "github.com/convergehq/converge"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "converge-go"
+	}
+	version := ""
+	if info.Main.Path == module {
+		version = info.Main.Version
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == module {
+			version = dep.Version
+		}
+	}
+	version = strings.TrimSpace(version)
+	if version == "" {
+		return "converge-go"
+	}
+	v := "converge-go/" + version
+	if len(v) > maxSDKLen {
+		v = v[:maxSDKLen]
+	}
+	return v
+}
+
+// maxSDKLen is the protocol's bound on Subscribe.sdk.
+const maxSDKLen = 128

@@ -1,0 +1,299 @@
+package converge
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"buf.build/go/protovalidate"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+)
+
+// waits bounds the waits at the end of a drain and of a subscription.
+type waits struct {
+	// drainGrace: for handlers to return once the drain timeout cancelled
+	// their contexts.
+	drainGrace time.Duration
+	// drainAcks: for the server to acknowledge the last results.
+	drainAcks time.Duration
+	// closeStream: for the server to end the stream after the worker closed
+	// its side.
+	closeStream time.Duration
+	// subscribed: for the server's reply to Subscribe.
+	subscribed time.Duration
+}
+
+var defaultWaits = waits{
+	drainGrace:  5 * time.Second,
+	drainAcks:   5 * time.Second,
+	closeStream: 2 * time.Second,
+	subscribed:  30 * time.Second,
+}
+
+// Worker serves reactions to a Converge server. Create one with [NewWorker],
+// register a handler per reaction with [Worker.Handle], then call
+// [Worker.Run]. A Worker runs once.
+type Worker struct {
+	url    string
+	cfg    config
+	waits  waits
+	log    *slog.Logger
+	ledger *ledger
+
+	mu       sync.Mutex
+	handlers map[reactionKey]HandlerFunc
+	started  bool
+
+	// Set by Run before any stream starts; read-only afterwards.
+	client    convergev1connect.WorkerServiceClient
+	reactions []*convergev1.ReactionRef
+	sdk       string
+}
+
+type reactionKey struct {
+	kind     string
+	version  int
+	reaction string
+}
+
+// NewWorker returns a worker that dials the server at serverURL (http:// for
+// cleartext HTTP/2, https:// for TLS), configured by opts. Invalid options
+// and an invalid URL are reported by [Worker.Run].
+func NewWorker(serverURL string, opts ...Option) *Worker {
+	cfg := config{
+		capacity:     DefaultCapacity,
+		name:         defaultName(),
+		logger:       slog.Default(),
+		drainTimeout: DefaultDrainTimeout,
+		backoffMin:   DefaultReconnectMin,
+		backoffMax:   DefaultReconnectMax,
+	}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	return &Worker{
+		url:      serverURL,
+		cfg:      cfg,
+		waits:    defaultWaits,
+		log:      cfg.logger.With("worker", cfg.name),
+		ledger:   newLedger(cfg.capacity),
+		handlers: make(map[reactionKey]HandlerFunc),
+	}
+}
+
+// Handle registers h to run the reaction named reaction of version version
+// of kind. The worker subscribes to exactly the registered reactions.
+//
+// Handle panics if h is nil, if the reaction is already registered, or if
+// Run has been called: these are programming errors, as with
+// [net/http.ServeMux.Handle]. Names and versions are checked by Run.
+func (w *Worker) Handle(kind string, version int, reaction string, h HandlerFunc) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := reactionKey{kind, version, reaction}
+	switch {
+	case h == nil:
+		panic(fmt.Sprintf("converge: Handle(%q, %d, %q): handler is nil", kind, version, reaction))
+	case w.started:
+		panic(fmt.Sprintf("converge: Handle(%q, %d, %q): called after Run", kind, version, reaction))
+	case w.handlers[key] != nil:
+		panic(fmt.Sprintf("converge: Handle(%q, %d, %q): reaction already registered", kind, version, reaction))
+	}
+	w.handlers[key] = h
+}
+
+// Run connects to the server and serves tasks until ctx is done, then drains
+// and returns nil.
+//
+// Connection failures never end Run: the worker logs them and reconnects
+// with backoff (see [WithReconnectBackoff]); running handlers keep running
+// and their results are delivered on the next stream. Run returns an error
+// only for a configuration it cannot run: no handler registered, an invalid
+// server URL, an invalid option, or a second call.
+//
+// Draining, once ctx is done: the worker tells the server to stop sending
+// tasks, waits for running handlers (see [WithDrainTimeout]; after it, their
+// contexts are cancelled and they get a short grace), reports their results,
+// waits up to a few seconds for the server to acknowledge them, and closes
+// the stream. A handler that ignores its context even then is left running
+// and its result is dropped. Handler contexts carry the values of ctx but
+// not its cancellation.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.prepare(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	w.ledger.open(context.WithoutCancel(ctx))
+	streams, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStreams()
+	closeSend := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.connectLoop(streams, closeSend)
+	}()
+
+	<-ctx.Done()
+	w.drain()
+	close(closeSend)
+	t := time.NewTimer(w.waits.closeStream)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	stopStreams()
+	<-done
+	return nil
+}
+
+// prepare checks the configuration and fixes what every stream subscribes
+// with.
+func (w *Worker) prepare() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("converge: Run called more than once")
+	}
+	w.started = true
+	if w.cfg.err != nil {
+		return w.cfg.err
+	}
+	if len(w.handlers) == 0 {
+		return errors.New("converge: no handler registered: call Handle before Run")
+	}
+	if err := checkServerURL(w.url); err != nil {
+		return err
+	}
+	for k := range w.handlers {
+		w.reactions = append(w.reactions, &convergev1.ReactionRef{Kind: k.kind, KindVersion: clampInt32(k.version), Reaction: k.reaction})
+	}
+	slices.SortFunc(w.reactions, func(a, b *convergev1.ReactionRef) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.KindVersion, b.KindVersion), cmp.Compare(a.Reaction, b.Reaction))
+	})
+	for _, r := range w.reactions {
+		if err := protovalidate.Validate(r); err != nil {
+			return fmt.Errorf("converge: Handle(%q, %d, %q): %w", r.Kind, r.KindVersion, r.Reaction, err)
+		}
+	}
+	w.sdk = sdkVersion()
+	if err := protovalidate.Validate(w.subscribe(nil)); err != nil {
+		return fmt.Errorf("converge: invalid subscription (check the options): %w", err)
+	}
+	httpClient := w.cfg.httpClient
+	if httpClient == nil {
+		httpClient = newHTTPClient()
+	}
+	w.client = convergev1connect.NewWorkerServiceClient(httpClient, w.url)
+	return nil
+}
+
+// subscribe is the first message of every stream.
+func (w *Worker) subscribe(resumed []*convergev1.Lease) *convergev1.Subscribe {
+	return &convergev1.Subscribe{
+		WorkerName: w.cfg.name,
+		Reactions:  w.reactions,
+		Capacity:   int32(w.cfg.capacity),
+		Resumed:    resumed,
+		Sdk:        w.sdk,
+	}
+}
+
+// handler returns the handler for a task; for an unregistered reaction, one
+// that fails terminally saying so.
+func (w *Worker) handler(t *convergev1.Task) HandlerFunc {
+	key := reactionKey{t.GetKind(), int(t.GetKindVersion()), t.GetReaction()}
+	w.mu.Lock()
+	h := w.handlers[key]
+	w.mu.Unlock()
+	if h != nil {
+		return h
+	}
+	return func(context.Context, *Task) (*Result, error) {
+		return nil, Terminal(fmt.Errorf("converge: worker %q has no handler for kind %q version %d reaction %q",
+			w.cfg.name, key.kind, key.version, key.reaction))
+	}
+}
+
+// connectLoop holds a stream to the server, reconnecting with backoff, until
+// ctx is done or closeSend is closed.
+func (w *Worker) connectLoop(ctx context.Context, closeSend <-chan struct{}) {
+	b := newBackoff(w.cfg.backoffMin, w.cfg.backoffMax)
+	for {
+		subscribed, err := w.runSession(ctx, closeSend)
+		if ctx.Err() != nil || isClosed(closeSend) {
+			return
+		}
+		if subscribed {
+			b.reset()
+		}
+		delay := b.next()
+		if subscribed {
+			w.log.Warn("converge: worker stream ended; reconnecting", "error", err, "delay", delay)
+		} else {
+			w.log.Warn("converge: worker could not connect; retrying", "error", err, "delay", delay)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-closeSend:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// drain stops taking tasks and waits, bounded, for running handlers and the
+// acknowledgement of their results.
+func (w *Worker) drain() {
+	w.ledger.startDrain()
+	w.log.Info("converge: worker draining", "running", w.ledger.busy())
+	idle := func(l *ledger) bool { return l.busyLocked() == 0 }
+	if !w.ledger.await(timer(w.cfg.drainTimeout), idle) {
+		w.log.Warn("converge: drain timeout: cancelling running handlers",
+			"timeout", w.cfg.drainTimeout, "running", w.ledger.busy())
+		w.ledger.cancelRunning()
+		if !w.ledger.await(timer(w.waits.drainGrace), idle) {
+			w.log.Error("converge: handlers ignored cancellation; dropping their results", "running", w.ledger.busy())
+		}
+	}
+	acked := func(l *ledger) bool { return len(l.results) == 0 }
+	if !w.ledger.await(timer(w.waits.drainAcks), acked) {
+		w.log.Warn("converge: results not acknowledged by the end of the drain; the server will re-dispatch their tasks",
+			"unacked", w.ledger.unacked())
+	}
+}
+
+// timer returns a channel that fires once after d; the timer is collected
+// when unreferenced, so callers need not stop it.
+func timer(d time.Duration) <-chan time.Time {
+	return time.NewTimer(d).C
+}
+
+// clampInt32 keeps out-of-range values out of range, so validation reports
+// them instead of a wrapped-around value.
+func clampInt32(v int) int32 {
+	return int32(min(max(v, math.MinInt32), math.MaxInt32))
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

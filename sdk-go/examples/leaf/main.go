@@ -1,0 +1,106 @@
+// Command leaf is the walkthrough worker: it serves kind greeting v1,
+// reaction reconcile, and reports {"message": "<greeting>, <name>!"} for
+// every greeting resource. Flags make it fail or slow down on demand, to
+// show how failures and in-flight work look in Converge.
+//
+//	leaf [-server URL] [-capacity N] [-delay DURATION]
+//	     [-fail-terminal MSG | -fail-transient MSG]
+//
+// SIGINT or SIGTERM drains it: it stops taking tasks, finishes the running
+// ones, reports their results and exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/convergehq/converge/sdk-go/converge"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "leaf:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("leaf", flag.ContinueOnError)
+	server := fs.String("server", envOr("CONVERGE_SERVER", "http://localhost:7070"), "Converge server URL (env CONVERGE_SERVER)")
+	capacity := fs.Int("capacity", converge.DefaultCapacity, "tasks run at once")
+	var g greeter
+	fs.StringVar(&g.failTerminal, "fail-terminal", "", "fail every task terminally with this message")
+	fs.StringVar(&g.failTransient, "fail-transient", "", "fail every task transiently (retried) with this message")
+	fs.DurationVar(&g.delay, "delay", 0, "simulated work per task, e.g. 2s")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if g.failTerminal != "" && g.failTransient != "" {
+		return errors.New("set at most one of -fail-terminal and -fail-transient")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	w := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	w.Handle("greeting", 1, "reconcile", g.reconcile)
+	return w.Run(ctx)
+}
+
+// greetingSpec is the spec of kind greeting v1.
+type greetingSpec struct {
+	Name     string `json:"name"`
+	Greeting string `json:"greeting"`
+}
+
+// greetingStatus is the status of kind greeting v1.
+type greetingStatus struct {
+	Message string `json:"message"`
+}
+
+// greeter reconciles greetings, failing or dawdling as its flags say.
+type greeter struct {
+	failTerminal  string
+	failTransient string
+	delay         time.Duration
+}
+
+func (g greeter) reconcile(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+	if g.delay > 0 {
+		timer := time.NewTimer(g.delay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	switch {
+	case g.failTerminal != "":
+		return nil, converge.Terminal(errors.New(g.failTerminal))
+	case g.failTransient != "":
+		return nil, errors.New(g.failTransient)
+	}
+	var spec greetingSpec
+	if err := t.DecodeSpec(&spec); err != nil {
+		// The server validated the spec against the kind's schema, so this
+		// is a broken contract, not something a retry fixes.
+		return nil, converge.Terminal(err)
+	}
+	if spec.Greeting == "" {
+		spec.Greeting = "Hello"
+	}
+	return &converge.Result{Status: greetingStatus{Message: spec.Greeting + ", " + spec.Name + "!"}}, nil
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}

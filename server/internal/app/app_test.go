@@ -1,0 +1,353 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/server/internal/app"
+	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/pgtest"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// server starts a full server (all roles) on a fresh database.
+func server(t *testing.T) (base string, ctl convergev1connect.ControlServiceClient, wrk convergev1connect.WorkerServiceClient) {
+	t.Helper()
+	db := pgtest.New(t)
+	a, err := app.Start(context.Background(), app.Config{
+		DatabaseURL: db.URL, Listen: "127.0.0.1:0", Role: app.RoleAll, Migrate: false,
+		Broker: broker.Config{Lease: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond,
+			PollInterval: 200 * time.Millisecond, Backoff: store.Backoff{Base: 50 * time.Millisecond, Max: 200 * time.Millisecond}},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop() })
+	base = "http://" + a.Addr().String()
+	return base, convergev1connect.NewControlServiceClient(http.DefaultClient, base), convergev1connect.NewWorkerServiceClient(h2c(), base)
+}
+
+func h2c() *http.Client {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{Protocols: &p}}
+}
+
+func mustStruct(t *testing.T, v map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func applyGreeting(t *testing.T, ctl convergev1connect.ControlServiceClient) {
+	t.Helper()
+	_, err := ctl.ApplyKind(context.Background(), &convergev1.ApplyKindRequest{Manifest: &convergev1.KindManifest{
+		Kind: "greeting", KindVersion: 1,
+		SpecSchema: mustStruct(t, map[string]any{"type": "object", "required": []any{"name"},
+			"properties": map[string]any{"name": map[string]any{"type": "string", "minLength": 1}}}),
+		StatusSchema: mustStruct(t, map[string]any{"type": "object",
+			"properties": map[string]any{"message": map[string]any{"type": "string"}}}),
+		Reactions: []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status", "conditions"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func applyResource(t *testing.T, ctl convergev1connect.ControlServiceClient, name string, spec map[string]any) {
+	t.Helper()
+	if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{
+		Kind: "greeting", KindVersion: 1, Name: name, Spec: mustStruct(t, spec)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getResource(t *testing.T, ctl convergev1connect.ControlServiceClient, name string) *convergev1.Resource {
+	t.Helper()
+	r, err := ctl.GetResource(context.Background(), &convergev1.GetResourceRequest{Kind: "greeting", Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetResource()
+}
+
+func waitPhase(t *testing.T, ctl convergev1connect.ControlServiceClient, name, phase string) *convergev1.Resource {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := getResource(t, ctl, name)
+		if r.GetPhase() == phase {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: phase %s, want %s (resource %v)", name, r.GetPhase(), phase, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rawWorker is a worker speaking the protocol by hand, to test what the
+// SDK would hide.
+type rawWorker struct {
+	t      *testing.T
+	stream *connect.BidiStreamForClientSimple[convergev1.WorkerMessage, convergev1.ServerMessage]
+
+	mu      sync.Mutex
+	running map[int64]*convergev1.Lease
+}
+
+// connectWorker subscribes a heartbeating worker.
+func connectWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
+	w, sub := connectSilentWorker(t, wrk, capacity, resumed...)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			w.mu.Lock()
+			var in []*convergev1.Lease
+			for _, l := range w.running {
+				in = append(in, l)
+			}
+			err := w.stream.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Heartbeat{Heartbeat: &convergev1.Heartbeat{InFlight: in}}})
+			w.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w, sub
+}
+
+// connectSilentWorker subscribes a worker that never heartbeats.
+func connectSilentWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := wrk.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &rawWorker{t: t, stream: stream, running: map[int64]*convergev1.Lease{}}
+	for _, l := range resumed {
+		w.running[l.GetTaskId()] = l
+	}
+	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Subscribe{Subscribe: &convergev1.Subscribe{
+		WorkerName: "raw", Capacity: capacity, Resumed: resumed,
+		Reactions: []*convergev1.ReactionRef{{Kind: "greeting", KindVersion: 1, Reaction: "reconcile"}},
+	}}})
+	m := w.recv()
+	if m.GetSubscribed() == nil {
+		t.Fatalf("first server message = %v, want subscribed", m)
+	}
+	return w, m.GetSubscribed()
+}
+
+func (w *rawWorker) send(m *convergev1.WorkerMessage) {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r := m.GetResult(); r != nil {
+		delete(w.running, r.GetLease().GetTaskId())
+	}
+	if err := w.stream.Send(m); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *rawWorker) recv() *convergev1.ServerMessage {
+	w.t.Helper()
+	m, err := w.stream.Receive()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return m
+}
+
+func (w *rawWorker) task() *convergev1.Task {
+	w.t.Helper()
+	for {
+		if t := w.recv().GetTask(); t != nil {
+			w.mu.Lock()
+			w.running[t.GetLease().GetTaskId()] = t.GetLease()
+			w.mu.Unlock()
+			return t
+		}
+	}
+}
+
+func (w *rawWorker) ack() *convergev1.ResultAck {
+	w.t.Helper()
+	for {
+		if a := w.recv().GetAck(); a != nil {
+			return a
+		}
+	}
+}
+
+func (w *rawWorker) result(l *convergev1.Lease, status string) {
+	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Result{Result: &convergev1.TaskResult{
+		Lease: l, Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{Status: []byte(status)}},
+	}}})
+}
+
+func TestLeafReconcilesOverTheWorkerStream(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyGreeting(t, ctl)
+	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
+
+	// Without a worker the resource is parked, and says why.
+	r := getResource(t, ctl, "hello")
+	if r.GetPhase() != "Reconciling" || !hasCondition(r, "WorkerAvailable", "False") {
+		t.Fatalf("parked resource = %v", r)
+	}
+
+	w, _ := connectWorker(t, wrk, 4)
+	task := w.task()
+	if task.GetResource().GetName() != "hello" || task.GetReaction() != "reconcile" || task.GetAttempt() != 1 ||
+		!strings.Contains(string(task.GetResource().GetSpec()), `"world"`) || task.GetDedupToken() == "" {
+		t.Fatalf("task = %v", task)
+	}
+	w.result(task.GetLease(), `{"message":"hello, world"}`)
+	if a := w.ack(); !a.GetApplied() {
+		t.Fatalf("ack = %v", a)
+	}
+	r = waitPhase(t, ctl, "hello", "Ready")
+	if r.GetStatus().GetFields()["message"].GetStringValue() != "hello, world" || r.GetSyncedGeneration() != 1 {
+		t.Fatalf("ready resource = %v", r)
+	}
+	// Sending the same result again is discarded: it applies once.
+	w.result(task.GetLease(), `{"message":"again"}`)
+	if a := w.ack(); a.GetApplied() {
+		t.Fatalf("second ack = %v", a)
+	}
+	// A result for a lease the worker never held is discarded.
+	w.result(&convergev1.Lease{TaskId: 999999, Epoch: 1, Generation: 1}, `{}`)
+	if a := w.ack(); a.GetApplied() || a.GetReason() == "" {
+		t.Fatalf("forged ack = %v", a)
+	}
+	if r := getResource(t, ctl, "hello"); r.GetReconciles() != 1 {
+		t.Fatalf("reconciles = %d, want 1", r.GetReconciles())
+	}
+}
+
+func TestStatusMustConformToStatusSchema(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyGreeting(t, ctl)
+	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
+	w, _ := connectWorker(t, wrk, 1)
+	task := w.task()
+	w.result(task.GetLease(), `{"message":42}`)
+	w.ack()
+	r := waitPhase(t, ctl, "hello", "Failed")
+	if msg := r.GetFailure().GetMessage(); !strings.Contains(msg, "/message") || !r.GetFailure().GetTerminal() {
+		t.Fatalf("failure = %v", r.GetFailure())
+	}
+}
+
+func TestResumeAfterReconnect(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyGreeting(t, ctl)
+	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
+	w1, _ := connectWorker(t, wrk, 1)
+	task := w1.task()
+	w1.close()
+
+	// The worker comes back within the lease, still running the task.
+	w2, sub := connectWorker(t, wrk, 1, task.GetLease())
+	if len(sub.GetAdopted()) != 1 || len(sub.GetLost()) != 0 {
+		t.Fatalf("subscribed = %v", sub)
+	}
+	w2.result(task.GetLease(), `{"message":"resumed"}`)
+	if a := w2.ack(); !a.GetApplied() {
+		t.Fatalf("ack = %v", a)
+	}
+	waitPhase(t, ctl, "hello", "Ready")
+}
+
+func TestLeaseExpiryRedispatches(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyGreeting(t, ctl)
+	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
+	w1, _ := connectWorker(t, wrk, 1)
+	first := w1.task()
+	// The worker dies and does not come back: after the lease window the
+	// task is given out again under a new epoch.
+	w1.close()
+	w2, _ := connectWorker(t, wrk, 1)
+	second := w2.task()
+	if second.GetLease().GetTaskId() != first.GetLease().GetTaskId() || second.GetLease().GetEpoch() == first.GetLease().GetEpoch() {
+		t.Fatalf("redispatched %v after %v", second.GetLease(), first.GetLease())
+	}
+	// A late result under the old lease is discarded.
+	w2.result(first.GetLease(), `{"message":"late"}`)
+	if a := w2.ack(); a.GetApplied() {
+		t.Fatalf("late ack = %v", a)
+	}
+	w2.result(second.GetLease(), `{"message":"fresh"}`)
+	if a := w2.ack(); !a.GetApplied() {
+		t.Fatalf("fresh ack = %v", a)
+	}
+	r := waitPhase(t, ctl, "hello", "Ready")
+	if r.GetStatus().GetFields()["message"].GetStringValue() != "fresh" || r.GetReconciles() != 1 {
+		t.Fatalf("resource = %v", r)
+	}
+}
+
+func TestSilentWorkerGetsNoTasks(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyGreeting(t, ctl)
+	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
+	w1, _ := connectSilentWorker(t, wrk, 5)
+	first := w1.task()
+	// w1 stays connected but never heartbeats: its lease runs out and the
+	// task goes to w2, never back to the silent w1.
+	w2, _ := connectWorker(t, wrk, 5)
+	second := w2.task()
+	if second.GetLease().GetEpoch() == first.GetLease().GetEpoch() {
+		t.Fatalf("not redispatched: %v", second.GetLease())
+	}
+	w2.result(second.GetLease(), `{"message":"ok"}`)
+	if a := w2.ack(); !a.GetApplied() {
+		t.Fatalf("ack = %v", a)
+	}
+}
+
+func (w *rawWorker) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.stream.CloseRequest()
+	_ = w.stream.CloseResponse()
+}
+
+func hasCondition(r *convergev1.Resource, typ, status string) bool {
+	for _, c := range r.GetConditions() {
+		if c.GetType() == typ && c.GetStatus() == status {
+			return true
+		}
+	}
+	return false
+}

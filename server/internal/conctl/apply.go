@@ -1,0 +1,257 @@
+package conctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/conctl/document"
+)
+
+// maxBatch is the most resources one ApplyResources call may carry.
+const maxBatch = 1000
+
+type applyFlags struct {
+	files       []string
+	wait        bool
+	waitTimeout time.Duration
+}
+
+func (a *app) applyCmd() *cobra.Command {
+	var fl applyFlags
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE|DIR|- [-f ...]",
+		Short: "Create or update kinds and resources from YAML or JSON files",
+		Long: `Apply reads every document from the given files, directories (recursively:
+.yaml, .yml and .json files in path order) and standard input ("-"), checks
+them all, and only then sends them: a mistake anywhere applies nothing.
+
+Each document names what it is with a top-level "type":
+  manifest   a kind: its schemas, reactions and policy
+  resource   an instance of a kind: kind, kind_version, name, labels, spec
+
+Kinds are applied first, one at a time; then resources, in transactions of
+up to 1,000 that each apply all or nothing. A resource without a namespace
+goes to --namespace. Each document prints one line with the server's
+result: created, configured, relabeled or unchanged.
+
+With --wait, apply then waits until every applied resource is Ready or
+Failed, prints each failure with its message, and exits 1 if any failed or
+the wait timed out.`,
+		Example: `  # Apply one file
+  conctl apply -f greeting.yaml
+
+  # Apply a kind and a directory of resources, and wait for the outcome
+  conctl apply -f kinds/greeting.yaml -f app/ --wait --wait-timeout 10m
+
+  # Apply from standard input
+  cat hello.yaml | conctl apply -f -
+
+  # A resource document
+  #   type: resource
+  #   kind: greeting
+  #   kind_version: 1
+  #   name: hello-world
+  #   spec:
+  #     greeting: Hello`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.apply(cmd.Context(), fl)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&fl.files, "filename", "f", nil, "file, directory or - (stdin) to apply; repeatable")
+	cmd.Flags().BoolVar(&fl.wait, "wait", false, "wait until every applied resource is Ready or Failed")
+	cmd.Flags().DurationVar(&fl.waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+// applied is one line of apply's report.
+type applied struct {
+	Type        string `json:"type"`
+	Namespace   string `json:"namespace,omitempty"`
+	Kind        string `json:"kind"`
+	KindVersion int32  `json:"kind_version,omitempty"`
+	Name        string `json:"name,omitempty"`
+	UID         string `json:"uid,omitempty"`
+	Generation  int64  `json:"generation,omitempty"`
+	Result      string `json:"result"`
+	Phase       string `json:"phase,omitempty"`
+	Message     string `json:"message,omitempty"`
+}
+
+func (a *app) apply(ctx context.Context, fl applyFlags) error {
+	if len(fl.files) == 0 {
+		return usagef("apply needs at least one -f FILE, DIR or - (stdin)")
+	}
+	if fl.waitTimeout <= 0 {
+		return usagef("--wait-timeout: %s is not positive", fl.waitTimeout)
+	}
+	docs, err := document.Read(fl.files, a.stdin, document.WithDefaultNamespace(a.namespace))
+	if err != nil {
+		return err
+	}
+	if len(docs) == 0 {
+		return errors.New("no documents found in the inputs")
+	}
+	kinds, resources, err := sortDocuments(docs)
+	if err != nil {
+		return err
+	}
+
+	var report []*applied
+	err = a.applyAll(ctx, kinds, resources, fl, &report)
+	if a.output != formatTable && len(report) > 0 {
+		if perr := a.printValue(report); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+func (a *app) applyAll(ctx context.Context, kinds, resources []*document.Document, fl applyFlags, report *[]*applied) error {
+	for _, d := range kinds {
+		rec, err := a.applyKind(ctx, d)
+		if err != nil {
+			return err
+		}
+		*report = append(*report, rec)
+	}
+	for start := 0; start < len(resources); start += maxBatch {
+		end := min(start+maxBatch, len(resources))
+		recs, err := a.applyBatch(ctx, resources, start, end)
+		if err != nil {
+			return err
+		}
+		*report = append(*report, recs...)
+	}
+	if !fl.wait || len(resources) == 0 {
+		return nil
+	}
+	var tracked []*applied
+	for _, r := range *report {
+		if r.Type == "resource" {
+			tracked = append(tracked, r)
+		}
+	}
+	return a.waitApplied(ctx, tracked, fl.waitTimeout)
+}
+
+// sortDocuments splits documents by type, in apply order, and refuses two
+// documents for the same object: the second would silently win.
+func sortDocuments(docs []*document.Document) (kinds, resources []*document.Document, err error) {
+	first := map[string]*document.Document{}
+	var errs []error
+	for _, d := range docs {
+		var id string
+		switch m := d.Message.(type) {
+		case *convergev1.KindManifest:
+			id = "kind " + kindID(m.GetKind(), m.GetKindVersion())
+			kinds = append(kinds, d)
+		case *convergev1.ApplyResourceRequest:
+			id = "resource " + m.GetNamespace() + "/" + m.GetKind() + "/" + m.GetName()
+			resources = append(resources, d)
+		default:
+			errs = append(errs, fmt.Errorf("%s: conctl cannot apply a %q document yet", d.Where(), d.Type))
+			continue
+		}
+		if prev, ok := first[id]; ok {
+			errs = append(errs, fmt.Errorf("%s: %s is also in %s", d.Where(), id, prev.Where()))
+			continue
+		}
+		first[id] = d
+	}
+	return kinds, resources, errors.Join(errs...)
+}
+
+func (a *app) applyKind(ctx context.Context, d *document.Document) (*applied, error) {
+	m := d.Message.(*convergev1.KindManifest)
+	id := kindID(m.GetKind(), m.GetKindVersion())
+	cctx, cancel := a.call(ctx)
+	defer cancel()
+	resp, err := a.client.ApplyKind(cctx, &convergev1.ApplyKindRequest{Manifest: m})
+	if err != nil {
+		return nil, wrapf(err, "%s: apply kind %s", d.Where(), id)
+	}
+	rec := &applied{Type: "kind", Kind: m.GetKind(), KindVersion: m.GetKindVersion(), Result: resp.GetResult()}
+	a.reportLine("kind %s %s", id, rec.Result)
+	return rec, nil
+}
+
+func (a *app) applyBatch(ctx context.Context, docs []*document.Document, start, end int) ([]*applied, error) {
+	req := &convergev1.ApplyResourcesRequest{}
+	for _, d := range docs[start:end] {
+		req.Resources = append(req.Resources, d.Message.(*convergev1.ApplyResourceRequest))
+	}
+	cctx, cancel := a.call(ctx)
+	defer cancel()
+	resp, err := a.client.ApplyResources(cctx, req)
+	if err != nil {
+		return nil, batchError(err, docs, start, end)
+	}
+	if got := len(resp.GetResults()); got != end-start {
+		return nil, fmt.Errorf("apply resources %d-%d: the server answered %d results for %d resources", start+1, end, got, end-start)
+	}
+	recs := make([]*applied, 0, end-start)
+	for i, res := range resp.GetResults() {
+		in := req.Resources[i]
+		rec := &applied{
+			Type: "resource", Namespace: or(res.GetNamespace(), in.GetNamespace()), Kind: or(res.GetKind(), in.GetKind()),
+			KindVersion: in.GetKindVersion(), Name: or(res.GetName(), in.GetName()),
+			UID: res.GetUid(), Generation: res.GetGeneration(), Result: res.GetResult(),
+		}
+		a.reportLine("resource %s/%s/%s %s", rec.Namespace, rec.Kind, rec.Name, rec.Result)
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// itemRef finds "resources[N]" in a server message about a batch.
+var itemRef = regexp.MustCompile(`resources\[(\d+)\]`)
+
+// batchError says which resources a failed batch held and, when the
+// server names an item of it, which document that item came from.
+func batchError(err error, docs []*document.Document, start, end int) error {
+	msg := message(err)
+	outcome := "nothing in this batch was applied"
+	if !connect.IsWireError(err) {
+		outcome = "the server may or may not have applied this batch"
+	}
+	what := fmt.Sprintf("apply resources %d-%d of %d (%s)", start+1, end, len(docs), outcome)
+	if end-start == 1 {
+		what = fmt.Sprintf("%s: apply resource", docs[start].Where())
+	} else if m := itemRef.FindStringSubmatch(msg); m != nil {
+		if i, convErr := strconv.Atoi(m[1]); convErr == nil && start+i < end {
+			msg += fmt.Sprintf(" (resources[%d] is %s)", i, docs[start+i].Where())
+		}
+	}
+	return &contextError{msg: what + ": " + msg, err: err}
+}
+
+// reportLine prints one result line in table mode; JSON and YAML output
+// report everything at the end instead.
+func (a *app) reportLine(format string, args ...any) {
+	if a.output == formatTable {
+		fmt.Fprintf(a.stdout, format+"\n", args...)
+	}
+}
+
+func or(s, fallback string) string {
+	if s != "" {
+		return s
+	}
+	return fallback
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}

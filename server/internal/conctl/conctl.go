@@ -1,0 +1,183 @@
+// Package conctl is the conctl command line: a kubectl-style client of a
+// Converge server's control API. Run is the whole program; cmd/conctl only
+// wires it to the process.
+package conctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/convergehq/converge/sdk-go/client"
+)
+
+// Option configures Run.
+type Option func(*app)
+
+// WithStdio sets standard input, output and error (default: the process's).
+func WithStdio(in io.Reader, out, errOut io.Writer) Option {
+	return func(a *app) { a.stdin, a.stdout, a.stderr = in, out, errOut }
+}
+
+// WithGetenv sets how environment variables are read (default os.Getenv).
+func WithGetenv(getenv func(string) string) Option {
+	return func(a *app) { a.getenv = getenv }
+}
+
+// WithClock sets the clock used for AGE columns (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(a *app) { a.now = now }
+}
+
+// WithTerminal says whether standard output is a terminal, where progress
+// lines are rewritten in place (default: detected).
+func WithTerminal(isTerminal bool) Option {
+	return func(a *app) { a.terminal = &isTerminal }
+}
+
+// WithHTTPClient sets the HTTP client for server calls.
+func WithHTTPClient(c connect.HTTPClient) Option {
+	return func(a *app) { a.httpClient = c }
+}
+
+// Run executes conctl with args (without the program name) and returns the
+// process exit code: 0 on success, 1 on any error, which it has printed as
+// "error: <message>" on standard error.
+func Run(ctx context.Context, args []string, opts ...Option) int {
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+	for _, opt := range opts {
+		opt(a)
+	}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		a.printError(cmd, err)
+		return 1
+	}
+	return 0
+}
+
+// app holds the process's I/O, the global flags and the client they make.
+type app struct {
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
+	getenv     func(string) string
+	now        func() time.Time
+	terminal   *bool
+	httpClient connect.HTTPClient
+
+	server    string
+	namespace string
+	output    string
+	timeout   time.Duration
+
+	client *client.Client
+}
+
+// Output formats.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatYAML  = "yaml"
+)
+
+const serverEnv = "CONVERGE_SERVER"
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "conctl",
+		Short: "Apply and inspect kinds and resources on a Converge server",
+		Long: `conctl talks to a Converge server's control API.
+
+Apply kinds (manifests) and resources from YAML or JSON files, watch them
+become Ready, and find out exactly what broke when they do not.`,
+		Example: `  # Teach the server a kind, then create a resource of it and wait for it
+  conctl apply -f greeting-kind.yaml -f hello.yaml --wait
+
+  # What is failing anywhere?
+  conctl list resources --phase Failed -A
+
+  # Why?
+  conctl describe resource greeting/hello-world
+
+  # Follow changes as they happen
+  conctl watch --kind greeting`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		PersistentPreRunE: a.setup,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.CompletionOptions.HiddenDefaultCmd = true
+
+	f := root.PersistentFlags()
+	f.StringVar(&a.server, "server", client.DefaultBaseURL, "server base URL (env "+serverEnv+")")
+	f.StringVarP(&a.namespace, "namespace", "n", client.DefaultNamespace, "namespace to work in")
+	f.StringVarP(&a.output, "output", "o", formatTable, "output format: table, json or yaml")
+	f.DurationVar(&a.timeout, "timeout", 30*time.Second, "time limit for each call to the server (0: none)")
+
+	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.deleteCmd(), a.watchCmd(), a.eventsCmd())
+	return root
+}
+
+// setup checks the global flags and builds the client.
+func (a *app) setup(cmd *cobra.Command, _ []string) error {
+	if !cmd.Flags().Changed("server") {
+		if env := a.getenv(serverEnv); env != "" {
+			a.server = env
+		}
+	}
+	u, err := url.Parse(a.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{fmt.Errorf("--server: %q is not an http(s) URL, e.g. %s", a.server, client.DefaultBaseURL)}
+	}
+	switch a.output {
+	case formatTable, formatJSON, formatYAML:
+	default:
+		return usageError{fmt.Errorf("--output: %q is not one of table, json, yaml", a.output)}
+	}
+	if a.timeout < 0 {
+		return usageError{fmt.Errorf("--timeout: %s is negative", a.timeout)}
+	}
+	if a.namespace == "" {
+		return usageError{fmt.Errorf("--namespace: must not be empty (use -A where listing all namespaces is possible)")}
+	}
+	if a.terminal == nil {
+		t := isTerminal(a.stdout)
+		a.terminal = &t
+	}
+	var opts []client.Option
+	if a.httpClient != nil {
+		opts = append(opts, client.WithHTTPClient(a.httpClient))
+	}
+	a.client = client.New(strings.TrimRight(a.server, "/"), opts...)
+	return nil
+}
+
+// call bounds one server call by --timeout.
+func (a *app) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	if a.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, a.timeout)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
