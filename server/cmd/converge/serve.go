@@ -27,6 +27,7 @@ type serverFlags struct {
 	notifyInterval time.Duration
 	logLevel       string
 	logFormat      string
+	pprofListen    string
 }
 
 func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
@@ -42,6 +43,7 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.DurationVar(&f.notifyInterval, "notify-interval", 20*time.Millisecond, "least gap between two cross-replica wake-ups on one channel")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 }
 
 func (f *serverFlags) config(databaseURL string) (app.Config, error) {
@@ -63,6 +65,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		},
 		Sweeper:        sweeper.Config{ChangeRetention: f.changeRetain},
 		NotifyInterval: f.notifyInterval,
+		PprofListen:    f.pprofListen,
 		Version:        version,
 		Log:            log,
 	}, nil

@@ -50,6 +50,8 @@ type Config struct {
 	NotifyInterval time.Duration
 	Broker         broker.Config
 	Sweeper        sweeper.Config
+	// PprofListen, if set, serves Go's pprof profiles on that address.
+	PprofListen string
 	Version        string
 	Log            *slog.Logger
 }
@@ -162,6 +164,14 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if control {
 		sw := sweeper.New(cfg.Sweeper, st, bus, cfg.Log)
 		run(sw.Run)
+	}
+	if cfg.PprofListen != "" {
+		if err := servePprof(runCtx, cfg.PprofListen); err != nil {
+			stop()
+			a.server.Close()
+			a.closePools()
+			return nil, err
+		}
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(ln) }()

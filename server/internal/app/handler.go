@@ -26,6 +26,10 @@ var (
 	unmarshalJSON = protojson.UnmarshalOptions{}
 )
 
+// compressMinBytes: smaller messages go uncompressed. Gzip costs more CPU
+// than it saves on the small, frequent messages of worker streams.
+const compressMinBytes = 64 << 10
+
 // newHandler mounts the services of the roles this process runs.
 func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Handler, error) {
 	validator, err := rpcvalidate.New()
@@ -37,6 +41,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Ha
 		path, h := convergev1connect.NewControlServiceHandler(svc,
 			connect.WithInterceptors(validator),
 			connect.WithCodec(jsonCodec{}),
+			connect.WithCompressMinBytes(compressMinBytes),
 			connect.WithReadMaxBytes(limits.MaxRequestBytes))
 		transcoder, err := vanguard.NewTranscoder([]*vanguard.Service{vanguard.NewService(path, h)},
 			vanguard.WithCodec(func(res vanguard.TypeResolver) vanguard.Codec {
@@ -55,6 +60,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Ha
 	if b != nil {
 		path, h := convergev1connect.NewWorkerServiceHandler(b,
 			connect.WithInterceptors(validator),
+			connect.WithCompressMinBytes(compressMinBytes),
 			connect.WithReadMaxBytes(limits.MaxWorkerMessageBytes))
 		mux.Handle(path, h)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Policy is a kind version's operational policy.
@@ -123,25 +122,31 @@ func (s *Store) ListKinds(ctx context.Context, kind string) ([]Kind, error) {
 	return out, rows.Err()
 }
 
-// DeleteKind removes a kind version. It is refused while resources use it.
+// DeleteKind removes a kind version. It is refused while resources use
+// it. Locking the kind FOR UPDATE waits out applies in flight (they hold
+// it FOR KEY SHARE), so the check sees every resource they create.
 func (s *Store) DeleteKind(ctx context.Context, kind string, version int32) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM kinds WHERE kind = $1 AND kind_version = $2`, kind, version)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
-		var n int64
-		if cerr := s.pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE kind = $1 AND kind_version = $2`,
-			kind, version).Scan(&n); cerr != nil {
-			return cerr
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM kinds WHERE kind = $1 AND kind_version = $2 FOR UPDATE`,
+			kind, version).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFoundf("kind %s v%d is not registered", kind, version)
 		}
-		return conflictf("kind %s v%d is used by %d resource(s); delete them or move them to another version first", kind, version, n)
-	}
-	if err != nil {
+		if err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM resources WHERE kind = $1 AND kind_version = $2`,
+			kind, version).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return conflictf("kind %s v%d is used by %d resource(s); delete them or move them to another version first", kind, version, n)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM kinds WHERE kind = $1 AND kind_version = $2`, kind, version)
 		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return notFoundf("kind %s v%d is not registered", kind, version)
-	}
-	return nil
+	})
 }
 
 // KindsFingerprint changes whenever any kind is created, updated or

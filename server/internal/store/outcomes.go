@@ -172,9 +172,8 @@ const applySuccessSQL = `
 	    DELETE FROM tasks t USING o
 	    WHERE ` + fence + ` AND t.trigger <> 'deleteRequested'
 	    RETURNING t.id AS task_id, t.resource_id, o.generation, o.status, o.unhealthy, o.conditions
-	), prev AS (
-	    SELECT r.id, r.failure_attempts, r.health_ok FROM resources r JOIN done ON r.id = done.resource_id
 	), upd AS (
+	    -- old is the row as it was before this statement (same snapshot).
 	    UPDATE resources r SET
 	        status = coalesce(done.status, r.status),
 	        synced_generation = done.generation,
@@ -185,17 +184,18 @@ const applySuccessSQL = `
 	        resource_version = r.resource_version + 1,
 	        reconciles = r.reconciles + 1,
 	        updated_at = now()
-	    FROM done WHERE r.id = done.resource_id
-	    RETURNING done.task_id, r.id, r.namespace, r.kind, r.name, r.generation, r.health_ok
+	    FROM done, resources old
+	    WHERE r.id = done.resource_id AND old.id = done.resource_id
+	    RETURNING done.task_id, r.id, r.namespace, r.kind, r.name, r.generation, r.health_ok,
+	        old.failure_attempts AS prev_attempts, old.health_ok AS prev_health
 	), ev AS (
 	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
 	    SELECT upd.id, upd.namespace, upd.kind, upd.name, upd.generation, e.type, e.reason, e.message, 'system'
-	    FROM upd JOIN prev ON prev.id = upd.id
-	    CROSS JOIN LATERAL (VALUES
-	        (prev.failure_attempts > 0, 'Normal', 'Recovered',
-	         'reconciled after ' || prev.failure_attempts || ' failed attempt(s)'),
-	        (prev.health_ok AND NOT upd.health_ok, 'Warning', 'Unhealthy', 'the worker reported the resource unhealthy'),
-	        (NOT prev.health_ok AND upd.health_ok, 'Normal', 'Healthy', 'the worker reported the resource healthy again')
+	    FROM upd CROSS JOIN LATERAL (VALUES
+	        (upd.prev_attempts > 0, 'Normal', 'Recovered',
+	         'reconciled after ' || upd.prev_attempts || ' failed attempt(s)'),
+	        (upd.prev_health AND NOT upd.health_ok, 'Warning', 'Unhealthy', 'the worker reported the resource unhealthy'),
+	        (NOT upd.prev_health AND upd.health_ok, 'Normal', 'Healthy', 'the worker reported the resource healthy again')
 	    ) AS e(happened, type, reason, message)
 	    WHERE e.happened
 	)
@@ -234,12 +234,12 @@ const applyTerminalSQL = `
 	        failure_generation = t.generation, failure_terminal = true, failure_attempts = t.attempts,
 	        failure_message = t.message, resource_version = r.resource_version + 1, updated_at = now()
 	    FROM t WHERE r.id = t.resource_id
-	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation
+	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.message, t.actor
 	), ev AS (
 	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
-	    SELECT upd.id, upd.namespace, upd.kind, upd.name, upd.generation, 'Warning', 'Failed',
-	           t.trigger || ' failed terminally: ' || t.message, t.actor
-	    FROM upd JOIN t ON t.resource_id = upd.id
+	    SELECT id, namespace, kind, name, generation, 'Warning', 'Failed',
+	           trigger || ' failed terminally: ' || message, actor
+	    FROM upd
 	)
 	SELECT id FROM t`
 
@@ -261,12 +261,12 @@ const applyTransientSQL = `
 	        failure_generation = r.generation, failure_terminal = false, failure_attempts = t.attempts,
 	        failure_message = t.message, resource_version = r.resource_version + 1, updated_at = now()
 	    FROM t WHERE r.id = t.resource_id
-	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation
+	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.attempts, t.message, t.actor
 	), ev AS (
 	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
-	    SELECT upd.id, upd.namespace, upd.kind, upd.name, upd.generation, 'Warning', 'TransientFailure',
-	           t.trigger || ' attempt ' || t.attempts || ' failed: ' || t.message, t.actor
-	    FROM upd JOIN t ON t.resource_id = upd.id
+	    SELECT id, namespace, kind, name, generation, 'Warning', 'TransientFailure',
+	           trigger || ' attempt ' || attempts || ' failed: ' || message, actor
+	    FROM upd
 	)
 	SELECT id, not_before FROM t`
 

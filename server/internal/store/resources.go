@@ -312,10 +312,13 @@ func checkKinds(ctx context.Context, tx pgx.Tx, in []ApplyInput, existing map[re
 			kinds, versions = append(kinds, a.Kind), append(versions, a.KindVersion)
 		}
 	}
+	// FOR KEY SHARE keeps the kinds from being deleted until this
+	// transaction commits (see DeleteKind).
 	rows, err := tx.Query(ctx, `
 		SELECT k.kind, k.kind_version, k.revision, k.retired FROM kinds k
 		JOIN unnest($1::text[], $2::int[]) AS i(kind, kind_version)
-		  ON k.kind = i.kind AND k.kind_version = i.kind_version`, kinds, versions)
+		  ON k.kind = i.kind AND k.kind_version = i.kind_version
+		FOR KEY SHARE OF k`, kinds, versions)
 	if err != nil {
 		return err
 	}

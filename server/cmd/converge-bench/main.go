@@ -1,0 +1,200 @@
+// Command converge-bench measures Converge on this machine and prints the
+// figures docs/benchmarks.md records.
+//
+// W1: N independent leaves applied through the public API in batches, one
+// no-op Go SDK worker, durable commits. It reports reconciles/s, submit to
+// Ready latency under load and on an idle system, commits and pg_notify
+// calls per reconcile, and CPU per process; and, on the same PostgreSQL in
+// the same run, River's own benchmark as the queue-throughput baseline.
+//
+// Every figure is read from the database (timestamps the database
+// stamped), not from client-side polling.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/convergehq/converge/server/internal/devpg"
+)
+
+type options struct {
+	runs        int
+	resources   int
+	batch       int
+	concurrency int
+	capacity    int
+	idle        int
+	river       bool
+	riverJobs   int
+	durable     bool
+	convergeBin string
+	workerBin   string
+	keep        bool
+	pgSettings  string
+	top         int
+	profile     string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.runs, "runs", 3, "repetitions (the report gives the median, min and max)")
+	flag.IntVar(&o.resources, "resources", 100_000, "leaves per W1 run")
+	flag.IntVar(&o.batch, "batch", 1000, "resources per ApplyResources call")
+	flag.IntVar(&o.concurrency, "concurrency", 4, "ApplyResources calls in flight")
+	flag.IntVar(&o.capacity, "capacity", 256, "the no-op worker's capacity")
+	flag.IntVar(&o.idle, "idle-samples", 200, "single leaves applied one at a time on the idle system, per run")
+	flag.BoolVar(&o.river, "river", true, "also run River's benchmark on the same PostgreSQL (built from the Go module proxy)")
+	flag.IntVar(&o.riverJobs, "river-jobs", 200_000, "jobs per River burn-down run")
+	flag.BoolVar(&o.durable, "durable", true, "synchronous_commit=on and fsync=on (the durable profile)")
+	flag.StringVar(&o.convergeBin, "converge-bin", "", "converge binary (default: built from this tree)")
+	flag.StringVar(&o.workerBin, "worker-bin", "", "no-op worker binary (default: built from sdk-go/examples/noop)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the PostgreSQL data directory")
+	flag.StringVar(&o.pgSettings, "pg", "", "extra PostgreSQL settings, comma-separated key=value")
+	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
+	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "converge-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	tmp, err := os.MkdirTemp("", "converge-bench-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if o.convergeBin == "" {
+		o.convergeBin = filepath.Join(tmp, "converge")
+		if err := goBuild(ctx, o.convergeBin, "./server/cmd/converge"); err != nil {
+			return err
+		}
+	}
+	if o.workerBin == "" {
+		o.workerBin = filepath.Join(tmp, "noop")
+		if err := goBuild(ctx, o.workerBin, "./sdk-go/examples/noop"); err != nil {
+			return err
+		}
+	}
+	var riverBin string
+	if o.river {
+		if riverBin, err = buildRiver(ctx, tmp); err != nil {
+			return fmt.Errorf("building River for the baseline (use -river=false to skip it): %w", err)
+		}
+	}
+
+	settings := pgProfile(o)
+	logf("starting PostgreSQL (%s profile)", profileName(o.durable))
+	cluster, err := devpg.Start(ctx, devpg.Options{Durable: o.durable, Settings: settings, Keep: o.keep})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	fsync := calibrateFsync(ctx)
+
+	var w1 []w1Result
+	var rivers []riverResult
+	for r := 1; r <= o.runs; r++ {
+		logf("run %d/%d: W1 with %d leaves", r, o.runs, o.resources)
+		res, err := runW1(ctx, o, cluster, fmt.Sprintf("bench_%d", r))
+		if err != nil {
+			return fmt.Errorf("run %d: %w", r, err)
+		}
+		w1 = append(w1, res)
+		logf("run %d/%d: %.0f reconciles/s, idle p50 %.1f ms", r, o.runs, res.rate, ms(res.idleP50))
+		if riverBin != "" {
+			logf("run %d/%d: River bench, %d jobs", r, o.runs, o.riverJobs)
+			rr, err := runRiver(ctx, riverBin, cluster, fmt.Sprintf("river_%d", r), o.riverJobs)
+			if err != nil {
+				return fmt.Errorf("run %d: River: %w", r, err)
+			}
+			rivers = append(rivers, rr)
+			logf("run %d/%d: River %.0f jobs/s", r, o.runs, rr.rate)
+		}
+	}
+	report(os.Stdout, o, settings, fsync, w1, rivers)
+	return nil
+}
+
+// pgProfile is the PostgreSQL configuration of the benchmark protocol.
+func pgProfile(o options) map[string]string {
+	s := map[string]string{
+		"shared_buffers":           "2GB",
+		"effective_cache_size":     "8GB",
+		"max_wal_size":             "8GB",
+		"checkpoint_timeout":       "15min",
+		"wal_buffers":              "64MB",
+		"max_connections":          "200",
+		"track_io_timing":          "on",
+		"shared_preload_libraries": "pg_stat_statements",
+	}
+	for _, kv := range strings.Split(o.pgSettings, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			s[k] = v
+		}
+	}
+	return s
+}
+
+func profileName(durable bool) string {
+	if durable {
+		return "durable: fsync=on, synchronous_commit=on"
+	}
+	return "fast: fsync=off, synchronous_commit=off"
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// median returns the median, min and max of xs.
+func median(xs []float64) (med, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[n-1]
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				if _, v, ok := strings.Cut(line, ":"); ok {
+					model = strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
+		mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/1024/1024)
+	}
+	return fmt.Sprintf("%d × %s%s, %s/%s, %s", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

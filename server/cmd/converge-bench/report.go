@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// report prints the run as Markdown, ready for docs/benchmarks.md.
+func report(w io.Writer, o options, settings map[string]string, fsync string, runs []w1Result, rivers []riverResult) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	col := func(f func(w1Result) float64) []float64 {
+		out := make([]float64, len(runs))
+		for i, r := range runs {
+			out[i] = f(r)
+		}
+		return out
+	}
+	row := func(name string, xs []float64, unit string, digits int) {
+		med, lo, hi := median(xs)
+		f := fmt.Sprintf("%%.%df", digits)
+		p("| %s | "+f+" %s | "+f+" – "+f+" |", name, med, unit, lo, hi)
+	}
+	dur := func(f func(w1Result) time.Duration) []float64 {
+		return col(func(r w1Result) float64 { return ms(f(r)) })
+	}
+
+	p("### W1: %d independent leaves, %s", o.resources, time.Now().UTC().Format("2006-01-02"))
+	p("")
+	p("- Machine: %s", machine())
+	p("- PostgreSQL: %s; %s", profileName(o.durable), settingList(settings))
+	p("- fsync calibration (pg_test_fsync): %s", fsync)
+	p("- Load: %d leaves through ApplyResources, batches of %d, %d calls in flight; one no-op Go SDK worker, capacity %d; converge serve --role all; all on this machine",
+		o.resources, o.batch, o.concurrency, o.capacity)
+	p("- Runs: %d; each on a fresh database; median (min – max)", len(runs))
+	p("")
+	p("| Figure | Median | Range |")
+	p("|---|---|---|")
+	row("Reconciles/s (first submit → last Ready)", col(func(r w1Result) float64 { return r.rate }), "/s", 0)
+	row("Reconciles/s, steady (10th → 90th percentile Ready)", col(func(r w1Result) float64 { return r.steadyRate }), "/s", 0)
+	row("API ingest (ApplyResources)", col(func(r w1Result) float64 { return r.submitRate }), "/s", 0)
+	row("Submit → Ready p50 under load", dur(func(r w1Result) time.Duration { return r.loadP50 }), "ms", 0)
+	row("Submit → Ready p99 under load", dur(func(r w1Result) time.Duration { return r.loadP99 }), "ms", 0)
+	row(fmt.Sprintf("Idle single leaf submit → Ready p50 (%d samples/run)", o.idle), dur(func(r w1Result) time.Duration { return r.idleP50 }), "ms", 1)
+	row("Idle single leaf submit → Ready p99", dur(func(r w1Result) time.Duration { return r.idleP99 }), "ms", 1)
+	row("Commits per reconcile", col(func(r w1Result) float64 { return r.commits }), "", 3)
+	row("pg_notify calls per reconcile", col(func(r w1Result) float64 { return float64(r.notifies) / float64(r.n) }), "", 4)
+	row("Statements per reconcile", col(func(r w1Result) float64 { return r.statements }), "", 2)
+	row("WAL bytes per reconcile", col(func(r w1Result) float64 { return r.walBytes }), "B", 0)
+	row("CPU s: converge", col(func(r w1Result) float64 { return r.cpuConverge }), "s", 1)
+	row("CPU s: worker", col(func(r w1Result) float64 { return r.cpuWorker }), "s", 1)
+	row("CPU s: PostgreSQL", col(func(r w1Result) float64 { return r.cpuPostgres }), "s", 1)
+	row("Peak RSS: converge", col(func(r w1Result) float64 { return r.rssConverge }), "MiB", 0)
+	row("Peak RSS: worker", col(func(r w1Result) float64 { return r.rssWorker }), "MiB", 0)
+	if len(rivers) > 0 {
+		rates := make([]float64, len(rivers))
+		for i, r := range rivers {
+			rates[i] = r.rate
+		}
+		row(fmt.Sprintf("River %s `river bench -n %d` (same PostgreSQL, same run)", riverVersion, o.riverJobs), rates, "jobs/s", 0)
+		ours, _, _ := median(col(func(r w1Result) float64 { return r.rate }))
+		theirs, _, _ := median(rates)
+		p("")
+		p("Ratio to River (median reconciles/s ÷ median River jobs/s): **%.2f×**", ours/theirs)
+	}
+	p("")
+}
+
+func settingList(s map[string]string) string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + s[k]
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/convergehq/converge/sdk-go/client"
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/devpg"
+)
+
+const benchKind = "bench.leaf"
+
+type w1Result struct {
+	n                int
+	wall             time.Duration // first submit → last Ready
+	rate             float64       // n / wall
+	steadyRate       float64       // Ready rate between the 10th and 90th percentile Ready times
+	submitRate       float64       // resources accepted by the API per second
+	loadP50, loadP99 time.Duration // submit → Ready under load
+	idleP50, idleP99 time.Duration // submit → Ready, one at a time
+	commits          float64       // transactions committed per reconcile
+	notifies         int64         // pg_notify calls during the load
+	statements       float64       // statements per reconcile
+	walBytes         float64       // WAL bytes per reconcile
+	cpuConverge      float64       // CPU seconds during the load
+	cpuWorker        float64
+	cpuPostgres      float64
+	rssConverge      float64 // peak MiB
+	rssWorker        float64
+}
+
+type snapshot struct {
+	commits              int64
+	walBytes             int64
+	converge, worker, pg float64
+}
+
+func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w1Result, error) {
+	var res w1Result
+	if err := cluster.CreateDatabase(ctx, db, ""); err != nil {
+		return res, err
+	}
+	url := cluster.URL(db)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return res, err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		return res, fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	logDir, err := os.MkdirTemp("", "converge-bench-logs-*")
+	if err != nil {
+		return res, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return res, err
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	args := []string{"serve", "--database-url", url, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "warn"}
+	if o.profile != "" {
+		args = append(args, "--pprof-listen", o.profile)
+	}
+	server, err := start("converge", logDir, o.convergeBin, args...)
+	if err != nil {
+		return res, err
+	}
+	defer server.stop()
+	if err := waitHTTP(ctx, base+"/readyz", server); err != nil {
+		return res, err
+	}
+	worker, err := start("worker", logDir, o.workerBin, "-server", base, "-kinds", benchKind+":1:reconcile",
+		"-capacity", strconv.Itoa(o.capacity))
+	if err != nil {
+		return res, err
+	}
+	defer worker.stop()
+
+	c := client.New(base, client.WithHTTPClient(http.DefaultClient))
+	if _, err := c.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: benchManifest()}); err != nil {
+		return res, fmt.Errorf("applying the bench kind: %w", err)
+	}
+	// One leaf end to end warms every path and proves the worker is in.
+	if err := applyAndWait(ctx, c, "warmup"); err != nil {
+		return res, fmt.Errorf("warm-up leaf: %w (worker log: %s)", err, worker.tail())
+	}
+
+	before, err := takeSnapshot(ctx, pool, db, cluster, server, worker)
+	if err != nil {
+		return res, err
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+		return res, err
+	}
+	if o.profile != "" {
+		go captureProfile(o.profile, db)
+	}
+	submitStart := time.Now()
+	if err := submit(ctx, c, o); err != nil {
+		return res, err
+	}
+	res.submitRate = float64(o.resources) / time.Since(submitStart).Seconds()
+	if err := waitReady(ctx, pool, o.resources+1, 30*time.Minute); err != nil {
+		return res, err
+	}
+	after, err := takeSnapshot(ctx, pool, db, cluster, server, worker)
+	if err != nil {
+		return res, err
+	}
+	res.n = o.resources
+	if err := loadFigures(ctx, pool, &res); err != nil {
+		return res, err
+	}
+	n := float64(o.resources)
+	res.commits = float64(after.commits-before.commits) / n
+	res.walBytes = float64(after.walBytes-before.walBytes) / n
+	res.cpuConverge, res.cpuWorker, res.cpuPostgres = after.converge-before.converge, after.worker-before.worker, after.pg-before.pg
+	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+		WHERE query ILIKE '%pg_notify%'`).Scan(&res.notifies); err != nil {
+		return res, err
+	}
+	var calls int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements s
+		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1`, db).Scan(&calls); err != nil {
+		return res, err
+	}
+	res.statements = float64(calls) / n
+	if o.top > 0 {
+		printTop(ctx, pool, o.top)
+	}
+
+	// Idle latency: one leaf at a time, each after the previous is Ready.
+	for i := 0; i < o.idle; i++ {
+		if err := applyAndWait(ctx, c, fmt.Sprintf("idle-%04d", i)); err != nil {
+			return res, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := pool.QueryRow(ctx, latencySQL(`name LIKE 'idle-%'`)).Scan(new(float64), new(float64),
+		&res.idleP50, &res.idleP99, new(float64), new(float64)); err != nil {
+		return res, err
+	}
+	res.rssConverge, res.rssWorker = peakRSS(server.pid()), peakRSS(worker.pid())
+	_ = os.RemoveAll(filepath.Clean(logDir))
+	return res, nil
+}
+
+func benchManifest() *convergev1.KindManifest {
+	spec, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{"i": map[string]any{"type": "integer"}}})
+	status, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}})
+	return &convergev1.KindManifest{
+		Kind: benchKind, KindVersion: 1, Description: "The benchmark's no-op leaf.", Owner: "bench",
+		SpecSchema: spec, StatusSchema: status,
+		Reactions: []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}}},
+	}
+}
+
+// submit applies the leaves in batches, several calls in flight.
+func submit(ctx context.Context, c *client.Client, o options) error {
+	batches := make(chan int)
+	errs := make(chan error, o.concurrency)
+	var wg sync.WaitGroup
+	for w := 0; w < o.concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := range batches {
+				req := &convergev1.ApplyResourcesRequest{}
+				for i := start; i < min(start+o.batch, o.resources); i++ {
+					spec, _ := structpb.NewStruct(map[string]any{"i": i})
+					req.Resources = append(req.Resources, &convergev1.ApplyResourceRequest{
+						Kind: benchKind, KindVersion: 1, Name: fmt.Sprintf("leaf-%07d", i), Spec: spec,
+					})
+				}
+				if _, err := c.ApplyResources(ctx, req); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for start := 0; start < o.resources; start += o.batch {
+		select {
+		case batches <- start:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(batches)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
+
+func applyAndWait(ctx context.Context, c *client.Client, name string) error {
+	spec, _ := structpb.NewStruct(map[string]any{"i": 0})
+	if _, err := c.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: benchKind, KindVersion: 1, Name: name, Spec: spec}); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := c.WaitFor(wctx, "default", benchKind, name, client.IsReady)
+	return err
+}
+
+func waitReady(ctx context.Context, pool *pgxpool.Pool, want int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE kind = $1 AND phase = 'Ready'`, benchKind).Scan(&n); err != nil {
+			return err
+		}
+		if n >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d leaves Ready after %s", n, want, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// latencySQL computes, over the leaves matching where, the first submit
+// and last Ready times (epoch seconds), submit→Ready p50 and p99, and the
+// 10th and 90th percentile Ready times, all from database timestamps.
+func latencySQL(where string) string {
+	return `
+		WITH per AS (
+		    SELECT resource_id,
+		           min(at) FILTER (WHERE type = 'created') AS created,
+		           min(at) FILTER (WHERE phase = 'Ready') AS ready
+		    FROM changes WHERE kind = '` + benchKind + `' AND ` + where + `
+		    GROUP BY resource_id
+		)
+		SELECT extract(epoch FROM min(created))::float8, extract(epoch FROM max(ready))::float8,
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY ready - created),
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY ready - created),
+		       extract(epoch FROM percentile_disc(0.1) WITHIN GROUP (ORDER BY ready))::float8,
+		       extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY ready))::float8
+		FROM per`
+}
+
+func loadFigures(ctx context.Context, pool *pgxpool.Pool, res *w1Result) error {
+	var first, last, p10, p90 float64
+	if err := pool.QueryRow(ctx, latencySQL(`name LIKE 'leaf-%'`)).Scan(&first, &last,
+		&res.loadP50, &res.loadP99, &p10, &p90); err != nil {
+		return err
+	}
+	res.wall = time.Duration((last - first) * float64(time.Second))
+	res.rate = float64(res.n) / (last - first)
+	if p90 > p10 {
+		res.steadyRate = 0.8 * float64(res.n) / (p90 - p10)
+	}
+	return nil
+}
+
+func takeSnapshot(ctx context.Context, pool *pgxpool.Pool, db string, cluster *devpg.Cluster, server, worker *proc) (snapshot, error) {
+	var s snapshot
+	err := pool.QueryRow(ctx, `SELECT xact_commit, (SELECT wal_bytes::bigint FROM pg_stat_wal)
+		FROM pg_stat_database WHERE datname = $1`, db).Scan(&s.commits, &s.walBytes)
+	s.converge, s.worker = cpuSeconds(server.pid(), true), cpuSeconds(worker.pid(), true)
+	s.pg = postgresCPU(filepath.Join(cluster.Dir(), "data"))
+	return s, err
+}
+
+// printTop prints the statements that took the most database time during
+// the load, to see where PostgreSQL's CPU goes.
+func printTop(ctx context.Context, pool *pgxpool.Pool, n int) {
+	rows, err := pool.Query(ctx, `SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT $1`, n)
+	if err != nil {
+		logf("pg_stat_statements: %v", err)
+		return
+	}
+	defer rows.Close()
+	var upd, hot int64
+	if pool.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'resources'`).Scan(&upd, &hot) == nil {
+		fmt.Fprintf(os.Stderr, "resources updates: %d, of which HOT: %d\n", upd, hot)
+	}
+	fmt.Fprintf(os.Stderr, "%8s %10s %9s  %s\n", "calls", "total ms", "rows", "statement")
+	for rows.Next() {
+		var calls, nrows int64
+		var total float64
+		var q string
+		if rows.Scan(&calls, &total, &nrows, &q) == nil {
+			fmt.Fprintf(os.Stderr, "%8d %10.0f %9d  %s\n", calls, total, nrows, q)
+		}
+	}
+}
+
+// captureProfile saves a 10 s CPU profile of the server during the load.
+func captureProfile(addr, db string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=10")
+	if err != nil {
+		logf("profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	path := filepath.Join(os.TempDir(), "converge-"+db+".pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		logf("profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err == nil {
+		logf("CPU profile of converge: %s", path)
+	}
+}
