@@ -52,8 +52,8 @@ type Config struct {
 	Sweeper        sweeper.Config
 	// PprofListen, if set, serves Go's pprof profiles on that address.
 	PprofListen string
-	Version        string
-	Log            *slog.Logger
+	Version     string
+	Log         *slog.Logger
 }
 
 // App is a running server.

@@ -98,6 +98,8 @@ type Broker struct {
 	claimWake chan struct{}
 	retryAt   chan time.Time
 	results   chan *result
+	// stopping is closed when Run's context ends, ending worker streams.
+	stopping chan struct{}
 }
 
 type reactionKey struct {
@@ -139,6 +141,7 @@ func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log 
 		claimWake: make(chan struct{}, 1),
 		retryAt:   make(chan time.Time, 64),
 		results:   make(chan *result, 4*cfg.ApplyBatch),
+		stopping:  make(chan struct{}),
 	}
 }
 
@@ -153,6 +156,7 @@ func (b *Broker) Run(ctx context.Context) {
 	applied := make(chan struct{})
 	go func() { defer close(applied); b.applyLoop(applyCtx) }()
 	<-ctx.Done()
+	close(b.stopping)
 	wg.Wait()
 	b.releasePending()
 	// Let results already received reach the database before stopping.
@@ -285,4 +289,10 @@ func cancelMessage(l store.Lease, reason string) *convergev1.ServerMessage {
 	return &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Cancel{Cancel: &convergev1.Cancel{
 		Lease: protoLease(l), Reason: reason,
 	}}}
+}
+
+// eligible reports whether s may get new tasks: connected, not draining,
+// with free slots, and heard from within a lease. Callers hold b.mu.
+func (b *Broker) eligible(s *session, now time.Time) bool {
+	return !s.draining && !s.closed && s.capacity > s.inflight && now.Sub(s.heard) < b.cfg.Lease
 }

@@ -86,11 +86,12 @@ func (b *Broker) wants() []store.Want {
 	defer b.mu.Unlock()
 	free := map[triggerKey]int{}
 	var order []triggerKey
+	now := time.Now()
 	for s := range b.sessions {
-		slots := s.capacity - s.inflight
-		if s.draining || s.closed || slots <= 0 {
+		if !b.eligible(s, now) {
 			continue
 		}
+		slots := s.capacity - s.inflight
 		for rk := range s.serves {
 			e := b.kinds.Get(rk.kind, rk.version)
 			if e == nil {
@@ -183,8 +184,9 @@ func (b *Broker) pickSession(kind string, version int32, reaction string) *sessi
 	var best *session
 	bestFree := 0
 	rk := reactionKey{kind, version, reaction}
+	now := time.Now()
 	for s := range b.sessions {
-		if s.draining || s.closed || !s.serves[rk] {
+		if !s.serves[rk] || !b.eligible(s, now) {
 			continue
 		}
 		if free := s.capacity - s.inflight; free > bestFree {
@@ -206,12 +208,9 @@ func (b *Broker) dispatch(s *session, l *lease, now time.Time) {
 // drainPending sends parked tasks to s while it has free slots. Callers
 // hold b.mu.
 func (b *Broker) drainPending(s *session) {
-	if s.draining || s.closed {
-		return
-	}
 	now := time.Now()
 	for k, ls := range b.pending {
-		for len(ls) > 0 && s.capacity > s.inflight {
+		for len(ls) > 0 && b.eligible(s, now) {
 			l := ls[0]
 			if !s.serves[reactionKey{k.kind, k.version, l.reaction}] {
 				break

@@ -28,6 +28,9 @@ type session struct {
 	inflight int
 	draining bool
 	closed   bool
+	// heard is when the worker last sent anything; a worker silent for a
+	// whole lease gets no new tasks.
+	heard time.Time
 
 	outMu  sync.Mutex
 	out    []*convergev1.ServerMessage
@@ -69,6 +72,7 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 		serves:   map[reactionKey]bool{},
 		capacity: int(sub.GetCapacity()),
 		outSig:   make(chan struct{}, 1),
+		heard:    time.Now(),
 	}
 	s.actor = "worker:" + s.name
 	if s.name == "" {
@@ -105,7 +109,15 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 	go func() { writerDone <- b.write(writerCtx, s, stream) }()
 	b.wakeClaimer()
 
-	err = b.read(s, stream)
+	readDone := make(chan error, 1)
+	go func() { readDone <- b.read(s, stream) }()
+	select {
+	case err = <-readDone:
+	case <-b.stopping:
+		// Returning ends the stream; the worker reconnects elsewhere or
+		// after a restart, and resumes.
+		err = errStreamEnd
+	}
 	stopWriter()
 	<-writerDone
 	b.dropSession(s)
@@ -128,6 +140,9 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 			}
 			return err
 		}
+		b.mu.Lock()
+		s.heard = time.Now()
+		b.mu.Unlock()
 		switch msg := m.GetMsg().(type) {
 		case *convergev1.WorkerMessage_Result:
 			b.onResult(s, msg.Result)
