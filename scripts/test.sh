@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The test command: everything CI runs, from a clean clone on a fresh machine.
+#
+#   scripts/test.sh            all tests (Go with -race, including end-to-end)
+#   scripts/test.sh -short     skip the slow end-to-end and fault tests
+#
+# It installs what it needs when it can (npm packages; PostgreSQL server
+# binaries through apt when run as root on Debian/Ubuntu) and says what
+# to install when it cannot.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+say() { printf '\n== %s\n' "$*"; }
+die() { printf '\nerror: %s\n' "$*" >&2; exit 1; }
+
+say "toolchain"
+command -v go >/dev/null || die "Go is not installed; install Go 1.26 or newer from https://go.dev/dl/"
+go version
+command -v node >/dev/null && command -v npm >/dev/null || die "Node.js 20 and npm are needed (for buf and the TypeScript SDK); install them from your package manager or https://nodejs.org"
+node --version
+
+say "npm packages"
+npm ci --no-audit --no-fund --loglevel=error
+
+say "PostgreSQL server binaries"
+find_pg() {
+  if [ -n "${CONVERGE_PG_BIN:-}" ]; then [ -x "$CONVERGE_PG_BIN/initdb" ] && echo "$CONVERGE_PG_BIN"; return; fi
+  if command -v initdb >/dev/null && command -v postgres >/dev/null; then dirname "$(command -v initdb)"; return; fi
+  ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1
+}
+pgbin=$(find_pg || true)
+if [ -z "$pgbin" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing PostgreSQL with apt-get..."
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    pgbin=$(find_pg || true)
+  fi
+fi
+[ -n "$pgbin" ] || die "PostgreSQL server binaries (initdb, postgres) not found. Install them (Debian/Ubuntu: apt-get install postgresql; Fedora: dnf install postgresql-server; macOS: brew install postgresql@16) or set CONVERGE_PG_BIN to their directory."
+echo "$pgbin"
+
+say "go vet"
+go vet ./...
+
+say "go test -race"
+start=$(date +%s)
+set +e
+go test -race -count=1 -timeout 25m "$@" ./... 2>&1 | tee /tmp/converge-test.log
+status=${PIPESTATUS[0]}
+set -e
+passed=$(grep -c '^ok ' /tmp/converge-test.log || true)
+failed=$(grep -c '^FAIL' /tmp/converge-test.log || true)
+say "summary: $passed packages passed, $failed failed, $(( $(date +%s) - start ))s"
+exit "$status"
