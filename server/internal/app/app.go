@@ -67,6 +67,7 @@ type App struct {
 	errMu    sync.Mutex
 	err      error
 	memberID string
+	members  *members.Tracker
 }
 
 // Start connects, migrates if asked, and starts serving. It returns once
@@ -127,6 +128,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		ID: a.memberID, Roles: roleList(control, brokerRole), Hostname: host, PID: os.Getpid(), Version: cfg.Version,
 	}, served, cfg.Log)
 	tracker.Refresh(ctx)
+	a.members = tracker
 
 	var svc *api.Service
 	if control {
@@ -199,6 +201,17 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 
 // Addr is the bound listener address.
 func (a *App) Addr() net.Addr { return a.addr }
+
+// Peers lists the other live replicas this one knows of.
+func (a *App) Peers() []string {
+	var out []string
+	for _, m := range a.members.Live() {
+		if m.ID != a.memberID {
+			out = append(out, m.ID)
+		}
+	}
+	return out
+}
 
 // MemberID identifies this replica.
 func (a *App) MemberID() string { return a.memberID }

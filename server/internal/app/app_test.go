@@ -351,3 +351,52 @@ func hasCondition(r *convergev1.Resource, typ, status string) bool {
 	}
 	return false
 }
+
+// TestSplitRoles runs the API and the broker as separate replicas over one
+// database: work applied through one reaches a worker of the other.
+func TestSplitRoles(t *testing.T) {
+	db := pgtest.New(t)
+	start := func(role string) *app.App {
+		a, err := app.Start(context.Background(), app.Config{
+			DatabaseURL: db.URL, Listen: "127.0.0.1:0", Role: role,
+			Broker: broker.Config{Lease: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond, PollInterval: 5 * time.Second},
+			Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = a.Stop() })
+		return a
+	}
+	control, brk := start(app.RoleControl), start(app.RoleBroker)
+	controlURL, brokerURL := "http://"+control.Addr().String(), "http://"+brk.Addr().String()
+	ctl := convergev1connect.NewControlServiceClient(http.DefaultClient, controlURL)
+	wrk := convergev1connect.NewWorkerServiceClient(h2c(), brokerURL)
+	// The broker replica serves no API, and the control replica no workers.
+	if _, err := convergev1connect.NewControlServiceClient(http.DefaultClient, brokerURL).ListKinds(context.Background(),
+		&convergev1.ListKindsRequest{}); err == nil {
+		t.Fatal("the broker replica answered a control call")
+	}
+	applyGreeting(t, ctl)
+	w, _ := connectWorker(t, wrk, 2)
+	// Once the control replica knows the broker replica from the members
+	// table, it wakes it by NOTIFY: a new resource reaches the worker well
+	// before the broker's 5 s failsafe poll.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(control.Peers()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the control replica never saw the broker replica")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	applyResource(t, ctl, "split", map[string]any{"name": "x"})
+	got := make(chan *convergev1.Task, 1)
+	go func() { got <- w.task() }()
+	select {
+	case task := <-got:
+		w.result(task.GetLease(), `{"message":"ok"}`)
+	case <-time.After(3 * time.Second):
+		t.Fatal("the broker replica did not get the task within 3 s")
+	}
+	waitPhase(t, ctl, "split", "Ready")
+}
