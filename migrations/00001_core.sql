@@ -158,6 +158,13 @@ CREATE TABLE changes (
 ) WITH (autovacuum_vacuum_scale_factor = 0.02);
 
 
+-- Changes of transactions older than pruned_before are gone: a Watch
+-- cursor before it cannot resume.
+CREATE TABLE change_retention (
+    one           boolean PRIMARY KEY DEFAULT true CHECK (one),
+    pruned_before xid8    NOT NULL
+);
+
 -- +goose StatementBegin
 -- The function's plans are cached per session, the first time with the
 -- transition tables at whatever size they had then (often empty, from an
@@ -243,6 +250,7 @@ DROP TRIGGER resources_changes_delete ON resources;
 DROP TRIGGER resources_changes_update ON resources;
 DROP TRIGGER resources_changes_insert ON resources;
 DROP FUNCTION converge_record_changes();
+DROP TABLE change_retention;
 DROP TABLE changes;
 DROP TABLE tasks;
 DROP TABLE resources;

@@ -50,6 +50,11 @@ func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send 
 		if cursor, err = store.ParseCursor(tok); err != nil {
 			return invalid("cursor: %v", err)
 		}
+		if err := s.store.CheckCursor(ctx, cursor); errors.Is(err, store.ErrCursorExpired) {
+			return connect.NewError(connect.CodeOutOfRange, err)
+		} else if err != nil {
+			return storeError(err)
+		}
 	} else if cursor, err = s.store.CurrentCursor(ctx); err != nil {
 		return storeError(err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -138,25 +139,44 @@ func (c Cursor) after(o Cursor) bool {
 	return c.XID > o.XID || (c.XID == o.XID && c.Seq > o.Seq)
 }
 
-// OldestCursor returns the position of the oldest change still kept, so a
-// reader can tell a cursor that fell out of retention.
-func (s *Store) OldestCursor(ctx context.Context) (Cursor, bool, error) {
-	var xid, seq int64
-	err := s.pool.QueryRow(ctx, `SELECT xid::text::bigint, seq FROM changes ORDER BY xid, seq LIMIT 1`).Scan(&xid, &seq)
-	if err == pgx.ErrNoRows {
-		return Cursor{}, false, nil
+// ErrCursorExpired: the changes after a cursor were pruned.
+var ErrCursorExpired = errors.New("the cursor is older than the change feed's retention; list again and watch from the listing's watch_cursor")
+
+// CheckCursor fails with ErrCursorExpired if changes after c were pruned.
+func (s *Store) CheckCursor(ctx context.Context, c Cursor) error {
+	var before int64
+	err := s.pool.QueryRow(ctx, `SELECT pruned_before::text::bigint FROM change_retention`).Scan(&before)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
 	}
-	return Cursor{XID: uint64(xid), Seq: seq}, err == nil, err
+	if err != nil {
+		return err
+	}
+	if c.XID+1 < uint64(before) {
+		return ErrCursorExpired
+	}
+	return nil
 }
 
 // PruneChanges deletes changes made by transactions older than xid, at
-// most limit rows per call, and reports how many it deleted.
+// most limit rows per call, records the new horizon, and reports how
+// many rows it deleted.
 func (s *Store) PruneChanges(ctx context.Context, beforeXID uint64, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM changes WHERE (xid, seq) IN (
-		    SELECT xid, seq FROM changes WHERE xid < $1::text::xid8 ORDER BY xid, seq LIMIT $2)`,
-		strconv.FormatUint(beforeXID, 10), limit)
-	return tag.RowsAffected(), err
+	x := strconv.FormatUint(beforeXID, 10)
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			DELETE FROM changes WHERE (xid, seq) IN (
+			    SELECT xid, seq FROM changes WHERE xid < $1::text::xid8 ORDER BY xid, seq LIMIT $2)`, x, limit)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `INSERT INTO change_retention (pruned_before) VALUES ($1::text::xid8)
+			ON CONFLICT (one) DO UPDATE SET pruned_before = greatest(change_retention.pruned_before, EXCLUDED.pruned_before)`, x)
+		return err
+	})
+	return n, err
 }
 
 // CurrentXID returns the database's next transaction id; retention

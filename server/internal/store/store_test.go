@@ -409,3 +409,30 @@ func TestTeardown(t *testing.T) {
 		t.Fatalf("resource still there: %v", err)
 	}
 }
+
+func TestExpiredCursor(t *testing.T) {
+	s, ctx := newStore(t)
+	rev := applyKind(t, s, "leaf", store.Policy{})
+	start, err := s.CurrentCursor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckCursor(ctx, start); err != nil {
+		t.Fatalf("fresh cursor: %v", err)
+	}
+	apply(t, s, rev, "a", `{}`)
+	xid, err := s.CurrentXID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneChanges(ctx, xid, 100); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if err := s.CheckCursor(ctx, start); !errors.Is(err, store.ErrCursorExpired) {
+		t.Fatalf("pruned cursor: %v", err)
+	}
+	now, _ := s.CurrentCursor(ctx)
+	if err := s.CheckCursor(ctx, now); err != nil {
+		t.Fatalf("current cursor: %v", err)
+	}
+}
