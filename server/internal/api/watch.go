@@ -149,14 +149,13 @@ func (s *Service) ServeWatchNDJSON(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// httpStatus maps a code the way REST transcoding does for the other routes.
 func httpStatus(c connect.Code) int {
 	switch c {
-	case connect.CodeInvalidArgument:
+	case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodeOutOfRange:
 		return http.StatusBadRequest
 	case connect.CodeNotFound:
 		return http.StatusNotFound
-	case connect.CodeFailedPrecondition:
-		return http.StatusPreconditionFailed
 	case connect.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	}
