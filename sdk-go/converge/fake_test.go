@@ -134,7 +134,16 @@ func (s *fakeSession) receive() {
 			return
 		}
 		s.mu.Lock()
-		s.msgs = append(s.msgs, m)
+		// A batch of results is recorded as one message per result, so
+		// tests see results one at a time however the worker batched them.
+		if rs := m.GetResults(); rs != nil {
+			for _, r := range rs.GetResults() {
+				s.msgs = append(s.msgs, &convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{
+					Results: &convergev1.Results{Results: []*convergev1.TaskResult{r}}}})
+			}
+		} else {
+			s.msgs = append(s.msgs, m)
+		}
 		close(s.notify)
 		s.notify = make(chan struct{})
 		s.mu.Unlock()
@@ -172,7 +181,7 @@ func (s *fakeSession) subscribed(t *testing.T, adopted, lost []*convergev1.Lease
 
 func (s *fakeSession) task(t *testing.T, task *convergev1.Task) {
 	t.Helper()
-	s.send(t, &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Task{Task: task}})
+	s.send(t, &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Tasks{Tasks: &convergev1.Tasks{Tasks: []*convergev1.Task{task}}}})
 }
 
 func (s *fakeSession) cancel(t *testing.T, l *convergev1.Lease) {
@@ -182,7 +191,7 @@ func (s *fakeSession) cancel(t *testing.T, l *convergev1.Lease) {
 
 func (s *fakeSession) ack(t *testing.T, l *convergev1.Lease) {
 	t.Helper()
-	s.send(t, &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Ack{Ack: &convergev1.ResultAck{Lease: l, Applied: true}}})
+	s.send(t, &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Acks{Acks: &convergev1.Acks{Acks: []*convergev1.ResultAck{{Lease: l, Applied: true}}}}})
 }
 
 // next returns the next message the worker sent that satisfies keep,
@@ -220,7 +229,15 @@ func (s *fakeSession) next(t *testing.T, what string, keep func(*convergev1.Work
 // result returns the next result, skipping heartbeats and Drain.
 func (s *fakeSession) result(t *testing.T) *convergev1.TaskResult {
 	t.Helper()
-	return s.next(t, "a result", func(m *convergev1.WorkerMessage) bool { return m.GetResult() != nil }).GetResult()
+	return resultOf(s.next(t, "a result", func(m *convergev1.WorkerMessage) bool { return resultOf(m) != nil }))
+}
+
+// resultOf returns the result a recorded message carries, or nil.
+func resultOf(m *convergev1.WorkerMessage) *convergev1.TaskResult {
+	if rs := m.GetResults().GetResults(); len(rs) > 0 {
+		return rs[0]
+	}
+	return nil
 }
 
 // heartbeat returns the next heartbeat, skipping everything else.

@@ -70,7 +70,7 @@ func TestReconnectResumesTasksAndResendsResults(t *testing.T) {
 		t.Fatalf("result = %v; want task 1's", r)
 	}
 	for _, m := range s2.sent() {
-		if m.GetResult().GetLease().GetTaskId() == 3 {
+		if resultOf(m).GetLease().GetTaskId() == 3 {
 			t.Fatalf("lost task 3 reported a result: %v", m)
 		}
 	}
@@ -129,7 +129,7 @@ func TestDrainFinishesRunningTasks(t *testing.T) {
 		t.Fatalf("task 2 started %d times during the drain", n)
 	}
 	for _, m := range s.sent() {
-		if m.GetResult().GetLease().GetTaskId() == 2 {
+		if resultOf(m).GetLease().GetTaskId() == 2 {
 			t.Fatalf("task 2, refused during the drain, reported a result: %v", m)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
@@ -94,15 +95,19 @@ func (w *Worker) receiveLoop(st *stream) error {
 			return receiveError(err)
 		}
 		switch m := msg.GetMsg().(type) {
-		case *convergev1.ServerMessage_Task:
-			w.onTask(m.Task)
+		case *convergev1.ServerMessage_Tasks:
+			for _, t := range m.Tasks.GetTasks() {
+				w.onTask(t)
+			}
 		case *convergev1.ServerMessage_Cancel:
 			if w.ledger.abandon(keyOf(m.Cancel.GetLease())) {
 				w.log.Debug("converge: task cancelled by server", "task_id", m.Cancel.GetLease().GetTaskId(),
 					"reason", m.Cancel.GetReason())
 			}
-		case *convergev1.ServerMessage_Ack:
-			w.onAck(m.Ack)
+		case *convergev1.ServerMessage_Acks:
+			for _, a := range m.Acks.GetAcks() {
+				w.onAck(a)
+			}
 		case *convergev1.ServerMessage_Subscribed:
 			w.log.Warn("converge: ignoring a repeated subscribed message")
 		default:
@@ -167,10 +172,12 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 			drainSent = true
 		}
 		msgs, more := w.ledger.takeUnsent(sendBatch)
-		for _, m := range msgs {
-			if err == nil {
-				err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Result{Result: m}})
-			}
+		for len(msgs) > 0 && err == nil {
+			n := resultsThatFit(msgs)
+			err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{
+				Results: &convergev1.Results{Results: msgs[:n]},
+			}})
+			msgs = msgs[n:]
 		}
 		if err != nil {
 			break
@@ -193,6 +200,23 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 		return nil
 	}
 	return err
+}
+
+// maxResultBytes bounds the results sent in one message, well under the
+// server's message limit.
+const maxResultBytes = 1 << 20
+
+// resultsThatFit returns how many of msgs, from the first, go in one
+// message: at least one, and no more than maxResultBytes after that.
+func resultsThatFit(msgs []*convergev1.TaskResult) int {
+	size := 0
+	for i, m := range msgs {
+		size += proto.Size(m)
+		if i > 0 && size > maxResultBytes {
+			return i
+		}
+	}
+	return len(msgs)
 }
 
 // heartbeatInterval is the server's interval, or a third of its lease, or a

@@ -111,6 +111,9 @@ type rawWorker struct {
 
 	mu      sync.Mutex
 	running map[int64]*convergev1.Lease
+	// tasks and acks that arrived in a batch but were not yet asked for.
+	tasks []*convergev1.Task
+	acks  []*convergev1.ResultAck
 }
 
 // connectWorker subscribes a heartbeating worker.
@@ -170,7 +173,7 @@ func (w *rawWorker) send(m *convergev1.WorkerMessage) {
 	w.t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if r := m.GetResult(); r != nil {
+	for _, r := range m.GetResults().GetResults() {
 		delete(w.running, r.GetLease().GetTaskId())
 	}
 	if err := w.stream.Send(m); err != nil {
@@ -187,30 +190,42 @@ func (w *rawWorker) recv() *convergev1.ServerMessage {
 	return m
 }
 
+// fill reads one server message into the tasks and acks queues.
+func (w *rawWorker) fill() {
+	w.t.Helper()
+	m := w.recv()
+	w.tasks = append(w.tasks, m.GetTasks().GetTasks()...)
+	w.acks = append(w.acks, m.GetAcks().GetAcks()...)
+}
+
 func (w *rawWorker) task() *convergev1.Task {
 	w.t.Helper()
-	for {
-		if t := w.recv().GetTask(); t != nil {
-			w.mu.Lock()
-			w.running[t.GetLease().GetTaskId()] = t.GetLease()
-			w.mu.Unlock()
-			return t
-		}
+	for len(w.tasks) == 0 {
+		w.fill()
 	}
+	t := w.tasks[0]
+	w.tasks = w.tasks[1:]
+	w.mu.Lock()
+	w.running[t.GetLease().GetTaskId()] = t.GetLease()
+	w.mu.Unlock()
+	return t
 }
 
 func (w *rawWorker) ack() *convergev1.ResultAck {
 	w.t.Helper()
-	for {
-		if a := w.recv().GetAck(); a != nil {
-			return a
-		}
+	for len(w.acks) == 0 {
+		w.fill()
 	}
+	a := w.acks[0]
+	w.acks = w.acks[1:]
+	return a
 }
 
 func (w *rawWorker) result(l *convergev1.Lease, status string) {
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Result{Result: &convergev1.TaskResult{
-		Lease: l, Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{Status: []byte(status)}},
+	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
+		Results: []*convergev1.TaskResult{{
+			Lease: l, Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{Status: []byte(status)}},
+		}},
 	}}})
 }
 

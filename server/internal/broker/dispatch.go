@@ -202,7 +202,7 @@ func (b *Broker) dispatch(s *session, l *lease, now time.Time) {
 	l.session, l.attested = s, now
 	task := l.task
 	l.task = nil
-	s.send(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Task{Task: task}})
+	s.send(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Tasks{Tasks: &convergev1.Tasks{Tasks: []*convergev1.Task{task}}}})
 }
 
 // drainPending sends parked tasks to s while it has free slots. Callers

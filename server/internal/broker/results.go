@@ -143,8 +143,8 @@ func encodeConditions(cs []*convergev1.Condition) ([]byte, error) {
 }
 
 func ack(l *convergev1.Lease, applied bool, reason string) *convergev1.ServerMessage {
-	return &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Ack{Ack: &convergev1.ResultAck{
-		Lease: l, Applied: applied, Reason: reason,
+	return &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Acks{Acks: &convergev1.Acks{
+		Acks: []*convergev1.ResultAck{{Lease: l, Applied: applied, Reason: reason}},
 	}}}
 }
 

@@ -144,8 +144,10 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 		s.heard = time.Now()
 		b.mu.Unlock()
 		switch msg := m.GetMsg().(type) {
-		case *convergev1.WorkerMessage_Result:
-			b.onResult(s, msg.Result)
+		case *convergev1.WorkerMessage_Results:
+			for _, r := range msg.Results.GetResults() {
+				b.onResult(s, r)
+			}
 		case *convergev1.WorkerMessage_Heartbeat:
 			b.onHeartbeat(s, msg.Heartbeat)
 		case *convergev1.WorkerMessage_Drain:
@@ -168,7 +170,7 @@ func (b *Broker) write(ctx context.Context, s *session, stream *connect.BidiStre
 			return nil
 		case <-s.outSig:
 		}
-		msgs := s.take()
+		msgs := coalesce(s.take())
 		for i, m := range msgs {
 			if err := stream.Send(m); err != nil {
 				b.returnUnsent(s, msgs[i:])
@@ -183,14 +185,12 @@ func (b *Broker) returnUnsent(s *session, msgs []*convergev1.ServerMessage) {
 	var give []store.Lease
 	b.mu.Lock()
 	for _, m := range msgs {
-		t := m.GetTask()
-		if t == nil {
-			continue
-		}
-		if l := b.leases[t.GetLease().GetTaskId()]; l != nil && l.session == s && !l.done {
-			delete(b.leases, l.TaskID)
-			s.inflight--
-			give = append(give, l.Lease)
+		for _, t := range m.GetTasks().GetTasks() {
+			if l := b.leases[t.GetLease().GetTaskId()]; l != nil && l.session == s && !l.done {
+				delete(b.leases, l.TaskID)
+				s.inflight--
+				give = append(give, l.Lease)
+			}
 		}
 	}
 	b.mu.Unlock()
@@ -292,6 +292,45 @@ func (b *Broker) subscriptionWarnings(s *session) []string {
 		}
 	}
 	return out
+}
+
+// Batching bounds: one message carries at most this many tasks or acks,
+// and tasks whose specs and statuses add up to about maxBatchBytes.
+const (
+	maxBatchItems = 1000
+	maxBatchBytes = 1 << 20
+)
+
+// coalesce merges runs of task messages, and runs of ack messages, into
+// batches: one stream message (and usually one write) instead of many.
+func coalesce(msgs []*convergev1.ServerMessage) []*convergev1.ServerMessage {
+	var out []*convergev1.ServerMessage
+	bytes := 0
+	for _, m := range msgs {
+		if n := len(out); n > 0 {
+			last := out[n-1]
+			if t, lt := m.GetTasks(), last.GetTasks(); t != nil && lt != nil && len(lt.Tasks) < maxBatchItems && bytes < maxBatchBytes {
+				lt.Tasks = append(lt.Tasks, t.Tasks...)
+				bytes += taskBytes(t)
+				continue
+			}
+			if a, la := m.GetAcks(), last.GetAcks(); a != nil && la != nil && len(la.Acks) < maxBatchItems {
+				la.Acks = append(la.Acks, a.Acks...)
+				continue
+			}
+		}
+		out = append(out, m)
+		bytes = taskBytes(m.GetTasks())
+	}
+	return out
+}
+
+func taskBytes(t *convergev1.Tasks) int {
+	n := 0
+	for _, task := range t.GetTasks() {
+		n += 256 + len(task.GetResource().GetSpec()) + len(task.GetResource().GetStatus())
+	}
+	return n
 }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }

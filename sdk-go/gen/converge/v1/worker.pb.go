@@ -28,7 +28,7 @@ type WorkerMessage struct {
 	// Types that are valid to be assigned to Msg:
 	//
 	//	*WorkerMessage_Subscribe
-	//	*WorkerMessage_Result
+	//	*WorkerMessage_Results
 	//	*WorkerMessage_Heartbeat
 	//	*WorkerMessage_Drain
 	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
@@ -82,10 +82,10 @@ func (x *WorkerMessage) GetSubscribe() *Subscribe {
 	return nil
 }
 
-func (x *WorkerMessage) GetResult() *TaskResult {
+func (x *WorkerMessage) GetResults() *Results {
 	if x != nil {
-		if x, ok := x.Msg.(*WorkerMessage_Result); ok {
-			return x.Result
+		if x, ok := x.Msg.(*WorkerMessage_Results); ok {
+			return x.Results
 		}
 	}
 	return nil
@@ -118,8 +118,8 @@ type WorkerMessage_Subscribe struct {
 	Subscribe *Subscribe `protobuf:"bytes,1,opt,name=subscribe,proto3,oneof"`
 }
 
-type WorkerMessage_Result struct {
-	Result *TaskResult `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+type WorkerMessage_Results struct {
+	Results *Results `protobuf:"bytes,2,opt,name=results,proto3,oneof"`
 }
 
 type WorkerMessage_Heartbeat struct {
@@ -133,7 +133,7 @@ type WorkerMessage_Drain struct {
 
 func (*WorkerMessage_Subscribe) isWorkerMessage_Msg() {}
 
-func (*WorkerMessage_Result) isWorkerMessage_Msg() {}
+func (*WorkerMessage_Results) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Heartbeat) isWorkerMessage_Msg() {}
 
@@ -344,6 +344,52 @@ func (x *Lease) GetGeneration() int64 {
 	return 0
 }
 
+// Results travel in batches: a worker sends whatever finished since its
+// last send in one message (at most 1,000, within the message size limit).
+type Results struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TaskResult          `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Results) Reset() {
+	*x = Results{}
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Results) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Results) ProtoMessage() {}
+
+func (x *Results) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Results.ProtoReflect.Descriptor instead.
+func (*Results) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Results) GetResults() []*TaskResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type TaskResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Lease *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
@@ -358,7 +404,7 @@ type TaskResult struct {
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +416,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +429,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskResult) GetLease() *Lease {
@@ -447,7 +493,7 @@ type Success struct {
 
 func (x *Success) Reset() {
 	*x = Success{}
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +505,7 @@ func (x *Success) String() string {
 func (*Success) ProtoMessage() {}
 
 func (x *Success) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +518,7 @@ func (x *Success) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Success.ProtoReflect.Descriptor instead.
 func (*Success) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Success) GetStatus() []byte {
@@ -507,7 +553,7 @@ type TaskError struct {
 
 func (x *TaskError) Reset() {
 	*x = TaskError{}
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +565,7 @@ func (x *TaskError) String() string {
 func (*TaskError) ProtoMessage() {}
 
 func (x *TaskError) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +578,7 @@ func (x *TaskError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskError.ProtoReflect.Descriptor instead.
 func (*TaskError) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TaskError) GetMessage() string {
@@ -559,7 +605,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +617,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +630,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Heartbeat) GetInFlight() []*Lease {
@@ -602,7 +648,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +660,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +673,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 type ServerMessage struct {
@@ -635,9 +681,9 @@ type ServerMessage struct {
 	// Types that are valid to be assigned to Msg:
 	//
 	//	*ServerMessage_Subscribed
-	//	*ServerMessage_Task
+	//	*ServerMessage_Tasks
 	//	*ServerMessage_Cancel
-	//	*ServerMessage_Ack
+	//	*ServerMessage_Acks
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -645,7 +691,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +703,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +716,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -689,10 +735,10 @@ func (x *ServerMessage) GetSubscribed() *Subscribed {
 	return nil
 }
 
-func (x *ServerMessage) GetTask() *Task {
+func (x *ServerMessage) GetTasks() *Tasks {
 	if x != nil {
-		if x, ok := x.Msg.(*ServerMessage_Task); ok {
-			return x.Task
+		if x, ok := x.Msg.(*ServerMessage_Tasks); ok {
+			return x.Tasks
 		}
 	}
 	return nil
@@ -707,10 +753,10 @@ func (x *ServerMessage) GetCancel() *Cancel {
 	return nil
 }
 
-func (x *ServerMessage) GetAck() *ResultAck {
+func (x *ServerMessage) GetAcks() *Acks {
 	if x != nil {
-		if x, ok := x.Msg.(*ServerMessage_Ack); ok {
-			return x.Ack
+		if x, ok := x.Msg.(*ServerMessage_Acks); ok {
+			return x.Acks
 		}
 	}
 	return nil
@@ -724,25 +770,115 @@ type ServerMessage_Subscribed struct {
 	Subscribed *Subscribed `protobuf:"bytes,1,opt,name=subscribed,proto3,oneof"`
 }
 
-type ServerMessage_Task struct {
-	Task *Task `protobuf:"bytes,2,opt,name=task,proto3,oneof"`
+type ServerMessage_Tasks struct {
+	Tasks *Tasks `protobuf:"bytes,2,opt,name=tasks,proto3,oneof"`
 }
 
 type ServerMessage_Cancel struct {
 	Cancel *Cancel `protobuf:"bytes,3,opt,name=cancel,proto3,oneof"`
 }
 
-type ServerMessage_Ack struct {
-	Ack *ResultAck `protobuf:"bytes,4,opt,name=ack,proto3,oneof"`
+type ServerMessage_Acks struct {
+	Acks *Acks `protobuf:"bytes,4,opt,name=acks,proto3,oneof"`
 }
 
 func (*ServerMessage_Subscribed) isServerMessage_Msg() {}
 
-func (*ServerMessage_Task) isServerMessage_Msg() {}
+func (*ServerMessage_Tasks) isServerMessage_Msg() {}
 
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
 
-func (*ServerMessage_Ack) isServerMessage_Msg() {}
+func (*ServerMessage_Acks) isServerMessage_Msg() {}
+
+// Tasks travel in batches: whatever the server claimed for this worker
+// at once, within the message size limit.
+type Tasks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tasks         []*Task                `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tasks) Reset() {
+	*x = Tasks{}
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tasks) ProtoMessage() {}
+
+func (x *Tasks) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tasks.ProtoReflect.Descriptor instead.
+func (*Tasks) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Tasks) GetTasks() []*Task {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+type Acks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acks          []*ResultAck           `protobuf:"bytes,1,rep,name=acks,proto3" json:"acks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Acks) Reset() {
+	*x = Acks{}
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Acks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Acks) ProtoMessage() {}
+
+func (x *Acks) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Acks.ProtoReflect.Descriptor instead.
+func (*Acks) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Acks) GetAcks() []*ResultAck {
+	if x != nil {
+		return x.Acks
+	}
+	return nil
+}
 
 type Subscribed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -767,7 +903,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +915,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +928,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Subscribed) GetSessionId() string {
@@ -869,7 +1005,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1017,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1030,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Task) GetLease() *Lease {
@@ -984,7 +1120,7 @@ type TaskResource struct {
 
 func (x *TaskResource) Reset() {
 	*x = TaskResource{}
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1132,7 @@ func (x *TaskResource) String() string {
 func (*TaskResource) ProtoMessage() {}
 
 func (x *TaskResource) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1145,7 @@ func (x *TaskResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResource.ProtoReflect.Descriptor instead.
 func (*TaskResource) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskResource) GetNamespace() string {
@@ -1071,7 +1207,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1219,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1232,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Cancel) GetLease() *Lease {
@@ -1125,7 +1261,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1273,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1286,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResultAck) GetLease() *Lease {
@@ -1178,10 +1314,10 @@ var File_converge_v1_worker_proto protoreflect.FileDescriptor
 
 const file_converge_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x01\n" +
+	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x01\n" +
 	"\rWorkerMessage\x126\n" +
-	"\tsubscribe\x18\x01 \x01(\v2\x16.converge.v1.SubscribeH\x00R\tsubscribe\x121\n" +
-	"\x06result\x18\x02 \x01(\v2\x17.converge.v1.TaskResultH\x00R\x06result\x126\n" +
+	"\tsubscribe\x18\x01 \x01(\v2\x16.converge.v1.SubscribeH\x00R\tsubscribe\x120\n" +
+	"\aresults\x18\x02 \x01(\v2\x14.converge.v1.ResultsH\x00R\aresults\x126\n" +
 	"\theartbeat\x18\x03 \x01(\v2\x16.converge.v1.HeartbeatH\x00R\theartbeat\x12*\n" +
 	"\x05drain\x18\x04 \x01(\v2\x12.converge.v1.DrainH\x00R\x05drainB\f\n" +
 	"\x03msg\x12\x05\xbaH\x02\b\x01\"\xf8\x01\n" +
@@ -1202,7 +1338,9 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\x05epoch\x12'\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\n" +
-	"generation\"\xb2\x01\n" +
+	"generation\"I\n" +
+	"\aResults\x12>\n" +
+	"\aresults\x18\x01 \x03(\v2\x17.converge.v1.TaskResultB\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\aresults\"\xb2\x01\n" +
 	"\n" +
 	"TaskResult\x120\n" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseB\x06\xbaH\x03\xc8\x01\x01R\x05lease\x120\n" +
@@ -1224,11 +1362,15 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\rServerMessage\x129\n" +
 	"\n" +
 	"subscribed\x18\x01 \x01(\v2\x17.converge.v1.SubscribedH\x00R\n" +
-	"subscribed\x12'\n" +
-	"\x04task\x18\x02 \x01(\v2\x11.converge.v1.TaskH\x00R\x04task\x12-\n" +
-	"\x06cancel\x18\x03 \x01(\v2\x13.converge.v1.CancelH\x00R\x06cancel\x12*\n" +
-	"\x03ack\x18\x04 \x01(\v2\x16.converge.v1.ResultAckH\x00R\x03ackB\x05\n" +
-	"\x03msg\"\x93\x02\n" +
+	"subscribed\x12*\n" +
+	"\x05tasks\x18\x02 \x01(\v2\x12.converge.v1.TasksH\x00R\x05tasks\x12-\n" +
+	"\x06cancel\x18\x03 \x01(\v2\x13.converge.v1.CancelH\x00R\x06cancel\x12'\n" +
+	"\x04acks\x18\x04 \x01(\v2\x11.converge.v1.AcksH\x00R\x04acksB\x05\n" +
+	"\x03msg\"0\n" +
+	"\x05Tasks\x12'\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x11.converge.v1.TaskR\x05tasks\"2\n" +
+	"\x04Acks\x12*\n" +
+	"\x04acks\x18\x01 \x03(\v2\x16.converge.v1.ResultAckR\x04acks\"\x93\x02\n" +
 	"\n" +
 	"Subscribed\x12\x1d\n" +
 	"\n" +
@@ -1288,58 +1430,64 @@ func file_converge_v1_worker_proto_rawDescGZIP() []byte {
 	return file_converge_v1_worker_proto_rawDescData
 }
 
-var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_converge_v1_worker_proto_goTypes = []any{
 	(*WorkerMessage)(nil),         // 0: converge.v1.WorkerMessage
 	(*Subscribe)(nil),             // 1: converge.v1.Subscribe
 	(*ReactionRef)(nil),           // 2: converge.v1.ReactionRef
 	(*Lease)(nil),                 // 3: converge.v1.Lease
-	(*TaskResult)(nil),            // 4: converge.v1.TaskResult
-	(*Success)(nil),               // 5: converge.v1.Success
-	(*TaskError)(nil),             // 6: converge.v1.TaskError
-	(*Heartbeat)(nil),             // 7: converge.v1.Heartbeat
-	(*Drain)(nil),                 // 8: converge.v1.Drain
-	(*ServerMessage)(nil),         // 9: converge.v1.ServerMessage
-	(*Subscribed)(nil),            // 10: converge.v1.Subscribed
-	(*Task)(nil),                  // 11: converge.v1.Task
-	(*TaskResource)(nil),          // 12: converge.v1.TaskResource
-	(*Cancel)(nil),                // 13: converge.v1.Cancel
-	(*ResultAck)(nil),             // 14: converge.v1.ResultAck
-	nil,                           // 15: converge.v1.TaskResource.LabelsEntry
-	(*Condition)(nil),             // 16: converge.v1.Condition
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*Results)(nil),               // 4: converge.v1.Results
+	(*TaskResult)(nil),            // 5: converge.v1.TaskResult
+	(*Success)(nil),               // 6: converge.v1.Success
+	(*TaskError)(nil),             // 7: converge.v1.TaskError
+	(*Heartbeat)(nil),             // 8: converge.v1.Heartbeat
+	(*Drain)(nil),                 // 9: converge.v1.Drain
+	(*ServerMessage)(nil),         // 10: converge.v1.ServerMessage
+	(*Tasks)(nil),                 // 11: converge.v1.Tasks
+	(*Acks)(nil),                  // 12: converge.v1.Acks
+	(*Subscribed)(nil),            // 13: converge.v1.Subscribed
+	(*Task)(nil),                  // 14: converge.v1.Task
+	(*TaskResource)(nil),          // 15: converge.v1.TaskResource
+	(*Cancel)(nil),                // 16: converge.v1.Cancel
+	(*ResultAck)(nil),             // 17: converge.v1.ResultAck
+	nil,                           // 18: converge.v1.TaskResource.LabelsEntry
+	(*Condition)(nil),             // 19: converge.v1.Condition
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_converge_v1_worker_proto_depIdxs = []int32{
 	1,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
-	4,  // 1: converge.v1.WorkerMessage.result:type_name -> converge.v1.TaskResult
-	7,  // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
-	8,  // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
+	4,  // 1: converge.v1.WorkerMessage.results:type_name -> converge.v1.Results
+	8,  // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
+	9,  // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
 	2,  // 4: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
 	3,  // 5: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
-	3,  // 6: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
-	5,  // 7: converge.v1.TaskResult.success:type_name -> converge.v1.Success
-	6,  // 8: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
-	16, // 9: converge.v1.Success.conditions:type_name -> converge.v1.Condition
-	3,  // 10: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
-	10, // 11: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
-	11, // 12: converge.v1.ServerMessage.task:type_name -> converge.v1.Task
-	13, // 13: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
-	14, // 14: converge.v1.ServerMessage.ack:type_name -> converge.v1.ResultAck
-	3,  // 15: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
-	3,  // 16: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
-	3,  // 17: converge.v1.Task.lease:type_name -> converge.v1.Lease
-	12, // 18: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
-	17, // 19: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
-	15, // 20: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
-	3,  // 21: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
-	3,  // 22: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
-	0,  // 23: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
-	9,  // 24: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
-	24, // [24:25] is the sub-list for method output_type
-	23, // [23:24] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	5,  // 6: converge.v1.Results.results:type_name -> converge.v1.TaskResult
+	3,  // 7: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
+	6,  // 8: converge.v1.TaskResult.success:type_name -> converge.v1.Success
+	7,  // 9: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
+	19, // 10: converge.v1.Success.conditions:type_name -> converge.v1.Condition
+	3,  // 11: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
+	13, // 12: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
+	11, // 13: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
+	16, // 14: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
+	12, // 15: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
+	14, // 16: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
+	17, // 17: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
+	3,  // 18: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
+	3,  // 19: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
+	3,  // 20: converge.v1.Task.lease:type_name -> converge.v1.Lease
+	15, // 21: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
+	20, // 22: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
+	18, // 23: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
+	3,  // 24: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
+	3,  // 25: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
+	0,  // 26: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
+	10, // 27: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
+	27, // [27:28] is the sub-list for method output_type
+	26, // [26:27] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_worker_proto_init() }
@@ -1350,19 +1498,19 @@ func file_converge_v1_worker_proto_init() {
 	file_converge_v1_types_proto_init()
 	file_converge_v1_worker_proto_msgTypes[0].OneofWrappers = []any{
 		(*WorkerMessage_Subscribe)(nil),
-		(*WorkerMessage_Result)(nil),
+		(*WorkerMessage_Results)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
 		(*WorkerMessage_Drain)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[4].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[5].OneofWrappers = []any{
 		(*TaskResult_Success)(nil),
 		(*TaskResult_Error)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[9].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[10].OneofWrappers = []any{
 		(*ServerMessage_Subscribed)(nil),
-		(*ServerMessage_Task)(nil),
+		(*ServerMessage_Tasks)(nil),
 		(*ServerMessage_Cancel)(nil),
-		(*ServerMessage_Ack)(nil),
+		(*ServerMessage_Acks)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1370,7 +1518,7 @@ func file_converge_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_worker_proto_rawDesc), len(file_converge_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/worker.proto.
  */
 export const file_converge_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIscBCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEikKBnJlc3VsdBgCIAEoCzIXLmNvbnZlcmdlLnYxLlRhc2tSZXN1bHRIABIrCgloZWFydGJlYXQYAyABKAsyFi5jb252ZXJnZS52MS5IZWFydGJlYXRIABIjCgVkcmFpbhgEIAEoCzISLmNvbnZlcmdlLnYxLkRyYWluSABCDAoDbXNnEgW6SAIIASLJAQoJU3Vic2NyaWJlEh0KC3dvcmtlcl9uYW1lGAEgASgJQgi6SAVyAxj9ARI4CglyZWFjdGlvbnMYAiADKAsyGC5jb252ZXJnZS52MS5SZWFjdGlvblJlZkILukgIkgEFCAEQgAgSHAoIY2FwYWNpdHkYAyABKAVCCrpIBxoFGJBOKAESLgoHcmVzdW1lZBgEIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4SFQoDc2RrGAUgASgJQgi6SAVyAxiAASJmCgtSZWFjdGlvblJlZhIXCgRraW5kGAEgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIbCghyZWFjdGlvbhgDIAEoCUIJukgGcgQQARg/IlYKBUxlYXNlEhgKB3Rhc2tfaWQYASABKANCB7pIBCICIAASFgoFZXBvY2gYAiABKANCB7pIBCICIAASGwoKZ2VuZXJhdGlvbhgDIAEoA0IHukgEIgIoACKbAQoKVGFza1Jlc3VsdBIpCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlQga6SAPIAQESJwoHc3VjY2VzcxgCIAEoCzIULmNvbnZlcmdlLnYxLlN1Y2Nlc3NIABInCgVlcnJvchgDIAEoCzIWLmNvbnZlcmdlLnYxLlRhc2tFcnJvckgAQhAKB291dGNvbWUSBbpIAggBImIKB1N1Y2Nlc3MSDgoGc3RhdHVzGAEgASgMEhEKCXVuaGVhbHRoeRgCIAEoCBI0Cgpjb25kaXRpb25zGAMgAygLMhYuY29udmVyZ2UudjEuQ29uZGl0aW9uQgi6SAWSAQIQQCIuCglUYXNrRXJyb3ISDwoHbWVzc2FnZRgBIAEoCRIQCgh0ZXJtaW5hbBgCIAEoCCI9CglIZWFydGJlYXQSMAoJaW5fZmxpZ2h0GAEgAygLMhIuY29udmVyZ2UudjEuTGVhc2VCCbpIBpIBAxCQTiIHCgVEcmFpbiK2AQoNU2VydmVyTWVzc2FnZRItCgpzdWJzY3JpYmVkGAEgASgLMhcuY29udmVyZ2UudjEuU3Vic2NyaWJlZEgAEiEKBHRhc2sYAiABKAsyES5jb252ZXJnZS52MS5UYXNrSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASJQoDYWNrGAQgASgLMhYuY29udmVyZ2UudjEuUmVzdWx0QWNrSABCBQoDbXNnIsIBCgpTdWJzY3JpYmVkEhIKCnNlc3Npb25faWQYASABKAkSEQoJbWVtYmVyX2lkGAIgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoBRIVCg1sZWFzZV9zZWNvbmRzGAQgASgFEiMKB2Fkb3B0ZWQYBSADKAsyEi5jb252ZXJnZS52MS5MZWFzZRIgCgRsb3N0GAYgAygLMhIuY29udmVyZ2UudjEuTGVhc2USEAoId2FybmluZ3MYByADKAkijAIKBFRhc2sSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIMCgRraW5kGAIgASgJEhQKDGtpbmRfdmVyc2lvbhgDIAEoBRIQCghyZWFjdGlvbhgEIAEoCRIPCgd0cmlnZ2VyGAUgASgJEisKCHJlc291cmNlGAYgASgLMhkuY29udmVyZ2UudjEuVGFza1Jlc291cmNlEiwKCGRlYWRsaW5lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAggASgFEhMKC2RlZHVwX3Rva2VuGAkgASgJEhkKEW1hbmlmZXN0X3JldmlzaW9uGAogASgDItQBCgxUYXNrUmVzb3VyY2USEQoJbmFtZXNwYWNlGAEgASgJEgwKBG5hbWUYAiABKAkSCwoDdWlkGAMgASgJEhIKCmdlbmVyYXRpb24YBCABKAMSNQoGbGFiZWxzGAUgAygLMiUuY29udmVyZ2UudjEuVGFza1Jlc291cmNlLkxhYmVsc0VudHJ5EgwKBHNwZWMYBiABKAwSDgoGc3RhdHVzGAcgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoGQ2FuY2VsEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDgoGcmVhc29uGAIgASgJIk8KCVJlc3VsdEFjaxIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEg8KB2FwcGxpZWQYAiABKAgSDgoGcmVhc29uGAMgASgJMlYKDVdvcmtlclNlcnZpY2USRQoHQ29ubmVjdBIaLmNvbnZlcmdlLnYxLldvcmtlck1lc3NhZ2UaGi5jb252ZXJnZS52MS5TZXJ2ZXJNZXNzYWdlKAEwAUKtAQoPY29tLmNvbnZlcmdlLnYxQgtXb3JrZXJQcm90b1ABWkBnaXRodWIuY29tL2NvbnZlcmdlaHEvY29udmVyZ2Uvc2RrLWdvL2dlbi9jb252ZXJnZS92MTtjb252ZXJnZXYxogIDQ1hYqgILQ29udmVyZ2UuVjHKAgtDb252ZXJnZVxWMeICF0NvbnZlcmdlXFYxXEdQQk1ldGFkYXRh6gIMQ29udmVyZ2U6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIsUBCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAQgwKA21zZxIFukgCCAEiyQEKCVN1YnNjcmliZRIdCgt3b3JrZXJfbmFtZRgBIAEoCUIIukgFcgMY/QESOAoJcmVhY3Rpb25zGAIgAygLMhguY29udmVyZ2UudjEuUmVhY3Rpb25SZWZCC7pICJIBBQgBEIAIEhwKCGNhcGFjaXR5GAMgASgFQgq6SAcaBRiQTigBEi4KB3Jlc3VtZWQYBCADKAsyEi5jb252ZXJnZS52MS5MZWFzZUIJukgGkgEDEJBOEhUKA3NkaxgFIAEoCUIIukgFcgMYgAEiZgoLUmVhY3Rpb25SZWYSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESGwoIcmVhY3Rpb24YAyABKAlCCbpIBnIEEAEYPyJWCgVMZWFzZRIYCgd0YXNrX2lkGAEgASgDQge6SAQiAiAAEhYKBWVwb2NoGAIgASgDQge6SAQiAiAAEhsKCmdlbmVyYXRpb24YAyABKANCB7pIBCICKAAiQAoHUmVzdWx0cxI1CgdyZXN1bHRzGAEgAygLMhcuY29udmVyZ2UudjEuVGFza1Jlc3VsdEILukgIkgEFCAEQ6AcimwEKClRhc2tSZXN1bHQSKQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZUIGukgDyAEBEicKB3N1Y2Nlc3MYAiABKAsyFC5jb252ZXJnZS52MS5TdWNjZXNzSAASJwoFZXJyb3IYAyABKAsyFi5jb252ZXJnZS52MS5UYXNrRXJyb3JIAEIQCgdvdXRjb21lEgW6SAIIASJiCgdTdWNjZXNzEg4KBnN0YXR1cxgBIAEoDBIRCgl1bmhlYWx0aHkYAiABKAgSNAoKY29uZGl0aW9ucxgDIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbkIIukgFkgECEEAiLgoJVGFza0Vycm9yEg8KB21lc3NhZ2UYASABKAkSEAoIdGVybWluYWwYAiABKAgiPQoJSGVhcnRiZWF0EjAKCWluX2ZsaWdodBgBIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4iBwoFRHJhaW4itAEKDVNlcnZlck1lc3NhZ2USLQoKc3Vic2NyaWJlZBgBIAEoCzIXLmNvbnZlcmdlLnYxLlN1YnNjcmliZWRIABIjCgV0YXNrcxgCIAEoCzISLmNvbnZlcmdlLnYxLlRhc2tzSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASIQoEYWNrcxgEIAEoCzIRLmNvbnZlcmdlLnYxLkFja3NIAEIFCgNtc2ciKQoFVGFza3MSIAoFdGFza3MYASADKAsyES5jb252ZXJnZS52MS5UYXNrIiwKBEFja3MSJAoEYWNrcxgBIAMoCzIWLmNvbnZlcmdlLnYxLlJlc3VsdEFjayLCAQoKU3Vic2NyaWJlZBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAyABKAUSFQoNbGVhc2Vfc2Vjb25kcxgEIAEoBRIjCgdhZG9wdGVkGAUgAygLMhIuY29udmVyZ2UudjEuTGVhc2USIAoEbG9zdBgGIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlEhAKCHdhcm5pbmdzGAcgAygJIowCCgRUYXNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSEAoIcmVhY3Rpb24YBCABKAkSDwoHdHJpZ2dlchgFIAEoCRIrCghyZXNvdXJjZRgGIAEoCzIZLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZRIsCghkZWFkbGluZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgIIAEoBRITCgtkZWR1cF90b2tlbhgJIAEoCRIZChFtYW5pZmVzdF9yZXZpc2lvbhgKIAEoAyLUAQoMVGFza1Jlc291cmNlEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA3VpZBgDIAEoCRISCgpnZW5lcmF0aW9uGAQgASgDEjUKBmxhYmVscxgFIAMoCzIlLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZS5MYWJlbHNFbnRyeRIMCgRzcGVjGAYgASgMEg4KBnN0YXR1cxgHIAEoDBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjsKBkNhbmNlbBIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEg4KBnJlYXNvbhgCIAEoCSJPCglSZXN1bHRBY2sSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIPCgdhcHBsaWVkGAIgASgIEg4KBnJlYXNvbhgDIAEoCTJWCg1Xb3JrZXJTZXJ2aWNlEkUKB0Nvbm5lY3QSGi5jb252ZXJnZS52MS5Xb3JrZXJNZXNzYWdlGhouY29udmVyZ2UudjEuU2VydmVyTWVzc2FnZSgBMAFCrQEKD2NvbS5jb252ZXJnZS52MUILV29ya2VyUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message converge.v1.WorkerMessage
@@ -34,10 +34,10 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
     case: "subscribe";
   } | {
     /**
-     * @generated from field: converge.v1.TaskResult result = 2;
+     * @generated from field: converge.v1.Results results = 2;
      */
-    value: TaskResult;
-    case: "result";
+    value: Results;
+    case: "results";
   } | {
     /**
      * @generated from field: converge.v1.Heartbeat heartbeat = 3;
@@ -169,6 +169,26 @@ export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
   messageDesc(file_converge_v1_worker, 3);
 
 /**
+ * Results travel in batches: a worker sends whatever finished since its
+ * last send in one message (at most 1,000, within the message size limit).
+ *
+ * @generated from message converge.v1.Results
+ */
+export type Results = Message<"converge.v1.Results"> & {
+  /**
+   * @generated from field: repeated converge.v1.TaskResult results = 1;
+   */
+  results: TaskResult[];
+};
+
+/**
+ * Describes the message converge.v1.Results.
+ * Use `create(ResultsSchema)` to create a new message.
+ */
+export const ResultsSchema: GenMessage<Results> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 4);
+
+/**
  * @generated from message converge.v1.TaskResult
  */
 export type TaskResult = Message<"converge.v1.TaskResult"> & {
@@ -200,7 +220,7 @@ export type TaskResult = Message<"converge.v1.TaskResult"> & {
  * Use `create(TaskResultSchema)` to create a new message.
  */
 export const TaskResultSchema: GenMessage<TaskResult> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 4);
+  messageDesc(file_converge_v1_worker, 5);
 
 /**
  * @generated from message converge.v1.Success
@@ -231,7 +251,7 @@ export type Success = Message<"converge.v1.Success"> & {
  * Use `create(SuccessSchema)` to create a new message.
  */
 export const SuccessSchema: GenMessage<Success> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 5);
+  messageDesc(file_converge_v1_worker, 6);
 
 /**
  * @generated from message converge.v1.TaskError
@@ -255,7 +275,7 @@ export type TaskError = Message<"converge.v1.TaskError"> & {
  * Use `create(TaskErrorSchema)` to create a new message.
  */
 export const TaskErrorSchema: GenMessage<TaskError> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 6);
+  messageDesc(file_converge_v1_worker, 7);
 
 /**
  * @generated from message converge.v1.Heartbeat
@@ -274,7 +294,7 @@ export type Heartbeat = Message<"converge.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 7);
+  messageDesc(file_converge_v1_worker, 8);
 
 /**
  * @generated from message converge.v1.Drain
@@ -287,7 +307,7 @@ export type Drain = Message<"converge.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 8);
+  messageDesc(file_converge_v1_worker, 9);
 
 /**
  * @generated from message converge.v1.ServerMessage
@@ -304,10 +324,10 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
     case: "subscribed";
   } | {
     /**
-     * @generated from field: converge.v1.Task task = 2;
+     * @generated from field: converge.v1.Tasks tasks = 2;
      */
-    value: Task;
-    case: "task";
+    value: Tasks;
+    case: "tasks";
   } | {
     /**
      * @generated from field: converge.v1.Cancel cancel = 3;
@@ -316,10 +336,10 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
     case: "cancel";
   } | {
     /**
-     * @generated from field: converge.v1.ResultAck ack = 4;
+     * @generated from field: converge.v1.Acks acks = 4;
      */
-    value: ResultAck;
-    case: "ack";
+    value: Acks;
+    case: "acks";
   } | { case: undefined; value?: undefined };
 };
 
@@ -328,7 +348,44 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 9);
+  messageDesc(file_converge_v1_worker, 10);
+
+/**
+ * Tasks travel in batches: whatever the server claimed for this worker
+ * at once, within the message size limit.
+ *
+ * @generated from message converge.v1.Tasks
+ */
+export type Tasks = Message<"converge.v1.Tasks"> & {
+  /**
+   * @generated from field: repeated converge.v1.Task tasks = 1;
+   */
+  tasks: Task[];
+};
+
+/**
+ * Describes the message converge.v1.Tasks.
+ * Use `create(TasksSchema)` to create a new message.
+ */
+export const TasksSchema: GenMessage<Tasks> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 11);
+
+/**
+ * @generated from message converge.v1.Acks
+ */
+export type Acks = Message<"converge.v1.Acks"> & {
+  /**
+   * @generated from field: repeated converge.v1.ResultAck acks = 1;
+   */
+  acks: ResultAck[];
+};
+
+/**
+ * Describes the message converge.v1.Acks.
+ * Use `create(AcksSchema)` to create a new message.
+ */
+export const AcksSchema: GenMessage<Acks> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 12);
 
 /**
  * @generated from message converge.v1.Subscribed
@@ -390,7 +447,7 @@ export type Subscribed = Message<"converge.v1.Subscribed"> & {
  * Use `create(SubscribedSchema)` to create a new message.
  */
 export const SubscribedSchema: GenMessage<Subscribed> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 10);
+  messageDesc(file_converge_v1_worker, 13);
 
 /**
  * @generated from message converge.v1.Task
@@ -465,7 +522,7 @@ export type Task = Message<"converge.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 11);
+  messageDesc(file_converge_v1_worker, 14);
 
 /**
  * @generated from message converge.v1.TaskResource
@@ -516,7 +573,7 @@ export type TaskResource = Message<"converge.v1.TaskResource"> & {
  * Use `create(TaskResourceSchema)` to create a new message.
  */
 export const TaskResourceSchema: GenMessage<TaskResource> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 12);
+  messageDesc(file_converge_v1_worker, 15);
 
 /**
  * @generated from message converge.v1.Cancel
@@ -538,7 +595,7 @@ export type Cancel = Message<"converge.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 13);
+  messageDesc(file_converge_v1_worker, 16);
 
 /**
  * @generated from message converge.v1.ResultAck
@@ -567,7 +624,7 @@ export type ResultAck = Message<"converge.v1.ResultAck"> & {
  * Use `create(ResultAckSchema)` to create a new message.
  */
 export const ResultAckSchema: GenMessage<ResultAck> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 14);
+  messageDesc(file_converge_v1_worker, 17);
 
 /**
  * WorkerService is what workers dial. A worker holds one bidirectional
