@@ -237,7 +237,7 @@ func (b *Broker) leaseLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 		now := time.Now()
-		var renew []store.Lease
+		var renew []store.Renewal
 		var overdue []*lease
 		b.mu.Lock()
 		for id, l := range b.leases {
@@ -252,7 +252,14 @@ func (b *Broker) leaseLoop(ctx context.Context) {
 				}
 				continue
 			}
-			renew = append(renew, l.Lease)
+			// A running task's lease lasts one lease window past its last
+			// attestation, so a dead worker's task is free then, not later;
+			// tasks this broker itself holds get a full window from now.
+			until := now.Add(b.cfg.Lease)
+			if !l.done && l.session != nil {
+				until = l.attested.Add(b.cfg.Lease)
+			}
+			renew = append(renew, store.Renewal{Lease: l.Lease, Until: until})
 			if !l.done && l.session != nil && now.After(l.deadline.Add(b.cfg.DeadlineGrace)) {
 				l.done = true
 				l.session.inflight--
@@ -260,7 +267,7 @@ func (b *Broker) leaseLoop(ctx context.Context) {
 			}
 		}
 		b.mu.Unlock()
-		if _, err := b.store.ExtendLeases(ctx, b.cfg.MemberID, b.cfg.Lease, renew); err != nil && ctx.Err() == nil {
+		if _, err := b.store.ExtendLeases(ctx, b.cfg.MemberID, renew); err != nil && ctx.Err() == nil {
 			b.log.Warn("renewing leases failed", "leases", len(renew), "err", err)
 		}
 		for _, l := range overdue {

@@ -29,9 +29,9 @@ func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
 	pl := r.GetLease()
 	b.mu.Lock()
 	l := b.leases[pl.GetTaskId()]
-	if l == nil || l.Epoch != pl.GetEpoch() || l.done {
+	if l == nil || l.Epoch != pl.GetEpoch() || l.done || l.session != s {
 		b.mu.Unlock()
-		s.send(ack(pl, false, "the lease is not current: the task was reassigned, finished or never held here"))
+		s.send(ack(pl, false, "the lease is not current, or not this worker's: the task was reassigned, finished or never given to it"))
 		return
 	}
 	l.done = true

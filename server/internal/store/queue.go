@@ -111,25 +111,35 @@ func (s *Store) Claim(ctx context.Context, member string, lease time.Duration, w
 	})
 }
 
-// ExtendLeases renews leases still held by their epoch and (re)assigns
-// them to member; a worker resuming on another replica is adopted this
-// way. It returns the leases it renewed. Rows locked by another
-// transaction are skipped this round.
-func (s *Store) ExtendLeases(ctx context.Context, member string, lease time.Duration, leases []Lease) ([]Lease, error) {
-	if len(leases) == 0 {
+// Renewal is a lease and when it should now expire.
+type Renewal struct {
+	Lease
+	Until time.Time
+}
+
+// ExtendLeases renews leases still held by their epoch, each until its
+// given time, and (re)assigns them to member. It returns the leases it
+// renewed. Rows locked by another transaction are skipped this round.
+func (s *Store) ExtendLeases(ctx context.Context, member string, renewals []Renewal) ([]Lease, error) {
+	if len(renewals) == 0 {
 		return nil, nil
 	}
-	ids, epochs := splitLeases(leases)
+	ids, epochs, until := make([]int64, len(renewals)), make([]int64, len(renewals)), make([]time.Time, len(renewals))
+	for i, r := range renewals {
+		ids[i], epochs[i], until[i] = r.TaskID, r.Epoch, r.Until
+	}
 	rows, err := s.relaxed.Query(ctx, `
-		WITH held AS (
-		    SELECT t.id FROM tasks t
-		    JOIN unnest($1::bigint[], $2::bigint[]) AS l(id, epoch) ON t.id = l.id AND t.epoch = l.epoch
+		WITH l AS (
+		    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS l(id, epoch, until)
+		), held AS (
+		    SELECT t.id, l.until FROM tasks t
+		    JOIN l ON t.id = l.id AND t.epoch = l.epoch
 		    ORDER BY t.id
 		    FOR UPDATE OF t SKIP LOCKED
 		)
-		UPDATE tasks t SET claimed_by = $3, lease_expires_at = now() + $4 * interval '1 millisecond'
+		UPDATE tasks t SET claimed_by = $4, lease_expires_at = held.until
 		FROM held WHERE t.id = held.id
-		RETURNING t.id, t.epoch, t.generation`, ids, epochs, member, lease.Milliseconds())
+		RETURNING t.id, t.epoch, t.generation`, ids, epochs, until, member)
 	if err != nil {
 		return nil, err
 	}

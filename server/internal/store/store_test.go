@@ -253,7 +253,8 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatal("a reclaimed task kept its epoch")
 	}
 	// Renewing the old lease fails; renewing the new one works.
-	renewed, err := s.ExtendLeases(ctx, "m2", time.Minute, []store.Lease{got[0].Lease, c.Lease})
+	until := time.Now().Add(time.Minute)
+	renewed, err := s.ExtendLeases(ctx, "m2", []store.Renewal{{Lease: got[0].Lease, Until: until}, {Lease: c.Lease, Until: until}})
 	if err != nil || len(renewed) != 1 || renewed[0].TaskID != c.TaskID {
 		t.Fatalf("renewed = %+v, %v", renewed, err)
 	}
