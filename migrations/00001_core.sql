@@ -103,14 +103,16 @@ CREATE TABLE resources (
 
 CREATE UNIQUE INDEX resources_identity ON resources (namespace, kind, name);
 CREATE INDEX resources_labels ON resources USING gin (labels jsonb_path_ops);
-CREATE INDEX resources_kind ON resources (kind, kind_version);
 
 -- The work queue: one row per (resource, trigger) that needs a worker.
+-- No foreign key to resources: its check would lock the resource row on
+-- every insert. Deleting a resource deletes its tasks in the same
+-- statement (store: the only two places that delete resources).
 -- A row is claimed by setting claimed_by and bumping epoch; a result is
 -- applied only if it carries the current (id, epoch, generation).
 CREATE TABLE tasks (
     id               bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    resource_id      bigint      NOT NULL REFERENCES resources (id) ON DELETE CASCADE,
+    resource_id      bigint      NOT NULL,
     trigger          text        NOT NULL,
     kind             text        NOT NULL,
     kind_version     integer     NOT NULL,

@@ -211,6 +211,8 @@ const applyDeletedSQL = `
 	), gone AS (
 	    DELETE FROM resources r USING done WHERE r.id = done.resource_id
 	    RETURNING done.task_id, done.actor, r.id, r.namespace, r.kind, r.name, r.generation
+	), other_tasks AS (
+	    DELETE FROM tasks t USING gone WHERE t.resource_id = gone.id
 	), ev AS (
 	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
 	    SELECT id, namespace, kind, name, generation, 'Normal', 'Deleted', 'teardown finished; resource removed', actor

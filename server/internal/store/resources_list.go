@@ -134,6 +134,7 @@ func (s *Store) DeleteResource(ctx context.Context, actor string, key ResourceKe
 		case !teardown:
 			gone = true
 			batch.Queue(`DELETE FROM resources WHERE id = $1`, id)
+			batch.Queue(`DELETE FROM tasks WHERE resource_id = $1`, id)
 			ev.add(id, key.Namespace, key.Kind, key.Name, gen, "Normal", "Deleted", "deleted; the kind has no teardown", actor)
 		case !deleting:
 			batch.Queue(`UPDATE resources SET deletion_requested_at = now(), resource_version = resource_version + 1,

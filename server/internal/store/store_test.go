@@ -363,6 +363,7 @@ func TestDeleteKindInUse(t *testing.T) {
 	if _, gone, err := s.DeleteResource(ctx, "t", store.ResourceKey{Namespace: "default", Kind: "leaf", Name: "a"}, false); err != nil || !gone {
 		t.Fatalf("delete resource: %v %v", gone, err)
 	}
+	assertNoTasks(t, s)
 	if err := s.DeleteKind(ctx, "leaf", 1); err != nil {
 		t.Fatalf("delete unused: %v", err)
 	}
@@ -408,6 +409,16 @@ func TestTeardown(t *testing.T) {
 	}
 	if _, err := s.GetResource(ctx, "default", "leaf", "a"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("resource still there: %v", err)
+	}
+	assertNoTasks(t, s)
+}
+
+// assertNoTasks checks that deleting resources left no task behind.
+func assertNoTasks(t *testing.T, s *store.Store) {
+	t.Helper()
+	var n int
+	if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM tasks`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d tasks left after deleting every resource (%v)", n, err)
 	}
 }
 
