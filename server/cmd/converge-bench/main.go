@@ -43,6 +43,7 @@ type options struct {
 	pgSettings  string
 	top         int
 	profile     string
+	split       bool
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the PostgreSQL data directory")
 	flag.StringVar(&o.pgSettings, "pg", "", "extra PostgreSQL settings, comma-separated key=value")
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
+	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr)")
 	flag.Parse()
 

@@ -32,8 +32,12 @@ func report(w io.Writer, o options, settings map[string]string, fsync string, ru
 	p("- Machine: %s", machine())
 	p("- PostgreSQL: %s; %s", profileName(o.durable), settingList(settings))
 	p("- fsync calibration (pg_test_fsync): %s", fsync)
-	p("- Load: %d leaves through ApplyResources, batches of %d, %d calls in flight; one no-op Go SDK worker, capacity %d; converge serve --role all; all on this machine",
-		o.resources, o.batch, o.concurrency, o.capacity)
+	topology := "one `converge serve --role all`"
+	if o.split {
+		topology = "two replicas, `--role control` (API) and `--role broker` (worker endpoint)"
+	}
+	p("- Load: %d leaves through ApplyResources, batches of %d, %d calls in flight; one no-op Go SDK worker, capacity %d; %s; all on this machine",
+		o.resources, o.batch, o.concurrency, o.capacity, topology)
 	p("- Runs: %d; each on a fresh database; median (min – max)", len(runs))
 	p("")
 	p("| Figure | Median | Range |")
@@ -47,6 +51,7 @@ func report(w io.Writer, o options, settings map[string]string, fsync string, ru
 	row("Idle single leaf submit → Ready p99", dur(func(r w1Result) time.Duration { return r.idleP99 }), "ms", 1)
 	row("Commits per reconcile", col(func(r w1Result) float64 { return r.commits }), "", 3)
 	row("pg_notify calls per reconcile", col(func(r w1Result) float64 { return float64(r.notifies) / float64(r.n) }), "", 4)
+	row("pg_notify calls per second of load", col(func(r w1Result) float64 { return float64(r.notifies) / r.wall.Seconds() }), "/s", 1)
 	row("Statements per reconcile", col(func(r w1Result) float64 { return r.statements }), "", 2)
 	row("WAL bytes per reconcile", col(func(r w1Result) float64 { return r.walBytes }), "B", 0)
 	row("CPU s: converge", col(func(r w1Result) float64 { return r.cpuConverge }), "s", 1)

@@ -69,7 +69,11 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 		return res, err
 	}
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	args := []string{"serve", "--database-url", url, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "warn"}
+	role := "all"
+	if o.split {
+		role = "control"
+	}
+	args := []string{"serve", "--database-url", url, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "warn", "--role", role}
 	if o.profile != "" {
 		args = append(args, "--pprof-listen", o.profile)
 	}
@@ -81,7 +85,27 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	if err := waitHTTP(ctx, base+"/readyz", server); err != nil {
 		return res, err
 	}
-	worker, err := start("worker", logDir, o.workerBin, "-server", base, "-kinds", benchKind+":1:reconcile",
+	workerURL := base
+	brk := server
+	if o.split {
+		// A second replica runs the broker; workers dial it, the load goes
+		// to the control replica, and wake-ups cross by NOTIFY.
+		bport, err := freePort()
+		if err != nil {
+			return res, err
+		}
+		workerURL = "http://127.0.0.1:" + strconv.Itoa(bport)
+		brk, err = start("broker", logDir, o.convergeBin, "serve", "--database-url", url, "--migrate=false",
+			"--listen", "127.0.0.1:"+strconv.Itoa(bport), "--log-level", "warn", "--role", "broker")
+		if err != nil {
+			return res, err
+		}
+		defer brk.stop()
+		if err := waitHTTP(ctx, workerURL+"/readyz", brk); err != nil {
+			return res, err
+		}
+	}
+	worker, err := start("worker", logDir, o.workerBin, "-server", workerURL, "-kinds", benchKind+":1:reconcile",
 		"-capacity", strconv.Itoa(o.capacity))
 	if err != nil {
 		return res, err
@@ -97,7 +121,11 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 		return res, fmt.Errorf("warm-up leaf: %w (worker log: %s)", err, worker.tail())
 	}
 
-	before, err := takeSnapshot(ctx, pool, db, cluster, server, worker)
+	if o.split {
+		// Both replicas heartbeat every 2 s; let them see each other.
+		time.Sleep(4 * time.Second)
+	}
+	before, err := takeSnapshot(ctx, pool, db, cluster, server, brk, worker)
 	if err != nil {
 		return res, err
 	}
@@ -115,7 +143,7 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	if err := waitReady(ctx, pool, o.resources+1, 30*time.Minute); err != nil {
 		return res, err
 	}
-	after, err := takeSnapshot(ctx, pool, db, cluster, server, worker)
+	after, err := takeSnapshot(ctx, pool, db, cluster, server, brk, worker)
 	if err != nil {
 		return res, err
 	}
@@ -277,11 +305,14 @@ func loadFigures(ctx context.Context, pool *pgxpool.Pool, res *w1Result) error {
 	return nil
 }
 
-func takeSnapshot(ctx context.Context, pool *pgxpool.Pool, db string, cluster *devpg.Cluster, server, worker *proc) (snapshot, error) {
+func takeSnapshot(ctx context.Context, pool *pgxpool.Pool, db string, cluster *devpg.Cluster, server, brk, worker *proc) (snapshot, error) {
 	var s snapshot
 	err := pool.QueryRow(ctx, `SELECT xact_commit, (SELECT wal_bytes::bigint FROM pg_stat_wal)
 		FROM pg_stat_database WHERE datname = $1`, db).Scan(&s.commits, &s.walBytes)
 	s.converge, s.worker = cpuSeconds(server.pid(), true), cpuSeconds(worker.pid(), true)
+	if brk != server {
+		s.converge += cpuSeconds(brk.pid(), true)
+	}
 	s.pg = postgresCPU(filepath.Join(cluster.Dir(), "data"))
 	return s, err
 }
