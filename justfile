@@ -1,4 +1,4 @@
-# Task runner for humans (install: npm ci, then `npx just <recipe>`).
+# Task runner for humans: `npx rust-just <recipe>` (or install just and run `just <recipe>`).
 # CI and the README never need it: every recipe is a plain command.
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
