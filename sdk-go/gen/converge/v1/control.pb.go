@@ -397,14 +397,16 @@ func (*DeleteKindResponse) Descriptor() ([]byte, []int) {
 type ApplyResourceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Defaults to "default".
-	Namespace     string            `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Kind          string            `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	KindVersion   int32             `protobuf:"varint,3,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
-	Name          string            `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
-	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Spec          *structpb.Struct  `protobuf:"bytes,6,opt,name=spec,proto3" json:"spec,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Namespace   string            `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind        string            `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32             `protobuf:"varint,3,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Name        string            `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Labels      map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Spec        *structpb.Struct  `protobuf:"bytes,6,opt,name=spec,proto3" json:"spec,omitempty"`
+	// "delete" or "retain" on deletion; empty: the kind's policy.
+	DeletionPolicy string `protobuf:"bytes,7,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ApplyResourceRequest) Reset() {
@@ -477,6 +479,13 @@ func (x *ApplyResourceRequest) GetSpec() *structpb.Struct {
 		return x.Spec
 	}
 	return nil
+}
+
+func (x *ApplyResourceRequest) GetDeletionPolicy() string {
+	if x != nil {
+		return x.DeletionPolicy
+	}
+	return ""
 }
 
 type ApplyResourceResponse struct {
@@ -1346,6 +1355,578 @@ func (x *WatchResponse) GetCursor() string {
 	return ""
 }
 
+type GetResourceTreeRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Levels below the resource, 1..10 (default 3).
+	Depth int32 `protobuf:"varint,4,opt,name=depth,proto3" json:"depth,omitempty"`
+	// Children shown per node, 1..1000 (default 100): the rest are counted.
+	ChildrenPerNode int32 `protobuf:"varint,5,opt,name=children_per_node,json=childrenPerNode,proto3" json:"children_per_node,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetResourceTreeRequest) Reset() {
+	*x = GetResourceTreeRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourceTreeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourceTreeRequest) ProtoMessage() {}
+
+func (x *GetResourceTreeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourceTreeRequest.ProtoReflect.Descriptor instead.
+func (*GetResourceTreeRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetResourceTreeRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetResourceTreeRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *GetResourceTreeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetResourceTreeRequest) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *GetResourceTreeRequest) GetChildrenPerNode() int32 {
+	if x != nil {
+		return x.ChildrenPerNode
+	}
+	return 0
+}
+
+type GetResourceTreeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Root          *TreeNode              `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourceTreeResponse) Reset() {
+	*x = GetResourceTreeResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourceTreeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourceTreeResponse) ProtoMessage() {}
+
+func (x *GetResourceTreeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourceTreeResponse.ProtoReflect.Descriptor instead.
+func (*GetResourceTreeResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetResourceTreeResponse) GetRoot() *TreeNode {
+	if x != nil {
+		return x.Root
+	}
+	return nil
+}
+
+type TreeNode struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Resource    *ResourceRef           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Phase       string                 `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	// The failure or waiting message, if any.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// On the path from the root to a culprit.
+	OnCulpritPath bool    `protobuf:"varint,5,opt,name=on_culprit_path,json=onCulpritPath,proto3" json:"on_culprit_path,omitempty"`
+	Rollup        *Rollup `protobuf:"bytes,6,opt,name=rollup,proto3" json:"rollup,omitempty"`
+	// Children, not Ready ones first.
+	Children []*TreeNode `protobuf:"bytes,7,rep,name=children,proto3" json:"children,omitempty"`
+	// Children left out (beyond depth or children_per_node).
+	MoreChildren  int32 `protobuf:"varint,8,opt,name=more_children,json=moreChildren,proto3" json:"more_children,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TreeNode) Reset() {
+	*x = TreeNode{}
+	mi := &file_converge_v1_control_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TreeNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TreeNode) ProtoMessage() {}
+
+func (x *TreeNode) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TreeNode.ProtoReflect.Descriptor instead.
+func (*TreeNode) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *TreeNode) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *TreeNode) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *TreeNode) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *TreeNode) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TreeNode) GetOnCulpritPath() bool {
+	if x != nil {
+		return x.OnCulpritPath
+	}
+	return false
+}
+
+func (x *TreeNode) GetRollup() *Rollup {
+	if x != nil {
+		return x.Rollup
+	}
+	return nil
+}
+
+func (x *TreeNode) GetChildren() []*TreeNode {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *TreeNode) GetMoreChildren() int32 {
+	if x != nil {
+		return x.MoreChildren
+	}
+	return 0
+}
+
+type GetResourceGraphRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// 1..10000 nodes (default 1000).
+	MaxNodes      int32 `protobuf:"varint,4,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourceGraphRequest) Reset() {
+	*x = GetResourceGraphRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourceGraphRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourceGraphRequest) ProtoMessage() {}
+
+func (x *GetResourceGraphRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourceGraphRequest.ProtoReflect.Descriptor instead.
+func (*GetResourceGraphRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetResourceGraphRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetResourceGraphRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *GetResourceGraphRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetResourceGraphRequest) GetMaxNodes() int32 {
+	if x != nil {
+		return x.MaxNodes
+	}
+	return 0
+}
+
+type GetResourceGraphResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The composite itself first, then its children.
+	Nodes []*GraphNode `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Edges []*GraphEdge `protobuf:"bytes,2,rep,name=edges,proto3" json:"edges,omitempty"`
+	// Nodes left out beyond max_nodes.
+	MoreNodes int32 `protobuf:"varint,3,opt,name=more_nodes,json=moreNodes,proto3" json:"more_nodes,omitempty"`
+	// The culprits, as on the composite's rollup.
+	Culprits      []*Culprit `protobuf:"bytes,4,rep,name=culprits,proto3" json:"culprits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourceGraphResponse) Reset() {
+	*x = GetResourceGraphResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourceGraphResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourceGraphResponse) ProtoMessage() {}
+
+func (x *GetResourceGraphResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourceGraphResponse.ProtoReflect.Descriptor instead.
+func (*GetResourceGraphResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetResourceGraphResponse) GetNodes() []*GraphNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *GetResourceGraphResponse) GetEdges() []*GraphEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+func (x *GetResourceGraphResponse) GetMoreNodes() int32 {
+	if x != nil {
+		return x.MoreNodes
+	}
+	return 0
+}
+
+func (x *GetResourceGraphResponse) GetCulprits() []*Culprit {
+	if x != nil {
+		return x.Culprits
+	}
+	return nil
+}
+
+type GraphNode struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Resource    *ResourceRef           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Phase       string                 `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	Message     string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// Outside the composite: a declared reference.
+	External      bool `protobuf:"varint,5,opt,name=external,proto3" json:"external,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphNode) Reset() {
+	*x = GraphNode{}
+	mi := &file_converge_v1_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphNode) ProtoMessage() {}
+
+func (x *GraphNode) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
+func (*GraphNode) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GraphNode) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *GraphNode) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *GraphNode) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *GraphNode) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *GraphNode) GetExternal() bool {
+	if x != nil {
+		return x.External
+	}
+	return false
+}
+
+type GraphEdge struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Dependent  *ResourceRef           `protobuf:"bytes,1,opt,name=dependent,proto3" json:"dependent,omitempty"`
+	Dependency *ResourceRef           `protobuf:"bytes,2,opt,name=dependency,proto3" json:"dependency,omitempty"`
+	Flows      []*GraphFlow           `protobuf:"bytes,3,rep,name=flows,proto3" json:"flows,omitempty"`
+	// The dependency is synced, so the edge no longer holds the dependent.
+	Satisfied     bool `protobuf:"varint,4,opt,name=satisfied,proto3" json:"satisfied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphEdge) Reset() {
+	*x = GraphEdge{}
+	mi := &file_converge_v1_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphEdge) ProtoMessage() {}
+
+func (x *GraphEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphEdge.ProtoReflect.Descriptor instead.
+func (*GraphEdge) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GraphEdge) GetDependent() *ResourceRef {
+	if x != nil {
+		return x.Dependent
+	}
+	return nil
+}
+
+func (x *GraphEdge) GetDependency() *ResourceRef {
+	if x != nil {
+		return x.Dependency
+	}
+	return nil
+}
+
+func (x *GraphEdge) GetFlows() []*GraphFlow {
+	if x != nil {
+		return x.Flows
+	}
+	return nil
+}
+
+func (x *GraphEdge) GetSatisfied() bool {
+	if x != nil {
+		return x.Satisfied
+	}
+	return false
+}
+
+type GraphFlow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Expr          string                 `protobuf:"bytes,2,opt,name=expr,proto3" json:"expr,omitempty"`
+	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphFlow) Reset() {
+	*x = GraphFlow{}
+	mi := &file_converge_v1_control_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphFlow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphFlow) ProtoMessage() {}
+
+func (x *GraphFlow) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphFlow.ProtoReflect.Descriptor instead.
+func (*GraphFlow) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GraphFlow) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *GraphFlow) GetExpr() string {
+	if x != nil {
+		return x.Expr
+	}
+	return ""
+}
+
+func (x *GraphFlow) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
 var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
@@ -1368,14 +1949,15 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x11DeleteKindRequest\x12\x1d\n" +
 	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\"\x14\n" +
-	"\x12DeleteKindResponse\"\xea\x03\n" +
+	"\x12DeleteKindResponse\"\xac\x04\n" +
 	"\x14ApplyResourceRequest\x12I\n" +
 	"\tnamespace\x18\x01 \x01(\tB+\xbaH(r&\x18?2\"^([a-z0-9]([a-z0-9-]*[a-z0-9])?)?$R\tnamespace\x12\x1d\n" +
 	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12.\n" +
 	"\fkind_version\x18\x03 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12A\n" +
 	"\x04name\x18\x04 \x01(\tB-\xbaH*r(\x10\x01\x18\xfd\x012!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12\x8c\x01\n" +
 	"\x06labels\x18\x05 \x03(\v2-.converge.v1.ApplyResourceRequest.LabelsEntryBE\xbaHB\x9a\x01?\x10@\"4r2\x10\x01\x18\xfd\x012+^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$*\x05r\x03\x18\xfd\x01R\x06labels\x12+\n" +
-	"\x04spec\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04spec\x1a9\n" +
+	"\x04spec\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12@\n" +
+	"\x0fdeletion_policy\x18\a \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
@@ -1443,8 +2025,57 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\rWatchResponse\x12-\n" +
 	"\achanges\x18\x01 \x03(\v2\x13.converge.v1.ChangeR\achanges\x12\x1c\n" +
 	"\theartbeat\x18\x02 \x01(\bR\theartbeat\x12\x16\n" +
-	"\x06cursor\x18\x03 \x01(\tR\x06cursor2\xa8\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"\xd7\x01\n" +
+	"\x16GetResourceTreeRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12\x1f\n" +
+	"\x05depth\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x18\n" +
+	"(\x00R\x05depth\x126\n" +
+	"\x11children_per_node\x18\x05 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\x0fchildrenPerNode\"D\n" +
+	"\x17GetResourceTreeResponse\x12)\n" +
+	"\x04root\x18\x01 \x01(\v2\x15.converge.v1.TreeNodeR\x04root\"\xc0\x02\n" +
+	"\bTreeNode\x124\n" +
+	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12&\n" +
+	"\x0fon_culprit_path\x18\x05 \x01(\bR\ronCulpritPath\x12+\n" +
+	"\x06rollup\x18\x06 \x01(\v2\x13.converge.v1.RollupR\x06rollup\x121\n" +
+	"\bchildren\x18\a \x03(\v2\x15.converge.v1.TreeNodeR\bchildren\x12#\n" +
+	"\rmore_children\x18\b \x01(\x05R\fmoreChildren\"\xa8\x01\n" +
+	"\x17GetResourceGraphRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12'\n" +
+	"\tmax_nodes\x18\x04 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\x90N(\x00R\bmaxNodes\"\xc7\x01\n" +
+	"\x18GetResourceGraphResponse\x12,\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x16.converge.v1.GraphNodeR\x05nodes\x12,\n" +
+	"\x05edges\x18\x02 \x03(\v2\x16.converge.v1.GraphEdgeR\x05edges\x12\x1d\n" +
 	"\n" +
+	"more_nodes\x18\x03 \x01(\x05R\tmoreNodes\x120\n" +
+	"\bculprits\x18\x04 \x03(\v2\x14.converge.v1.CulpritR\bculprits\"\xb0\x01\n" +
+	"\tGraphNode\x124\n" +
+	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
+	"\bexternal\x18\x05 \x01(\bR\bexternal\"\xc9\x01\n" +
+	"\tGraphEdge\x126\n" +
+	"\tdependent\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\tdependent\x128\n" +
+	"\n" +
+	"dependency\x18\x02 \x01(\v2\x18.converge.v1.ResourceRefR\n" +
+	"dependency\x12,\n" +
+	"\x05flows\x18\x03 \x03(\v2\x16.converge.v1.GraphFlowR\x05flows\x12\x1c\n" +
+	"\tsatisfied\x18\x04 \x01(\bR\tsatisfied\"C\n" +
+	"\tGraphFlow\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x12\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to2\xf4\f\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -1455,7 +2086,9 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x0eApplyResources\x12\".converge.v1.ApplyResourcesRequest\x1a#.converge.v1.ApplyResourcesResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/api/v1/resources:batchApply\x12\x90\x01\n" +
 	"\vGetResource\x12\x1f.converge.v1.GetResourceRequest\x1a .converge.v1.GetResourceResponse\">\x82\xd3\xe4\x93\x028\x126/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12q\n" +
 	"\rListResources\x12!.converge.v1.ListResourcesRequest\x1a\".converge.v1.ListResourcesResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/resources\x12\x99\x01\n" +
-	"\x0eDeleteResource\x12\".converge.v1.DeleteResourceRequest\x1a#.converge.v1.DeleteResourceResponse\">\x82\xd3\xe4\x93\x028*6/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12e\n" +
+	"\x0eDeleteResource\x12\".converge.v1.DeleteResourceRequest\x1a#.converge.v1.DeleteResourceResponse\">\x82\xd3\xe4\x93\x028*6/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12\xa1\x01\n" +
+	"\x0fGetResourceTree\x12#.converge.v1.GetResourceTreeRequest\x1a$.converge.v1.GetResourceTreeResponse\"C\x82\xd3\xe4\x93\x02=\x12;/api/v1/namespaces/{namespace}/resources/{kind}/{name}/tree\x12\xa5\x01\n" +
+	"\x10GetResourceGraph\x12$.converge.v1.GetResourceGraphRequest\x1a%.converge.v1.GetResourceGraphResponse\"D\x82\xd3\xe4\x93\x02>\x12</api/v1/namespaces/{namespace}/resources/{kind}/{name}/graph\x12e\n" +
 	"\n" +
 	"ListEvents\x12\x1e.converge.v1.ListEventsRequest\x1a\x1f.converge.v1.ListEventsResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/events\x12@\n" +
 	"\x05Watch\x12\x19.converge.v1.WatchRequest\x1a\x1a.converge.v1.WatchResponse0\x01B\xae\x01\n" +
@@ -1473,80 +2106,106 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_converge_v1_control_proto_goTypes = []any{
-	(*ApplyKindRequest)(nil),       // 0: converge.v1.ApplyKindRequest
-	(*ApplyKindResponse)(nil),      // 1: converge.v1.ApplyKindResponse
-	(*GetKindRequest)(nil),         // 2: converge.v1.GetKindRequest
-	(*GetKindResponse)(nil),        // 3: converge.v1.GetKindResponse
-	(*ListKindsRequest)(nil),       // 4: converge.v1.ListKindsRequest
-	(*ListKindsResponse)(nil),      // 5: converge.v1.ListKindsResponse
-	(*DeleteKindRequest)(nil),      // 6: converge.v1.DeleteKindRequest
-	(*DeleteKindResponse)(nil),     // 7: converge.v1.DeleteKindResponse
-	(*ApplyResourceRequest)(nil),   // 8: converge.v1.ApplyResourceRequest
-	(*ApplyResourceResponse)(nil),  // 9: converge.v1.ApplyResourceResponse
-	(*ApplyResourcesRequest)(nil),  // 10: converge.v1.ApplyResourcesRequest
-	(*ApplyResourcesResponse)(nil), // 11: converge.v1.ApplyResourcesResponse
-	(*ApplyResult)(nil),            // 12: converge.v1.ApplyResult
-	(*GetResourceRequest)(nil),     // 13: converge.v1.GetResourceRequest
-	(*GetResourceResponse)(nil),    // 14: converge.v1.GetResourceResponse
-	(*ListResourcesRequest)(nil),   // 15: converge.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),  // 16: converge.v1.ListResourcesResponse
-	(*DeleteResourceRequest)(nil),  // 17: converge.v1.DeleteResourceRequest
-	(*DeleteResourceResponse)(nil), // 18: converge.v1.DeleteResourceResponse
-	(*ListEventsRequest)(nil),      // 19: converge.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),     // 20: converge.v1.ListEventsResponse
-	(*WatchRequest)(nil),           // 21: converge.v1.WatchRequest
-	(*WatchResponse)(nil),          // 22: converge.v1.WatchResponse
-	nil,                            // 23: converge.v1.ApplyResourceRequest.LabelsEntry
-	(*KindManifest)(nil),           // 24: converge.v1.KindManifest
-	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
-	(*Resource)(nil),               // 26: converge.v1.Resource
-	(*Event)(nil),                  // 27: converge.v1.Event
-	(*Change)(nil),                 // 28: converge.v1.Change
+	(*ApplyKindRequest)(nil),         // 0: converge.v1.ApplyKindRequest
+	(*ApplyKindResponse)(nil),        // 1: converge.v1.ApplyKindResponse
+	(*GetKindRequest)(nil),           // 2: converge.v1.GetKindRequest
+	(*GetKindResponse)(nil),          // 3: converge.v1.GetKindResponse
+	(*ListKindsRequest)(nil),         // 4: converge.v1.ListKindsRequest
+	(*ListKindsResponse)(nil),        // 5: converge.v1.ListKindsResponse
+	(*DeleteKindRequest)(nil),        // 6: converge.v1.DeleteKindRequest
+	(*DeleteKindResponse)(nil),       // 7: converge.v1.DeleteKindResponse
+	(*ApplyResourceRequest)(nil),     // 8: converge.v1.ApplyResourceRequest
+	(*ApplyResourceResponse)(nil),    // 9: converge.v1.ApplyResourceResponse
+	(*ApplyResourcesRequest)(nil),    // 10: converge.v1.ApplyResourcesRequest
+	(*ApplyResourcesResponse)(nil),   // 11: converge.v1.ApplyResourcesResponse
+	(*ApplyResult)(nil),              // 12: converge.v1.ApplyResult
+	(*GetResourceRequest)(nil),       // 13: converge.v1.GetResourceRequest
+	(*GetResourceResponse)(nil),      // 14: converge.v1.GetResourceResponse
+	(*ListResourcesRequest)(nil),     // 15: converge.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),    // 16: converge.v1.ListResourcesResponse
+	(*DeleteResourceRequest)(nil),    // 17: converge.v1.DeleteResourceRequest
+	(*DeleteResourceResponse)(nil),   // 18: converge.v1.DeleteResourceResponse
+	(*ListEventsRequest)(nil),        // 19: converge.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),       // 20: converge.v1.ListEventsResponse
+	(*WatchRequest)(nil),             // 21: converge.v1.WatchRequest
+	(*WatchResponse)(nil),            // 22: converge.v1.WatchResponse
+	(*GetResourceTreeRequest)(nil),   // 23: converge.v1.GetResourceTreeRequest
+	(*GetResourceTreeResponse)(nil),  // 24: converge.v1.GetResourceTreeResponse
+	(*TreeNode)(nil),                 // 25: converge.v1.TreeNode
+	(*GetResourceGraphRequest)(nil),  // 26: converge.v1.GetResourceGraphRequest
+	(*GetResourceGraphResponse)(nil), // 27: converge.v1.GetResourceGraphResponse
+	(*GraphNode)(nil),                // 28: converge.v1.GraphNode
+	(*GraphEdge)(nil),                // 29: converge.v1.GraphEdge
+	(*GraphFlow)(nil),                // 30: converge.v1.GraphFlow
+	nil,                              // 31: converge.v1.ApplyResourceRequest.LabelsEntry
+	(*KindManifest)(nil),             // 32: converge.v1.KindManifest
+	(*structpb.Struct)(nil),          // 33: google.protobuf.Struct
+	(*Resource)(nil),                 // 34: converge.v1.Resource
+	(*Event)(nil),                    // 35: converge.v1.Event
+	(*Change)(nil),                   // 36: converge.v1.Change
+	(*ResourceRef)(nil),              // 37: converge.v1.ResourceRef
+	(*Rollup)(nil),                   // 38: converge.v1.Rollup
+	(*Culprit)(nil),                  // 39: converge.v1.Culprit
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	24, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	24, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	24, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	24, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	23, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	25, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	26, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	32, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	32, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	32, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	32, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	31, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	33, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	34, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
 	8,  // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12, // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	26, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	26, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	26, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	27, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	28, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
-	0,  // 14: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,  // 15: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,  // 16: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,  // 17: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	8,  // 18: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10, // 19: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13, // 20: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15, // 21: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17, // 22: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	19, // 23: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21, // 24: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	1,  // 25: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,  // 26: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,  // 27: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,  // 28: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	9,  // 29: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11, // 30: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14, // 31: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16, // 32: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18, // 33: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	20, // 34: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22, // 35: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	25, // [25:36] is the sub-list for method output_type
-	14, // [14:25] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	34, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	34, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	34, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	35, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	36, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	25, // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
+	37, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	38, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	25, // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
+	28, // 18: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
+	29, // 19: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
+	39, // 20: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	37, // 21: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	37, // 22: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	37, // 23: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	30, // 24: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
+	0,  // 25: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,  // 26: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,  // 27: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,  // 28: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	8,  // 29: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10, // 30: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13, // 31: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15, // 32: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17, // 33: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23, // 34: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26, // 35: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	19, // 36: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21, // 37: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	1,  // 38: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,  // 39: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,  // 40: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,  // 41: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	9,  // 42: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11, // 43: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14, // 44: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16, // 45: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18, // 46: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24, // 47: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27, // 48: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	20, // 49: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22, // 50: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	38, // [38:51] is the sub-list for method output_type
+	25, // [25:38] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -1561,7 +2220,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

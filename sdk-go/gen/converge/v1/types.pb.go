@@ -294,9 +294,12 @@ type KindPolicy struct {
 	// Consecutive transient failures before a failure turns terminal (0: never).
 	MaxTransientAttempts int32 `protobuf:"varint,6,opt,name=max_transient_attempts,json=maxTransientAttempts,proto3" json:"max_transient_attempts,omitempty"`
 	// A retired version refuses new resources; existing ones keep reconciling.
-	Retired       bool `protobuf:"varint,7,opt,name=retired,proto3" json:"retired,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Retired bool `protobuf:"varint,7,opt,name=retired,proto3" json:"retired,omitempty"`
+	// "delete" (default): deleting a resource runs its teardown. "retain":
+	// the resource is forgotten without teardown.
+	DeletionPolicy string `protobuf:"bytes,8,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *KindPolicy) Reset() {
@@ -376,6 +379,13 @@ func (x *KindPolicy) GetRetired() bool {
 		return x.Retired
 	}
 	return false
+}
+
+func (x *KindPolicy) GetDeletionPolicy() string {
+	if x != nil {
+		return x.DeletionPolicy
+	}
+	return ""
 }
 
 // An operation verb declared by a kind.
@@ -472,8 +482,19 @@ type Resource struct {
 	CreatedAt           *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt           *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	DeletionRequestedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=deletion_requested_at,json=deletionRequestedAt,proto3" json:"deletion_requested_at,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The composite that owns this resource (unset for a root).
+	Owner *ResourceRef `protobuf:"bytes,20,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The root of its composite tree (unset for a root).
+	Root *ResourceRef `protobuf:"bytes,21,opt,name=root,proto3" json:"root,omitempty"`
+	// For a composite: its children's phases and the culprits.
+	Rollup *Rollup `protobuf:"bytes,22,opt,name=rollup,proto3" json:"rollup,omitempty"`
+	// Why the resource is not scheduled yet, e.g. a dependency that is not
+	// synced or a value flow whose source is missing.
+	Waiting string `protobuf:"bytes,23,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// "delete" or "retain" (see KindPolicy.deletion_policy); empty: the kind's.
+	DeletionPolicy string `protobuf:"bytes,24,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Resource) Reset() {
@@ -639,6 +660,277 @@ func (x *Resource) GetDeletionRequestedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Resource) GetOwner() *ResourceRef {
+	if x != nil {
+		return x.Owner
+	}
+	return nil
+}
+
+func (x *Resource) GetRoot() *ResourceRef {
+	if x != nil {
+		return x.Root
+	}
+	return nil
+}
+
+func (x *Resource) GetRollup() *Rollup {
+	if x != nil {
+		return x.Rollup
+	}
+	return nil
+}
+
+func (x *Resource) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
+func (x *Resource) GetDeletionPolicy() string {
+	if x != nil {
+		return x.DeletionPolicy
+	}
+	return ""
+}
+
+// Names a resource.
+type ResourceRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: the namespace of the resource that names it.
+	Namespace     string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind          string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceRef) Reset() {
+	*x = ResourceRef{}
+	mi := &file_converge_v1_types_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceRef) ProtoMessage() {}
+
+func (x *ResourceRef) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceRef.ProtoReflect.Descriptor instead.
+func (*ResourceRef) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ResourceRef) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ResourceRef) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ResourceRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// A composite's view of its children. A composite is Ready only when every
+// live child is; Orphaned and Quarantined children are excluded.
+type Rollup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Live children counted (Orphaned and Quarantined excluded).
+	Total       int32 `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	Ready       int32 `protobuf:"varint,2,opt,name=ready,proto3" json:"ready,omitempty"`
+	Reconciling int32 `protobuf:"varint,3,opt,name=reconciling,proto3" json:"reconciling,omitempty"`
+	Degraded    int32 `protobuf:"varint,4,opt,name=degraded,proto3" json:"degraded,omitempty"`
+	Failed      int32 `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	Deleting    int32 `protobuf:"varint,6,opt,name=deleting,proto3" json:"deleting,omitempty"`
+	Excluded    int32 `protobuf:"varint,7,opt,name=excluded,proto3" json:"excluded,omitempty"`
+	// The deepest descendants that keep the composite from being Ready, at
+	// most 10, failed ones first.
+	Culprits      []*Culprit `protobuf:"bytes,8,rep,name=culprits,proto3" json:"culprits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollup) Reset() {
+	*x = Rollup{}
+	mi := &file_converge_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollup) ProtoMessage() {}
+
+func (x *Rollup) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
+func (*Rollup) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Rollup) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Rollup) GetReady() int32 {
+	if x != nil {
+		return x.Ready
+	}
+	return 0
+}
+
+func (x *Rollup) GetReconciling() int32 {
+	if x != nil {
+		return x.Reconciling
+	}
+	return 0
+}
+
+func (x *Rollup) GetDegraded() int32 {
+	if x != nil {
+		return x.Degraded
+	}
+	return 0
+}
+
+func (x *Rollup) GetFailed() int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *Rollup) GetDeleting() int32 {
+	if x != nil {
+		return x.Deleting
+	}
+	return 0
+}
+
+func (x *Rollup) GetExcluded() int32 {
+	if x != nil {
+		return x.Excluded
+	}
+	return 0
+}
+
+func (x *Rollup) GetCulprits() []*Culprit {
+	if x != nil {
+		return x.Culprits
+	}
+	return nil
+}
+
+type Culprit struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *ResourceRef           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Phase    string                 `protobuf:"bytes,2,opt,name=phase,proto3" json:"phase,omitempty"`
+	Message  string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// The composites between the one asked about and the culprit, top down.
+	Path          []*ResourceRef `protobuf:"bytes,4,rep,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Culprit) Reset() {
+	*x = Culprit{}
+	mi := &file_converge_v1_types_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Culprit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Culprit) ProtoMessage() {}
+
+func (x *Culprit) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Culprit.ProtoReflect.Descriptor instead.
+func (*Culprit) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Culprit) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *Culprit) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *Culprit) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Culprit) GetPath() []*ResourceRef {
+	if x != nil {
+		return x.Path
+	}
+	return nil
+}
+
 type Failure struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Message string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -657,7 +949,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_converge_v1_types_proto_msgTypes[5]
+	mi := &file_converge_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +961,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[5]
+	mi := &file_converge_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +974,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Failure) GetMessage() string {
@@ -736,7 +1028,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_converge_v1_types_proto_msgTypes[6]
+	mi := &file_converge_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +1040,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[6]
+	mi := &file_converge_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +1053,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Condition) GetType() string {
@@ -828,7 +1120,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_converge_v1_types_proto_msgTypes[7]
+	mi := &file_converge_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1132,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[7]
+	mi := &file_converge_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1145,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Event) GetId() int64 {
@@ -959,7 +1251,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_converge_v1_types_proto_msgTypes[8]
+	mi := &file_converge_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1263,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[8]
+	mi := &file_converge_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1276,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Change) GetCursor() string {
@@ -1120,7 +1412,7 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"conditionsR\tfinalizerR\x0foperationOutputR\n" +
 	"sideEffectR\x05emits\x12\x1b\n" +
 	"\x04verb\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04verb\x12*\n" +
-	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\"\x8d\x03\n" +
+	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\"\xcf\x03\n" +
 	"\n" +
 	"KindPolicy\x12.\n" +
 	"\fmax_inflight\x18\x01 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xc0\x84=(\x00R\vmaxInflight\x12?\n" +
@@ -1129,11 +1421,12 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\x11resync_recomposes\x18\x04 \x01(\bR\x10resyncRecomposes\x12>\n" +
 	"\x14orphan_grace_seconds\x18\x05 \x01(\x05B\f\xbaH\t\x1a\a\x18\x80\x9a\x9e\x01(\x00R\x12orphanGraceSeconds\x12A\n" +
 	"\x16max_transient_attempts\x18\x06 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xc0\x84=(\x00R\x14maxTransientAttempts\x12\x18\n" +
-	"\aretired\x18\a \x01(\bR\aretired\"\xb0\x01\n" +
+	"\aretired\x18\a \x01(\bR\aretired\x12@\n" +
+	"\x0fdeletion_policy\x18\b \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\"\xb0\x01\n" +
 	"\rOperationDecl\x127\n" +
 	"\x04verb\x18\x01 \x01(\tB#\xbaH r\x1e\x10\x01\x18?2\x18^[a-zA-Z][a-zA-Z0-9_-]*$R\x04verb\x12*\n" +
 	"\vdescription\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\x12:\n" +
-	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\xcf\x06\n" +
+	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\x9d\b\n" +
 	"\bResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -1162,10 +1455,34 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12N\n" +
-	"\x15deletion_requested_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\x13deletionRequestedAt\x1a9\n" +
+	"\x15deletion_requested_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\x13deletionRequestedAt\x12.\n" +
+	"\x05owner\x18\x14 \x01(\v2\x18.converge.v1.ResourceRefR\x05owner\x12,\n" +
+	"\x04root\x18\x15 \x01(\v2\x18.converge.v1.ResourceRefR\x04root\x12+\n" +
+	"\x06rollup\x18\x16 \x01(\v2\x13.converge.v1.RollupR\x06rollup\x12\x18\n" +
+	"\awaiting\x18\x17 \x01(\tR\awaiting\x12'\n" +
+	"\x0fdeletion_policy\x18\x18 \x01(\tR\x0edeletionPolicy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb2\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"s\n" +
+	"\vResourceRef\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"\xf4\x01\n" +
+	"\x06Rollup\x12\x14\n" +
+	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x14\n" +
+	"\x05ready\x18\x02 \x01(\x05R\x05ready\x12 \n" +
+	"\vreconciling\x18\x03 \x01(\x05R\vreconciling\x12\x1a\n" +
+	"\bdegraded\x18\x04 \x01(\x05R\bdegraded\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\x05R\x06failed\x12\x1a\n" +
+	"\bdeleting\x18\x06 \x01(\x05R\bdeleting\x12\x1a\n" +
+	"\bexcluded\x18\a \x01(\x05R\bexcluded\x120\n" +
+	"\bculprits\x18\b \x03(\v2\x14.converge.v1.CulpritR\bculprits\"\x9d\x01\n" +
+	"\aCulprit\x124\n" +
+	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12\x14\n" +
+	"\x05phase\x18\x02 \x01(\tR\x05phase\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12,\n" +
+	"\x04path\x18\x04 \x03(\v2\x18.converge.v1.ResourceRefR\x04path\"\xb2\x01\n" +
 	"\aFailure\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x1a\n" +
@@ -1229,48 +1546,57 @@ func file_converge_v1_types_proto_rawDescGZIP() []byte {
 	return file_converge_v1_types_proto_rawDescData
 }
 
-var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_converge_v1_types_proto_goTypes = []any{
 	(*KindManifest)(nil),          // 0: converge.v1.KindManifest
 	(*Reaction)(nil),              // 1: converge.v1.Reaction
 	(*KindPolicy)(nil),            // 2: converge.v1.KindPolicy
 	(*OperationDecl)(nil),         // 3: converge.v1.OperationDecl
 	(*Resource)(nil),              // 4: converge.v1.Resource
-	(*Failure)(nil),               // 5: converge.v1.Failure
-	(*Condition)(nil),             // 6: converge.v1.Condition
-	(*Event)(nil),                 // 7: converge.v1.Event
-	(*Change)(nil),                // 8: converge.v1.Change
-	nil,                           // 9: converge.v1.Resource.LabelsEntry
-	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*ResourceRef)(nil),           // 5: converge.v1.ResourceRef
+	(*Rollup)(nil),                // 6: converge.v1.Rollup
+	(*Culprit)(nil),               // 7: converge.v1.Culprit
+	(*Failure)(nil),               // 8: converge.v1.Failure
+	(*Condition)(nil),             // 9: converge.v1.Condition
+	(*Event)(nil),                 // 10: converge.v1.Event
+	(*Change)(nil),                // 11: converge.v1.Change
+	nil,                           // 12: converge.v1.Resource.LabelsEntry
+	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_converge_v1_types_proto_depIdxs = []int32{
-	10, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
-	10, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
-	10, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
+	13, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
+	13, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
+	13, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
 	1,  // 3: converge.v1.KindManifest.reactions:type_name -> converge.v1.Reaction
 	2,  // 4: converge.v1.KindManifest.policy:type_name -> converge.v1.KindPolicy
 	3,  // 5: converge.v1.KindManifest.operations:type_name -> converge.v1.OperationDecl
-	11, // 6: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
-	11, // 7: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 8: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
-	9,  // 9: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
-	10, // 10: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
-	10, // 11: converge.v1.Resource.status:type_name -> google.protobuf.Struct
-	6,  // 12: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
-	5,  // 13: converge.v1.Resource.failure:type_name -> converge.v1.Failure
-	11, // 14: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	11, // 15: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 16: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
-	11, // 17: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
-	11, // 18: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	11, // 19: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
-	11, // 20: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	14, // 6: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
+	14, // 7: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 8: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
+	12, // 9: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
+	13, // 10: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
+	13, // 11: converge.v1.Resource.status:type_name -> google.protobuf.Struct
+	9,  // 12: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
+	8,  // 13: converge.v1.Resource.failure:type_name -> converge.v1.Failure
+	14, // 14: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	14, // 15: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 16: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
+	5,  // 17: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
+	5,  // 18: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
+	6,  // 19: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
+	7,  // 20: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
+	5,  // 21: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
+	5,  // 22: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
+	14, // 23: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
+	14, // 24: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	14, // 25: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
+	14, // 26: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_types_proto_init() }
@@ -1284,7 +1610,7 @@ func file_converge_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_types_proto_rawDesc), len(file_converge_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

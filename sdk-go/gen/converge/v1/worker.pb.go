@@ -31,6 +31,7 @@ type WorkerMessage struct {
 	//	*WorkerMessage_Results
 	//	*WorkerMessage_Heartbeat
 	//	*WorkerMessage_Drain
+	//	*WorkerMessage_ComposeChunk
 	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -109,6 +110,15 @@ func (x *WorkerMessage) GetDrain() *Drain {
 	return nil
 }
 
+func (x *WorkerMessage) GetComposeChunk() *ComposeChunk {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMessage_ComposeChunk); ok {
+			return x.ComposeChunk
+		}
+	}
+	return nil
+}
+
 type isWorkerMessage_Msg interface {
 	isWorkerMessage_Msg()
 }
@@ -131,6 +141,11 @@ type WorkerMessage_Drain struct {
 	Drain *Drain `protobuf:"bytes,4,opt,name=drain,proto3,oneof"`
 }
 
+type WorkerMessage_ComposeChunk struct {
+	// Part of a composer's answer, sent before its result.
+	ComposeChunk *ComposeChunk `protobuf:"bytes,5,opt,name=compose_chunk,json=composeChunk,proto3,oneof"`
+}
+
 func (*WorkerMessage_Subscribe) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Results) isWorkerMessage_Msg() {}
@@ -138,6 +153,72 @@ func (*WorkerMessage_Results) isWorkerMessage_Msg() {}
 func (*WorkerMessage_Heartbeat) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Drain) isWorkerMessage_Msg() {}
+
+func (*WorkerMessage_ComposeChunk) isWorkerMessage_Msg() {}
+
+// A large composition travels in parts: ComposeChunk messages for the
+// lease, then the TaskResult (which may carry a last part). The server
+// applies the whole composition in one transaction, or none of it.
+type ComposeChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Lease *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	// 0, 1, 2, ... for the chunks of one result.
+	Index         int32        `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Part          *Composition `protobuf:"bytes,3,opt,name=part,proto3" json:"part,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComposeChunk) Reset() {
+	*x = ComposeChunk{}
+	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComposeChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComposeChunk) ProtoMessage() {}
+
+func (x *ComposeChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComposeChunk.ProtoReflect.Descriptor instead.
+func (*ComposeChunk) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ComposeChunk) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *ComposeChunk) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ComposeChunk) GetPart() *Composition {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
 
 type Subscribe struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -157,7 +238,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	mi := &file_converge_v1_worker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -169,7 +250,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	mi := &file_converge_v1_worker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -182,7 +263,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Subscribe) GetWorkerName() string {
@@ -231,7 +312,7 @@ type ReactionRef struct {
 
 func (x *ReactionRef) Reset() {
 	*x = ReactionRef{}
-	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	mi := &file_converge_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +324,7 @@ func (x *ReactionRef) String() string {
 func (*ReactionRef) ProtoMessage() {}
 
 func (x *ReactionRef) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	mi := &file_converge_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +337,7 @@ func (x *ReactionRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactionRef.ProtoReflect.Descriptor instead.
 func (*ReactionRef) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReactionRef) GetKind() string {
@@ -295,7 +376,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_converge_v1_worker_proto_msgTypes[3]
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +388,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[3]
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +401,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Lease) GetTaskId() int64 {
@@ -355,7 +436,7 @@ type Results struct {
 
 func (x *Results) Reset() {
 	*x = Results{}
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +448,7 @@ func (x *Results) String() string {
 func (*Results) ProtoMessage() {}
 
 func (x *Results) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +461,7 @@ func (x *Results) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Results.ProtoReflect.Descriptor instead.
 func (*Results) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Results) GetResults() []*TaskResult {
@@ -404,7 +485,7 @@ type TaskResult struct {
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +497,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +510,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TaskResult) GetLease() *Lease {
@@ -485,15 +566,21 @@ type Success struct {
 	// A JSON object; empty leaves the status as it was.
 	Status []byte `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	// The resource exists but is not healthy: its phase becomes Degraded.
-	Unhealthy     bool         `protobuf:"varint,2,opt,name=unhealthy,proto3" json:"unhealthy,omitempty"`
-	Conditions    []*Condition `protobuf:"bytes,3,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Unhealthy  bool         `protobuf:"varint,2,opt,name=unhealthy,proto3" json:"unhealthy,omitempty"`
+	Conditions []*Condition `protobuf:"bytes,3,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// A composer's answer: its whole desired child set. The server creates,
+	// updates and prunes children to match. With chunks, this is the last
+	// part (possibly empty).
+	Composition *Composition `protobuf:"bytes,4,opt,name=composition,proto3" json:"composition,omitempty"`
+	// How many ComposeChunk messages came before this result.
+	ComposeChunks int32 `protobuf:"varint,5,opt,name=compose_chunks,json=composeChunks,proto3" json:"compose_chunks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Success) Reset() {
 	*x = Success{}
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +592,7 @@ func (x *Success) String() string {
 func (*Success) ProtoMessage() {}
 
 func (x *Success) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +605,7 @@ func (x *Success) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Success.ProtoReflect.Descriptor instead.
 func (*Success) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Success) GetStatus() []byte {
@@ -542,6 +629,320 @@ func (x *Success) GetConditions() []*Condition {
 	return nil
 }
 
+func (x *Success) GetComposition() *Composition {
+	if x != nil {
+		return x.Composition
+	}
+	return nil
+}
+
+func (x *Success) GetComposeChunks() int32 {
+	if x != nil {
+		return x.ComposeChunks
+	}
+	return 0
+}
+
+// Children, the edges among them and the outside resources they read.
+type Composition struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Children []*Child               `protobuf:"bytes,1,rep,name=children,proto3" json:"children,omitempty"`
+	Edges    []*Edge                `protobuf:"bytes,2,rep,name=edges,proto3" json:"edges,omitempty"`
+	// Resources outside the composite that edges may name as dependencies.
+	// Reading another composite's resources must be declared here.
+	References    []*ResourceRef `protobuf:"bytes,3,rep,name=references,proto3" json:"references,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Composition) Reset() {
+	*x = Composition{}
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Composition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Composition) ProtoMessage() {}
+
+func (x *Composition) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Composition.ProtoReflect.Descriptor instead.
+func (*Composition) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Composition) GetChildren() []*Child {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *Composition) GetEdges() []*Edge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+func (x *Composition) GetReferences() []*ResourceRef {
+	if x != nil {
+		return x.References
+	}
+	return nil
+}
+
+// A child the composite wants, in the composite's namespace.
+type Child struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Name        string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Labels      map[string]string      `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// JSON object.
+	Spec          []byte `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Child) Reset() {
+	*x = Child{}
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Child) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Child) ProtoMessage() {}
+
+func (x *Child) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Child.ProtoReflect.Descriptor instead.
+func (*Child) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Child) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Child) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *Child) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Child) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Child) GetSpec() []byte {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// dependent depends on dependency: it is scheduled only once dependency
+// is synced, and each flow copies a value from dependency into
+// dependent's spec.
+type Edge struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A child of this composition (namespace ignored).
+	Dependent *ResourceRef `protobuf:"bytes,1,opt,name=dependent,proto3" json:"dependent,omitempty"`
+	// A child of this composition, or one of its references.
+	Dependency    *ResourceRef `protobuf:"bytes,2,opt,name=dependency,proto3" json:"dependency,omitempty"`
+	Flows         []*Flow      `protobuf:"bytes,3,rep,name=flows,proto3" json:"flows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Edge) Reset() {
+	*x = Edge{}
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Edge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Edge) ProtoMessage() {}
+
+func (x *Edge) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Edge.ProtoReflect.Descriptor instead.
+func (*Edge) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Edge) GetDependent() *ResourceRef {
+	if x != nil {
+		return x.Dependent
+	}
+	return nil
+}
+
+func (x *Edge) GetDependency() *ResourceRef {
+	if x != nil {
+		return x.Dependency
+	}
+	return nil
+}
+
+func (x *Edge) GetFlows() []*Flow {
+	if x != nil {
+		return x.Flows
+	}
+	return nil
+}
+
+type Flow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Source:
+	//
+	//	*Flow_From
+	//	*Flow_Expr
+	Source isFlow_Source `protobuf_oneof:"source"`
+	// A JSON pointer into the dependent's spec where the value goes.
+	To            string `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Flow) Reset() {
+	*x = Flow{}
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Flow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Flow) ProtoMessage() {}
+
+func (x *Flow) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Flow.ProtoReflect.Descriptor instead.
+func (*Flow) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Flow) GetSource() isFlow_Source {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *Flow) GetFrom() string {
+	if x != nil {
+		if x, ok := x.Source.(*Flow_From); ok {
+			return x.From
+		}
+	}
+	return ""
+}
+
+func (x *Flow) GetExpr() string {
+	if x != nil {
+		if x, ok := x.Source.(*Flow_Expr); ok {
+			return x.Expr
+		}
+	}
+	return ""
+}
+
+func (x *Flow) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type isFlow_Source interface {
+	isFlow_Source()
+}
+
+type Flow_From struct {
+	// A JSON pointer into the dependency's status, e.g. "/account_id".
+	From string `protobuf:"bytes,1,opt,name=from,proto3,oneof"`
+}
+
+type Flow_Expr struct {
+	// A CEL expression over the dependency's `status` and `spec`, e.g.
+	// `status.cidr + "/24"`.
+	Expr string `protobuf:"bytes,2,opt,name=expr,proto3,oneof"`
+}
+
+func (*Flow_From) isFlow_Source() {}
+
+func (*Flow_Expr) isFlow_Source() {}
+
 type TaskError struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Message string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -553,7 +954,7 @@ type TaskError struct {
 
 func (x *TaskError) Reset() {
 	*x = TaskError{}
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +966,7 @@ func (x *TaskError) String() string {
 func (*TaskError) ProtoMessage() {}
 
 func (x *TaskError) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +979,7 @@ func (x *TaskError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskError.ProtoReflect.Descriptor instead.
 func (*TaskError) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TaskError) GetMessage() string {
@@ -605,7 +1006,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +1018,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +1031,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Heartbeat) GetInFlight() []*Lease {
@@ -648,7 +1049,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +1061,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +1074,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 type ServerMessage struct {
@@ -691,7 +1092,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +1104,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +1117,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -801,7 +1202,7 @@ type Tasks struct {
 
 func (x *Tasks) Reset() {
 	*x = Tasks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +1214,7 @@ func (x *Tasks) String() string {
 func (*Tasks) ProtoMessage() {}
 
 func (x *Tasks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +1227,7 @@ func (x *Tasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tasks.ProtoReflect.Descriptor instead.
 func (*Tasks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Tasks) GetTasks() []*Task {
@@ -845,7 +1246,7 @@ type Acks struct {
 
 func (x *Acks) Reset() {
 	*x = Acks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +1258,7 @@ func (x *Acks) String() string {
 func (*Acks) ProtoMessage() {}
 
 func (x *Acks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -870,7 +1271,7 @@ func (x *Acks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Acks.ProtoReflect.Descriptor instead.
 func (*Acks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Acks) GetAcks() []*ResultAck {
@@ -903,7 +1304,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1316,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1329,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Subscribed) GetSessionId() string {
@@ -999,13 +1400,15 @@ type Task struct {
 	DedupToken string `protobuf:"bytes,9,opt,name=dedup_token,json=dedupToken,proto3" json:"dedup_token,omitempty"`
 	// The kind manifest revision the task was claimed under.
 	ManifestRevision int64 `protobuf:"varint,10,opt,name=manifest_revision,json=manifestRevision,proto3" json:"manifest_revision,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// For childrenSettled: the composite's children, summarised.
+	Rollup        *Rollup `protobuf:"bytes,11,opt,name=rollup,proto3" json:"rollup,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1420,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1433,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Task) GetLease() *Lease {
@@ -1103,6 +1506,13 @@ func (x *Task) GetManifestRevision() int64 {
 	return 0
 }
 
+func (x *Task) GetRollup() *Rollup {
+	if x != nil {
+		return x.Rollup
+	}
+	return nil
+}
+
 type TaskResource struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Namespace  string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -1120,7 +1530,7 @@ type TaskResource struct {
 
 func (x *TaskResource) Reset() {
 	*x = TaskResource{}
-	mi := &file_converge_v1_worker_proto_msgTypes[15]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1542,7 @@ func (x *TaskResource) String() string {
 func (*TaskResource) ProtoMessage() {}
 
 func (x *TaskResource) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[15]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1555,7 @@ func (x *TaskResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResource.ProtoReflect.Descriptor instead.
 func (*TaskResource) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TaskResource) GetNamespace() string {
@@ -1207,7 +1617,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_converge_v1_worker_proto_msgTypes[16]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1629,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[16]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1642,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Cancel) GetLease() *Lease {
@@ -1261,7 +1671,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1683,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1696,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResultAck) GetLease() *Lease {
@@ -1314,13 +1724,18 @@ var File_converge_v1_worker_proto protoreflect.FileDescriptor
 
 const file_converge_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x01\n" +
+	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xad\x02\n" +
 	"\rWorkerMessage\x126\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x16.converge.v1.SubscribeH\x00R\tsubscribe\x120\n" +
 	"\aresults\x18\x02 \x01(\v2\x14.converge.v1.ResultsH\x00R\aresults\x126\n" +
 	"\theartbeat\x18\x03 \x01(\v2\x16.converge.v1.HeartbeatH\x00R\theartbeat\x12*\n" +
-	"\x05drain\x18\x04 \x01(\v2\x12.converge.v1.DrainH\x00R\x05drainB\f\n" +
-	"\x03msg\x12\x05\xbaH\x02\b\x01\"\xf8\x01\n" +
+	"\x05drain\x18\x04 \x01(\v2\x12.converge.v1.DrainH\x00R\x05drain\x12@\n" +
+	"\rcompose_chunk\x18\x05 \x01(\v2\x19.converge.v1.ComposeChunkH\x00R\fcomposeChunkB\f\n" +
+	"\x03msg\x12\x05\xbaH\x02\b\x01\"\x95\x01\n" +
+	"\fComposeChunk\x120\n" +
+	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseB\x06\xbaH\x03\xc8\x01\x01R\x05lease\x12\x1d\n" +
+	"\x05index\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\x05index\x124\n" +
+	"\x04part\x18\x03 \x01(\v2\x18.converge.v1.CompositionB\x06\xbaH\x03\xc8\x01\x01R\x04part\"\xf8\x01\n" +
 	"\tSubscribe\x12)\n" +
 	"\vworker_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\n" +
 	"workerName\x12C\n" +
@@ -1346,13 +1761,42 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseB\x06\xbaH\x03\xc8\x01\x01R\x05lease\x120\n" +
 	"\asuccess\x18\x02 \x01(\v2\x14.converge.v1.SuccessH\x00R\asuccess\x12.\n" +
 	"\x05error\x18\x03 \x01(\v2\x16.converge.v1.TaskErrorH\x00R\x05errorB\x10\n" +
-	"\aoutcome\x12\x05\xbaH\x02\b\x01\"\x81\x01\n" +
+	"\aoutcome\x12\x05\xbaH\x02\b\x01\"\xed\x01\n" +
 	"\aSuccess\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\fR\x06status\x12\x1c\n" +
 	"\tunhealthy\x18\x02 \x01(\bR\tunhealthy\x12@\n" +
 	"\n" +
 	"conditions\x18\x03 \x03(\v2\x16.converge.v1.ConditionB\b\xbaH\x05\x92\x01\x02\x10@R\n" +
-	"conditions\"A\n" +
+	"conditions\x12:\n" +
+	"\vcomposition\x18\x04 \x01(\v2\x18.converge.v1.CompositionR\vcomposition\x12.\n" +
+	"\x0ecompose_chunks\x18\x05 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\rcomposeChunks\"\xc0\x01\n" +
+	"\vComposition\x129\n" +
+	"\bchildren\x18\x01 \x03(\v2\x12.converge.v1.ChildB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\bchildren\x122\n" +
+	"\x05edges\x18\x02 \x03(\v2\x11.converge.v1.EdgeB\t\xbaH\x06\x92\x01\x03\x10\x88'R\x05edges\x12B\n" +
+	"\n" +
+	"references\x18\x03 \x03(\v2\x18.converge.v1.ResourceRefB\b\xbaH\x05\x92\x01\x02\x10dR\n" +
+	"references\"\xaa\x02\n" +
+	"\x05Child\x12\x1d\n" +
+	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12.\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12A\n" +
+	"\x04name\x18\x03 \x01(\tB-\xbaH*r(\x10\x01\x18\xfd\x012!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12@\n" +
+	"\x06labels\x18\x04 \x03(\v2\x1e.converge.v1.Child.LabelsEntryB\b\xbaH\x05\x9a\x01\x02\x10@R\x06labels\x12\x12\n" +
+	"\x04spec\x18\x05 \x01(\fR\x04spec\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbb\x01\n" +
+	"\x04Edge\x12>\n" +
+	"\tdependent\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefB\x06\xbaH\x03\xc8\x01\x01R\tdependent\x12@\n" +
+	"\n" +
+	"dependency\x18\x02 \x01(\v2\x18.converge.v1.ResourceRefB\x06\xbaH\x03\xc8\x01\x01R\n" +
+	"dependency\x121\n" +
+	"\x05flows\x18\x03 \x03(\v2\x11.converge.v1.FlowB\b\xbaH\x05\x92\x01\x02\x10 R\x05flows\"s\n" +
+	"\x04Flow\x12\x1e\n" +
+	"\x04from\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x00R\x04from\x12\x1e\n" +
+	"\x04expr\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80 H\x00R\x04expr\x12\x1a\n" +
+	"\x02to\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x02toB\x0f\n" +
+	"\x06source\x12\x05\xbaH\x02\b\x01\"A\n" +
 	"\tTaskError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x1a\n" +
 	"\bterminal\x18\x02 \x01(\bR\bterminal\"G\n" +
@@ -1380,7 +1824,7 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\x12,\n" +
 	"\aadopted\x18\x05 \x03(\v2\x12.converge.v1.LeaseR\aadopted\x12&\n" +
 	"\x04lost\x18\x06 \x03(\v2\x12.converge.v1.LeaseR\x04lost\x12\x1a\n" +
-	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xf4\x02\n" +
+	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xa1\x03\n" +
 	"\x04Task\x12(\n" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseR\x05lease\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -1393,7 +1837,8 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\vdedup_token\x18\t \x01(\tR\n" +
 	"dedupToken\x12+\n" +
 	"\x11manifest_revision\x18\n" +
-	" \x01(\x03R\x10manifestRevision\"\x98\x02\n" +
+	" \x01(\x03R\x10manifestRevision\x12+\n" +
+	"\x06rollup\x18\v \x01(\v2\x13.converge.v1.RollupR\x06rollup\"\x98\x02\n" +
 	"\fTaskResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -1430,64 +1875,84 @@ func file_converge_v1_worker_proto_rawDescGZIP() []byte {
 	return file_converge_v1_worker_proto_rawDescData
 }
 
-var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_converge_v1_worker_proto_goTypes = []any{
 	(*WorkerMessage)(nil),         // 0: converge.v1.WorkerMessage
-	(*Subscribe)(nil),             // 1: converge.v1.Subscribe
-	(*ReactionRef)(nil),           // 2: converge.v1.ReactionRef
-	(*Lease)(nil),                 // 3: converge.v1.Lease
-	(*Results)(nil),               // 4: converge.v1.Results
-	(*TaskResult)(nil),            // 5: converge.v1.TaskResult
-	(*Success)(nil),               // 6: converge.v1.Success
-	(*TaskError)(nil),             // 7: converge.v1.TaskError
-	(*Heartbeat)(nil),             // 8: converge.v1.Heartbeat
-	(*Drain)(nil),                 // 9: converge.v1.Drain
-	(*ServerMessage)(nil),         // 10: converge.v1.ServerMessage
-	(*Tasks)(nil),                 // 11: converge.v1.Tasks
-	(*Acks)(nil),                  // 12: converge.v1.Acks
-	(*Subscribed)(nil),            // 13: converge.v1.Subscribed
-	(*Task)(nil),                  // 14: converge.v1.Task
-	(*TaskResource)(nil),          // 15: converge.v1.TaskResource
-	(*Cancel)(nil),                // 16: converge.v1.Cancel
-	(*ResultAck)(nil),             // 17: converge.v1.ResultAck
-	nil,                           // 18: converge.v1.TaskResource.LabelsEntry
-	(*Condition)(nil),             // 19: converge.v1.Condition
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*ComposeChunk)(nil),          // 1: converge.v1.ComposeChunk
+	(*Subscribe)(nil),             // 2: converge.v1.Subscribe
+	(*ReactionRef)(nil),           // 3: converge.v1.ReactionRef
+	(*Lease)(nil),                 // 4: converge.v1.Lease
+	(*Results)(nil),               // 5: converge.v1.Results
+	(*TaskResult)(nil),            // 6: converge.v1.TaskResult
+	(*Success)(nil),               // 7: converge.v1.Success
+	(*Composition)(nil),           // 8: converge.v1.Composition
+	(*Child)(nil),                 // 9: converge.v1.Child
+	(*Edge)(nil),                  // 10: converge.v1.Edge
+	(*Flow)(nil),                  // 11: converge.v1.Flow
+	(*TaskError)(nil),             // 12: converge.v1.TaskError
+	(*Heartbeat)(nil),             // 13: converge.v1.Heartbeat
+	(*Drain)(nil),                 // 14: converge.v1.Drain
+	(*ServerMessage)(nil),         // 15: converge.v1.ServerMessage
+	(*Tasks)(nil),                 // 16: converge.v1.Tasks
+	(*Acks)(nil),                  // 17: converge.v1.Acks
+	(*Subscribed)(nil),            // 18: converge.v1.Subscribed
+	(*Task)(nil),                  // 19: converge.v1.Task
+	(*TaskResource)(nil),          // 20: converge.v1.TaskResource
+	(*Cancel)(nil),                // 21: converge.v1.Cancel
+	(*ResultAck)(nil),             // 22: converge.v1.ResultAck
+	nil,                           // 23: converge.v1.Child.LabelsEntry
+	nil,                           // 24: converge.v1.TaskResource.LabelsEntry
+	(*Condition)(nil),             // 25: converge.v1.Condition
+	(*ResourceRef)(nil),           // 26: converge.v1.ResourceRef
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*Rollup)(nil),                // 28: converge.v1.Rollup
 }
 var file_converge_v1_worker_proto_depIdxs = []int32{
-	1,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
-	4,  // 1: converge.v1.WorkerMessage.results:type_name -> converge.v1.Results
-	8,  // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
-	9,  // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
-	2,  // 4: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
-	3,  // 5: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
-	5,  // 6: converge.v1.Results.results:type_name -> converge.v1.TaskResult
-	3,  // 7: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
-	6,  // 8: converge.v1.TaskResult.success:type_name -> converge.v1.Success
-	7,  // 9: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
-	19, // 10: converge.v1.Success.conditions:type_name -> converge.v1.Condition
-	3,  // 11: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
-	13, // 12: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
-	11, // 13: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
-	16, // 14: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
-	12, // 15: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
-	14, // 16: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
-	17, // 17: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
-	3,  // 18: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
-	3,  // 19: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
-	3,  // 20: converge.v1.Task.lease:type_name -> converge.v1.Lease
-	15, // 21: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
-	20, // 22: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
-	18, // 23: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
-	3,  // 24: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
-	3,  // 25: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
-	0,  // 26: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
-	10, // 27: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
-	27, // [27:28] is the sub-list for method output_type
-	26, // [26:27] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	2,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
+	5,  // 1: converge.v1.WorkerMessage.results:type_name -> converge.v1.Results
+	13, // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
+	14, // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
+	1,  // 4: converge.v1.WorkerMessage.compose_chunk:type_name -> converge.v1.ComposeChunk
+	4,  // 5: converge.v1.ComposeChunk.lease:type_name -> converge.v1.Lease
+	8,  // 6: converge.v1.ComposeChunk.part:type_name -> converge.v1.Composition
+	3,  // 7: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
+	4,  // 8: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
+	6,  // 9: converge.v1.Results.results:type_name -> converge.v1.TaskResult
+	4,  // 10: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
+	7,  // 11: converge.v1.TaskResult.success:type_name -> converge.v1.Success
+	12, // 12: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
+	25, // 13: converge.v1.Success.conditions:type_name -> converge.v1.Condition
+	8,  // 14: converge.v1.Success.composition:type_name -> converge.v1.Composition
+	9,  // 15: converge.v1.Composition.children:type_name -> converge.v1.Child
+	10, // 16: converge.v1.Composition.edges:type_name -> converge.v1.Edge
+	26, // 17: converge.v1.Composition.references:type_name -> converge.v1.ResourceRef
+	23, // 18: converge.v1.Child.labels:type_name -> converge.v1.Child.LabelsEntry
+	26, // 19: converge.v1.Edge.dependent:type_name -> converge.v1.ResourceRef
+	26, // 20: converge.v1.Edge.dependency:type_name -> converge.v1.ResourceRef
+	11, // 21: converge.v1.Edge.flows:type_name -> converge.v1.Flow
+	4,  // 22: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
+	18, // 23: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
+	16, // 24: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
+	21, // 25: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
+	17, // 26: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
+	19, // 27: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
+	22, // 28: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
+	4,  // 29: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
+	4,  // 30: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
+	4,  // 31: converge.v1.Task.lease:type_name -> converge.v1.Lease
+	20, // 32: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
+	27, // 33: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
+	28, // 34: converge.v1.Task.rollup:type_name -> converge.v1.Rollup
+	24, // 35: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
+	4,  // 36: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
+	4,  // 37: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
+	0,  // 38: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
+	15, // 39: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
+	39, // [39:40] is the sub-list for method output_type
+	38, // [38:39] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_worker_proto_init() }
@@ -1501,12 +1966,17 @@ func file_converge_v1_worker_proto_init() {
 		(*WorkerMessage_Results)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
 		(*WorkerMessage_Drain)(nil),
+		(*WorkerMessage_ComposeChunk)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[5].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[6].OneofWrappers = []any{
 		(*TaskResult_Success)(nil),
 		(*TaskResult_Error)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[10].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[11].OneofWrappers = []any{
+		(*Flow_From)(nil),
+		(*Flow_Expr)(nil),
+	}
+	file_converge_v1_worker_proto_msgTypes[15].OneofWrappers = []any{
 		(*ServerMessage_Subscribed)(nil),
 		(*ServerMessage_Tasks)(nil),
 		(*ServerMessage_Cancel)(nil),
@@ -1518,7 +1988,7 @@ func file_converge_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_worker_proto_rawDesc), len(file_converge_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

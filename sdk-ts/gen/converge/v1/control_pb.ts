@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
-import type { Change, Event, KindManifest, Resource } from "./types_pb.js";
+import type { Change, Culprit, Event, KindManifest, Resource, ResourceRef, Rollup } from "./types_pb.js";
 import { file_converge_v1_types } from "./types_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/control.proto.
  */
 export const file_converge_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("Chljb252ZXJnZS92MS9jb250cm9sLnByb3RvEgtjb252ZXJnZS52MSJHChBBcHBseUtpbmRSZXF1ZXN0EjMKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0Qga6SAPIAQEiUAoRQXBwbHlLaW5kUmVzcG9uc2USKwoIbWFuaWZlc3QYASABKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QSDgoGcmVzdWx0GAIgASgJIkgKDkdldEtpbmRSZXF1ZXN0EhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIdCgxraW5kX3ZlcnNpb24YAiABKAVCB7pIBBoCKAEiPgoPR2V0S2luZFJlc3BvbnNlEisKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0IikKEExpc3RLaW5kc1JlcXVlc3QSFQoEa2luZBgBIAEoCUIHukgEcgIYPyJBChFMaXN0S2luZHNSZXNwb25zZRIsCgltYW5pZmVzdHMYASADKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QiSwoRRGVsZXRlS2luZFJlcXVlc3QSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/Eh0KDGtpbmRfdmVyc2lvbhgCIAEoBUIHukgEGgIoASIUChJEZWxldGVLaW5kUmVzcG9uc2UirAMKFEFwcGx5UmVzb3VyY2VSZXF1ZXN0Ej4KCW5hbWVzcGFjZRgBIAEoCUIrukgociYYPzIiXihbYS16MC05XShbYS16MC05LV0qW2EtejAtOV0pPyk/JBIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAMgASgFQgu6SAgaBhj//wEoARI7CgRuYW1lGAQgASgJQi26SCpyKBABGP0BMiFeW2EtejAtOV0oW2EtejAtOS5fLV0qW2EtejAtOV0pPyQShAEKBmxhYmVscxgFIAMoCzItLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0LkxhYmVsc0VudHJ5QkW6SEKaAT8QQCI0cjIQARj9ATIrXltBLVphLXowLTldKFtBLVphLXowLTkuXy8tXSpbQS1aYS16MC05XSk/JCoFcgMY/QESJQoEc3BlYxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJQChVBcHBseVJlc291cmNlUmVzcG9uc2USJwoIcmVzb3VyY2UYASABKAsyFS5jb252ZXJnZS52MS5SZXNvdXJjZRIOCgZyZXN1bHQYAiABKAkiWgoVQXBwbHlSZXNvdXJjZXNSZXF1ZXN0EkEKCXJlc291cmNlcxgBIAMoCzIhLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0Qgu6SAiSAQUIARDoByJDChZBcHBseVJlc291cmNlc1Jlc3BvbnNlEikKB3Jlc3VsdHMYASADKAsyGC5jb252ZXJnZS52MS5BcHBseVJlc3VsdCJtCgtBcHBseVJlc3VsdBIRCgluYW1lc3BhY2UYASABKAkSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEgsKA3VpZBgEIAEoCRISCgpnZW5lcmF0aW9uGAUgASgDEg4KBnJlc3VsdBgGIAEoCSJjChJHZXRSZXNvdXJjZVJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BIj4KE0dldFJlc291cmNlUmVzcG9uc2USJwoIcmVzb3VyY2UYASABKAsyFS5jb252ZXJnZS52MS5SZXNvdXJjZSK9AgoUTGlzdFJlc291cmNlc1JlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhUKBGtpbmQYAiABKAlCB7pIBHICGD8SHQoMa2luZF92ZXJzaW9uGAMgASgFQge6SAQaAigAEmMKBnBoYXNlcxgEIAMoCUJTukhQkgFNEAciSXJHUghEZWxldGluZ1ILUXVhcmFudGluZWRSBkZhaWxlZFIIT3JwaGFuZWRSCERlZ3JhZGVkUgVSZWFkeVILUmVjb25jaWxpbmcSIAoObGFiZWxfc2VsZWN0b3IYBSABKAlCCLpIBXIDGIAgEh0KCXBhZ2Vfc2l6ZRgGIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAcgASgJQgi6SAVyAxiACBIPCgdzdW1tYXJ5GAggASgIInAKFUxpc3RSZXNvdXJjZXNSZXNwb25zZRIoCglyZXNvdXJjZXMYASADKAsyFS5jb252ZXJnZS52MS5SZXNvdXJjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFAoMd2F0Y2hfY3Vyc29yGAMgASgJImYKFURlbGV0ZVJlc291cmNlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QEiQQoWRGVsZXRlUmVzb3VyY2VSZXNwb25zZRInCghyZXNvdXJjZRgBIAEoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlIpsBChFMaXN0RXZlbnRzUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFQoEa2luZBgCIAEoCUIHukgEcgIYPxIWCgRuYW1lGAMgASgJQgi6SAVyAxj9ARIdCglwYWdlX3NpemUYBCABKAVCCrpIBxoFGOgHKAASHAoKcGFnZV90b2tlbhgFIAEoCUIIukgFcgMYgAgiUQoSTGlzdEV2ZW50c1Jlc3BvbnNlEiIKBmV2ZW50cxgBIAMoCzISLmNvbnZlcmdlLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzCgxXYXRjaFJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhUKBGtpbmQYAiABKAlCB7pIBHICGD8SFgoEbmFtZRgDIAEoCUIIukgFcgMY/QESGAoGY3Vyc29yGAQgASgJQgi6SAVyAxiACCJYCg1XYXRjaFJlc3BvbnNlEiQKB2NoYW5nZXMYASADKAsyEy5jb252ZXJnZS52MS5DaGFuZ2USEQoJaGVhcnRiZWF0GAIgASgIEg4KBmN1cnNvchgDIAEoCTKoCgoOQ29udHJvbFNlcnZpY2USawoJQXBwbHlLaW5kEh0uY29udmVyZ2UudjEuQXBwbHlLaW5kUmVxdWVzdBoeLmNvbnZlcmdlLnYxLkFwcGx5S2luZFJlc3BvbnNlIh+C0+STAhk6CG1hbmlmZXN0Ig0vYXBpL3YxL2tpbmRzEnoKB0dldEtpbmQSGy5jb252ZXJnZS52MS5HZXRLaW5kUmVxdWVzdBocLmNvbnZlcmdlLnYxLkdldEtpbmRSZXNwb25zZSI0gtPkkwIuEiwvYXBpL3YxL2tpbmRzL3traW5kfS92ZXJzaW9ucy97a2luZF92ZXJzaW9ufRJhCglMaXN0S2luZHMSHS5jb252ZXJnZS52MS5MaXN0S2luZHNSZXF1ZXN0Gh4uY29udmVyZ2UudjEuTGlzdEtpbmRzUmVzcG9uc2UiFYLT5JMCDxINL2FwaS92MS9raW5kcxKDAQoKRGVsZXRlS2luZBIeLmNvbnZlcmdlLnYxLkRlbGV0ZUtpbmRSZXF1ZXN0Gh8uY29udmVyZ2UudjEuRGVsZXRlS2luZFJlc3BvbnNlIjSC0+STAi4qLC9hcGkvdjEva2luZHMve2tpbmR9L3ZlcnNpb25zL3traW5kX3ZlcnNpb259EnQKDUFwcGx5UmVzb3VyY2USIS5jb252ZXJnZS52MS5BcHBseVJlc291cmNlUmVxdWVzdBoiLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXNwb25zZSIcgtPkkwIWOgEqIhEvYXBpL3YxL3Jlc291cmNlcxKCAQoOQXBwbHlSZXNvdXJjZXMSIi5jb252ZXJnZS52MS5BcHBseVJlc291cmNlc1JlcXVlc3QaIy5jb252ZXJnZS52MS5BcHBseVJlc291cmNlc1Jlc3BvbnNlIieC0+STAiE6ASoiHC9hcGkvdjEvcmVzb3VyY2VzOmJhdGNoQXBwbHkSkAEKC0dldFJlc291cmNlEh8uY29udmVyZ2UudjEuR2V0UmVzb3VyY2VSZXF1ZXN0GiAuY29udmVyZ2UudjEuR2V0UmVzb3VyY2VSZXNwb25zZSI+gtPkkwI4EjYvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0ScQoNTGlzdFJlc291cmNlcxIhLmNvbnZlcmdlLnYxLkxpc3RSZXNvdXJjZXNSZXF1ZXN0GiIuY29udmVyZ2UudjEuTGlzdFJlc291cmNlc1Jlc3BvbnNlIhmC0+STAhMSES9hcGkvdjEvcmVzb3VyY2VzEpkBCg5EZWxldGVSZXNvdXJjZRIiLmNvbnZlcmdlLnYxLkRlbGV0ZVJlc291cmNlUmVxdWVzdBojLmNvbnZlcmdlLnYxLkRlbGV0ZVJlc291cmNlUmVzcG9uc2UiPoLT5JMCOCo2L2FwaS92MS9uYW1lc3BhY2VzL3tuYW1lc3BhY2V9L3Jlc291cmNlcy97a2luZH0ve25hbWV9EmUKCkxpc3RFdmVudHMSHi5jb252ZXJnZS52MS5MaXN0RXZlbnRzUmVxdWVzdBofLmNvbnZlcmdlLnYxLkxpc3RFdmVudHNSZXNwb25zZSIWgtPkkwIQEg4vYXBpL3YxL2V2ZW50cxJACgVXYXRjaBIZLmNvbnZlcmdlLnYxLldhdGNoUmVxdWVzdBoaLmNvbnZlcmdlLnYxLldhdGNoUmVzcG9uc2UwAUKuAQoPY29tLmNvbnZlcmdlLnYxQgxDb250cm9sUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_converge_v1_types, file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Chljb252ZXJnZS92MS9jb250cm9sLnByb3RvEgtjb252ZXJnZS52MSJHChBBcHBseUtpbmRSZXF1ZXN0EjMKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0Qga6SAPIAQEiUAoRQXBwbHlLaW5kUmVzcG9uc2USKwoIbWFuaWZlc3QYASABKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QSDgoGcmVzdWx0GAIgASgJIkgKDkdldEtpbmRSZXF1ZXN0EhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIdCgxraW5kX3ZlcnNpb24YAiABKAVCB7pIBBoCKAEiPgoPR2V0S2luZFJlc3BvbnNlEisKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0IikKEExpc3RLaW5kc1JlcXVlc3QSFQoEa2luZBgBIAEoCUIHukgEcgIYPyJBChFMaXN0S2luZHNSZXNwb25zZRIsCgltYW5pZmVzdHMYASADKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QiSwoRRGVsZXRlS2luZFJlcXVlc3QSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/Eh0KDGtpbmRfdmVyc2lvbhgCIAEoBUIHukgEGgIoASIUChJEZWxldGVLaW5kUmVzcG9uc2Ui3gMKFEFwcGx5UmVzb3VyY2VSZXF1ZXN0Ej4KCW5hbWVzcGFjZRgBIAEoCUIrukgociYYPzIiXihbYS16MC05XShbYS16MC05LV0qW2EtejAtOV0pPyk/JBIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAMgASgFQgu6SAgaBhj//wEoARI7CgRuYW1lGAQgASgJQi26SCpyKBABGP0BMiFeW2EtejAtOV0oW2EtejAtOS5fLV0qW2EtejAtOV0pPyQShAEKBmxhYmVscxgFIAMoCzItLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0LkxhYmVsc0VudHJ5QkW6SEKaAT8QQCI0cjIQARj9ATIrXltBLVphLXowLTldKFtBLVphLXowLTkuXy8tXSpbQS1aYS16MC05XSk/JCoFcgMY/QESJQoEc3BlYxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoPZGVsZXRpb25fcG9saWN5GAcgASgJQhe6SBRyElIAUgZkZWxldGVSBnJldGFpbhotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlAKFUFwcGx5UmVzb3VyY2VSZXNwb25zZRInCghyZXNvdXJjZRgBIAEoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlEg4KBnJlc3VsdBgCIAEoCSJaChVBcHBseVJlc291cmNlc1JlcXVlc3QSQQoJcmVzb3VyY2VzGAEgAygLMiEuY29udmVyZ2UudjEuQXBwbHlSZXNvdXJjZVJlcXVlc3RCC7pICJIBBQgBEOgHIkMKFkFwcGx5UmVzb3VyY2VzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLmNvbnZlcmdlLnYxLkFwcGx5UmVzdWx0Im0KC0FwcGx5UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRraW5kGAIgASgJEgwKBG5hbWUYAyABKAkSCwoDdWlkGAQgASgJEhIKCmdlbmVyYXRpb24YBSABKAMSDgoGcmVzdWx0GAYgASgJImMKEkdldFJlc291cmNlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QEiPgoTR2V0UmVzb3VyY2VSZXNwb25zZRInCghyZXNvdXJjZRgBIAEoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlIr0CChRMaXN0UmVzb3VyY2VzUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFQoEa2luZBgCIAEoCUIHukgEcgIYPxIdCgxraW5kX3ZlcnNpb24YAyABKAVCB7pIBBoCKAASYwoGcGhhc2VzGAQgAygJQlO6SFCSAU0QByJJckdSCERlbGV0aW5nUgtRdWFyYW50aW5lZFIGRmFpbGVkUghPcnBoYW5lZFIIRGVncmFkZWRSBVJlYWR5UgtSZWNvbmNpbGluZxIgCg5sYWJlbF9zZWxlY3RvchgFIAEoCUIIukgFcgMYgCASHQoJcGFnZV9zaXplGAYgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YByABKAlCCLpIBXIDGIAIEg8KB3N1bW1hcnkYCCABKAgicAoVTGlzdFJlc291cmNlc1Jlc3BvbnNlEigKCXJlc291cmNlcxgBIAMoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIUCgx3YXRjaF9jdXJzb3IYAyABKAkiZgoVRGVsZXRlUmVzb3VyY2VSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SGAoEbmFtZRgDIAEoCUIKukgHcgUQARj9ASJBChZEZWxldGVSZXNvdXJjZVJlc3BvbnNlEicKCHJlc291cmNlGAEgASgLMhUuY29udmVyZ2UudjEuUmVzb3VyY2UimwEKEUxpc3RFdmVudHNSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIVCgRraW5kGAIgASgJQge6SARyAhg/EhYKBG5hbWUYAyABKAlCCLpIBXIDGP0BEh0KCXBhZ2Vfc2l6ZRgEIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAUgASgJQgi6SAVyAxiACCJRChJMaXN0RXZlbnRzUmVzcG9uc2USIgoGZXZlbnRzGAEgAygLMhIuY29udmVyZ2UudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInMKDFdhdGNoUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFQoEa2luZBgCIAEoCUIHukgEcgIYPxIWCgRuYW1lGAMgASgJQgi6SAVyAxj9ARIYCgZjdXJzb3IYBCABKAlCCLpIBXIDGIAIIlgKDVdhdGNoUmVzcG9uc2USJAoHY2hhbmdlcxgBIAMoCzITLmNvbnZlcmdlLnYxLkNoYW5nZRIRCgloZWFydGJlYXQYAiABKAgSDgoGY3Vyc29yGAMgASgJIqgBChZHZXRSZXNvdXJjZVRyZWVSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SGAoEbmFtZRgDIAEoCUIKukgHcgUQARj9ARIYCgVkZXB0aBgEIAEoBUIJukgGGgQYCigAEiUKEWNoaWxkcmVuX3Blcl9ub2RlGAUgASgFQgq6SAcaBRjoBygAIj4KF0dldFJlc291cmNlVHJlZVJlc3BvbnNlEiMKBHJvb3QYASABKAsyFS5jb252ZXJnZS52MS5UcmVlTm9kZSLqAQoIVHJlZU5vZGUSKgoIcmVzb3VyY2UYASABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIUCgxraW5kX3ZlcnNpb24YAiABKAUSDQoFcGhhc2UYAyABKAkSDwoHbWVzc2FnZRgEIAEoCRIXCg9vbl9jdWxwcml0X3BhdGgYBSABKAgSIwoGcm9sbHVwGAYgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEicKCGNoaWxkcmVuGAcgAygLMhUuY29udmVyZ2UudjEuVHJlZU5vZGUSFQoNbW9yZV9jaGlsZHJlbhgIIAEoBSKHAQoXR2V0UmVzb3VyY2VHcmFwaFJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BEh0KCW1heF9ub2RlcxgEIAEoBUIKukgHGgUYkE4oACKkAQoYR2V0UmVzb3VyY2VHcmFwaFJlc3BvbnNlEiUKBW5vZGVzGAEgAygLMhYuY29udmVyZ2UudjEuR3JhcGhOb2RlEiUKBWVkZ2VzGAIgAygLMhYuY29udmVyZ2UudjEuR3JhcGhFZGdlEhIKCm1vcmVfbm9kZXMYAyABKAUSJgoIY3VscHJpdHMYBCADKAsyFC5jb252ZXJnZS52MS5DdWxwcml0In8KCUdyYXBoTm9kZRIqCghyZXNvdXJjZRgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEhQKDGtpbmRfdmVyc2lvbhgCIAEoBRINCgVwaGFzZRgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEhAKCGV4dGVybmFsGAUgASgIIqABCglHcmFwaEVkZ2USKwoJZGVwZW5kZW50GAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSLAoKZGVwZW5kZW5jeRgCIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEiUKBWZsb3dzGAMgAygLMhYuY29udmVyZ2UudjEuR3JhcGhGbG93EhEKCXNhdGlzZmllZBgEIAEoCCIzCglHcmFwaEZsb3cSDAoEZnJvbRgBIAEoCRIMCgRleHByGAIgASgJEgoKAnRvGAMgASgJMvQMCg5Db250cm9sU2VydmljZRJrCglBcHBseUtpbmQSHS5jb252ZXJnZS52MS5BcHBseUtpbmRSZXF1ZXN0Gh4uY29udmVyZ2UudjEuQXBwbHlLaW5kUmVzcG9uc2UiH4LT5JMCGToIbWFuaWZlc3QiDS9hcGkvdjEva2luZHMSegoHR2V0S2luZBIbLmNvbnZlcmdlLnYxLkdldEtpbmRSZXF1ZXN0GhwuY29udmVyZ2UudjEuR2V0S2luZFJlc3BvbnNlIjSC0+STAi4SLC9hcGkvdjEva2luZHMve2tpbmR9L3ZlcnNpb25zL3traW5kX3ZlcnNpb259EmEKCUxpc3RLaW5kcxIdLmNvbnZlcmdlLnYxLkxpc3RLaW5kc1JlcXVlc3QaHi5jb252ZXJnZS52MS5MaXN0S2luZHNSZXNwb25zZSIVgtPkkwIPEg0vYXBpL3YxL2tpbmRzEoMBCgpEZWxldGVLaW5kEh4uY29udmVyZ2UudjEuRGVsZXRlS2luZFJlcXVlc3QaHy5jb252ZXJnZS52MS5EZWxldGVLaW5kUmVzcG9uc2UiNILT5JMCLiosL2FwaS92MS9raW5kcy97a2luZH0vdmVyc2lvbnMve2tpbmRfdmVyc2lvbn0SdAoNQXBwbHlSZXNvdXJjZRIhLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0GiIuY29udmVyZ2UudjEuQXBwbHlSZXNvdXJjZVJlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvcmVzb3VyY2VzEoIBCg5BcHBseVJlc291cmNlcxIiLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VzUmVxdWVzdBojLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VzUmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS92MS9yZXNvdXJjZXM6YmF0Y2hBcHBseRKQAQoLR2V0UmVzb3VyY2USHy5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVJlcXVlc3QaIC5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVJlc3BvbnNlIj6C0+STAjgSNi9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfRJxCg1MaXN0UmVzb3VyY2VzEiEuY29udmVyZ2UudjEuTGlzdFJlc291cmNlc1JlcXVlc3QaIi5jb252ZXJnZS52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS9yZXNvdXJjZXMSmQEKDkRlbGV0ZVJlc291cmNlEiIuY29udmVyZ2UudjEuRGVsZXRlUmVzb3VyY2VSZXF1ZXN0GiMuY29udmVyZ2UudjEuRGVsZXRlUmVzb3VyY2VSZXNwb25zZSI+gtPkkwI4KjYvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0SoQEKD0dldFJlc291cmNlVHJlZRIjLmNvbnZlcmdlLnYxLkdldFJlc291cmNlVHJlZVJlcXVlc3QaJC5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVRyZWVSZXNwb25zZSJDgtPkkwI9EjsvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0vdHJlZRKlAQoQR2V0UmVzb3VyY2VHcmFwaBIkLmNvbnZlcmdlLnYxLkdldFJlc291cmNlR3JhcGhSZXF1ZXN0GiUuY29udmVyZ2UudjEuR2V0UmVzb3VyY2VHcmFwaFJlc3BvbnNlIkSC0+STAj4SPC9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfS9ncmFwaBJlCgpMaXN0RXZlbnRzEh4uY29udmVyZ2UudjEuTGlzdEV2ZW50c1JlcXVlc3QaHy5jb252ZXJnZS52MS5MaXN0RXZlbnRzUmVzcG9uc2UiFoLT5JMCEBIOL2FwaS92MS9ldmVudHMSQAoFV2F0Y2gSGS5jb252ZXJnZS52MS5XYXRjaFJlcXVlc3QaGi5jb252ZXJnZS52MS5XYXRjaFJlc3BvbnNlMAFCrgEKD2NvbS5jb252ZXJnZS52MUIMQ29udHJvbFByb3RvUAFaQGdpdGh1Yi5jb20vY29udmVyZ2VocS9jb252ZXJnZS9zZGstZ28vZ2VuL2NvbnZlcmdlL3YxO2NvbnZlcmdldjGiAgNDWFiqAgtDb252ZXJnZS5WMcoCC0NvbnZlcmdlXFYx4gIXQ29udmVyZ2VcVjFcR1BCTWV0YWRhdGHqAgxDb252ZXJnZTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_converge_v1_types, file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * @generated from message converge.v1.ApplyKindRequest
@@ -203,6 +203,13 @@ export type ApplyResourceRequest = Message<"converge.v1.ApplyResourceRequest"> &
    * @generated from field: google.protobuf.Struct spec = 6;
    */
   spec?: JsonObject | undefined;
+
+  /**
+   * "delete" or "retain" on deletion; empty: the kind's policy.
+   *
+   * @generated from field: string deletion_policy = 7;
+   */
+  deletionPolicy: string;
 };
 
 /**
@@ -631,6 +638,296 @@ export const WatchResponseSchema: GenMessage<WatchResponse> = /*@__PURE__*/
   messageDesc(file_converge_v1_control, 22);
 
 /**
+ * @generated from message converge.v1.GetResourceTreeRequest
+ */
+export type GetResourceTreeRequest = Message<"converge.v1.GetResourceTreeRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Levels below the resource, 1..10 (default 3).
+   *
+   * @generated from field: int32 depth = 4;
+   */
+  depth: number;
+
+  /**
+   * Children shown per node, 1..1000 (default 100): the rest are counted.
+   *
+   * @generated from field: int32 children_per_node = 5;
+   */
+  childrenPerNode: number;
+};
+
+/**
+ * Describes the message converge.v1.GetResourceTreeRequest.
+ * Use `create(GetResourceTreeRequestSchema)` to create a new message.
+ */
+export const GetResourceTreeRequestSchema: GenMessage<GetResourceTreeRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 23);
+
+/**
+ * @generated from message converge.v1.GetResourceTreeResponse
+ */
+export type GetResourceTreeResponse = Message<"converge.v1.GetResourceTreeResponse"> & {
+  /**
+   * @generated from field: converge.v1.TreeNode root = 1;
+   */
+  root?: TreeNode | undefined;
+};
+
+/**
+ * Describes the message converge.v1.GetResourceTreeResponse.
+ * Use `create(GetResourceTreeResponseSchema)` to create a new message.
+ */
+export const GetResourceTreeResponseSchema: GenMessage<GetResourceTreeResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 24);
+
+/**
+ * @generated from message converge.v1.TreeNode
+ */
+export type TreeNode = Message<"converge.v1.TreeNode"> & {
+  /**
+   * @generated from field: converge.v1.ResourceRef resource = 1;
+   */
+  resource?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: string phase = 3;
+   */
+  phase: string;
+
+  /**
+   * The failure or waiting message, if any.
+   *
+   * @generated from field: string message = 4;
+   */
+  message: string;
+
+  /**
+   * On the path from the root to a culprit.
+   *
+   * @generated from field: bool on_culprit_path = 5;
+   */
+  onCulpritPath: boolean;
+
+  /**
+   * @generated from field: converge.v1.Rollup rollup = 6;
+   */
+  rollup?: Rollup | undefined;
+
+  /**
+   * Children, not Ready ones first.
+   *
+   * @generated from field: repeated converge.v1.TreeNode children = 7;
+   */
+  children: TreeNode[];
+
+  /**
+   * Children left out (beyond depth or children_per_node).
+   *
+   * @generated from field: int32 more_children = 8;
+   */
+  moreChildren: number;
+};
+
+/**
+ * Describes the message converge.v1.TreeNode.
+ * Use `create(TreeNodeSchema)` to create a new message.
+ */
+export const TreeNodeSchema: GenMessage<TreeNode> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 25);
+
+/**
+ * @generated from message converge.v1.GetResourceGraphRequest
+ */
+export type GetResourceGraphRequest = Message<"converge.v1.GetResourceGraphRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * 1..10000 nodes (default 1000).
+   *
+   * @generated from field: int32 max_nodes = 4;
+   */
+  maxNodes: number;
+};
+
+/**
+ * Describes the message converge.v1.GetResourceGraphRequest.
+ * Use `create(GetResourceGraphRequestSchema)` to create a new message.
+ */
+export const GetResourceGraphRequestSchema: GenMessage<GetResourceGraphRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 26);
+
+/**
+ * @generated from message converge.v1.GetResourceGraphResponse
+ */
+export type GetResourceGraphResponse = Message<"converge.v1.GetResourceGraphResponse"> & {
+  /**
+   * The composite itself first, then its children.
+   *
+   * @generated from field: repeated converge.v1.GraphNode nodes = 1;
+   */
+  nodes: GraphNode[];
+
+  /**
+   * @generated from field: repeated converge.v1.GraphEdge edges = 2;
+   */
+  edges: GraphEdge[];
+
+  /**
+   * Nodes left out beyond max_nodes.
+   *
+   * @generated from field: int32 more_nodes = 3;
+   */
+  moreNodes: number;
+
+  /**
+   * The culprits, as on the composite's rollup.
+   *
+   * @generated from field: repeated converge.v1.Culprit culprits = 4;
+   */
+  culprits: Culprit[];
+};
+
+/**
+ * Describes the message converge.v1.GetResourceGraphResponse.
+ * Use `create(GetResourceGraphResponseSchema)` to create a new message.
+ */
+export const GetResourceGraphResponseSchema: GenMessage<GetResourceGraphResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 27);
+
+/**
+ * @generated from message converge.v1.GraphNode
+ */
+export type GraphNode = Message<"converge.v1.GraphNode"> & {
+  /**
+   * @generated from field: converge.v1.ResourceRef resource = 1;
+   */
+  resource?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: string phase = 3;
+   */
+  phase: string;
+
+  /**
+   * @generated from field: string message = 4;
+   */
+  message: string;
+
+  /**
+   * Outside the composite: a declared reference.
+   *
+   * @generated from field: bool external = 5;
+   */
+  external: boolean;
+};
+
+/**
+ * Describes the message converge.v1.GraphNode.
+ * Use `create(GraphNodeSchema)` to create a new message.
+ */
+export const GraphNodeSchema: GenMessage<GraphNode> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 28);
+
+/**
+ * @generated from message converge.v1.GraphEdge
+ */
+export type GraphEdge = Message<"converge.v1.GraphEdge"> & {
+  /**
+   * @generated from field: converge.v1.ResourceRef dependent = 1;
+   */
+  dependent?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: converge.v1.ResourceRef dependency = 2;
+   */
+  dependency?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: repeated converge.v1.GraphFlow flows = 3;
+   */
+  flows: GraphFlow[];
+
+  /**
+   * The dependency is synced, so the edge no longer holds the dependent.
+   *
+   * @generated from field: bool satisfied = 4;
+   */
+  satisfied: boolean;
+};
+
+/**
+ * Describes the message converge.v1.GraphEdge.
+ * Use `create(GraphEdgeSchema)` to create a new message.
+ */
+export const GraphEdgeSchema: GenMessage<GraphEdge> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 29);
+
+/**
+ * @generated from message converge.v1.GraphFlow
+ */
+export type GraphFlow = Message<"converge.v1.GraphFlow"> & {
+  /**
+   * @generated from field: string from = 1;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string expr = 2;
+   */
+  expr: string;
+
+  /**
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message converge.v1.GraphFlow.
+ * Use `create(GraphFlowSchema)` to create a new message.
+ */
+export const GraphFlowSchema: GenMessage<GraphFlow> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 30);
+
+/**
  * ControlService is the API people and tools use: kinds, resources,
  * events and a watch stream of changes. Every RPC is also served as
  * REST+JSON under /api/v1 (see /openapi.json).
@@ -719,6 +1016,27 @@ export const ControlService: GenService<{
     methodKind: "unary";
     input: typeof DeleteResourceRequestSchema;
     output: typeof DeleteResourceResponseSchema;
+  },
+  /**
+   * A composite and its descendants as a tree, with phases and culprits.
+   *
+   * @generated from rpc converge.v1.ControlService.GetResourceTree
+   */
+  getResourceTree: {
+    methodKind: "unary";
+    input: typeof GetResourceTreeRequestSchema;
+    output: typeof GetResourceTreeResponseSchema;
+  },
+  /**
+   * A composite's children and the dependency edges among them, with their
+   * value flows: what a UI draws.
+   *
+   * @generated from rpc converge.v1.ControlService.GetResourceGraph
+   */
+  getResourceGraph: {
+    methodKind: "unary";
+    input: typeof GetResourceGraphRequestSchema;
+    output: typeof GetResourceGraphResponseSchema;
   },
   /**
    * @generated from rpc converge.v1.ControlService.ListEvents

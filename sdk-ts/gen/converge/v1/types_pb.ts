@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/types.proto.
  */
 export const file_converge_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEi/AQKDEtpbmRNYW5pZmVzdBI5CgRraW5kGAEgASgJQiu6SChyJhABGD8yIF5bYS16XVthLXowLTldKihbLi1dW2EtejAtOV0rKSokEiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESHQoLZGVzY3JpcHRpb24YAyABKAlCCLpIBXIDGIAgEhcKBW93bmVyGAQgASgJQgi6SAVyAxj9ARIsCgtzcGVjX3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNc3RhdHVzX3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNY29uZmlnX3NjaGVtYRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoJcmVhY3Rpb25zGAggAygLMhUuY29udmVyZ2UudjEuUmVhY3Rpb25CCLpIBZIBAhAgEicKBnBvbGljeRgJIAEoCzIXLmNvbnZlcmdlLnYxLktpbmRQb2xpY3kSGwoJZmluYWxpemVyGAogASgJQgi6SAVyAxj9ARIiCgd3b3JrZXJzGAsgAygJQhG6SA6SAQsQQCIHcgUQARiABBI4CgpvcGVyYXRpb25zGAwgAygLMhouY29udmVyZ2UudjEuT3BlcmF0aW9uRGVjbEIIukgFkgECECASEAoIcmV2aXNpb24YFCABKAMSLgoKY3JlYXRlZF9hdBgVIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgWIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAizAIKCFJlYWN0aW9uEjEKBG5hbWUYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEmAKB3RyaWdnZXIYAiABKAlCT7pITHJKUgpzcGVjQ2hhbmdlUg9jaGlsZHJlblNldHRsZWRSD2RlbGV0ZVJlcXVlc3RlZFIJb3BlcmF0aW9uUgdyZWFjdG9yUgZyZXN5bmMSdQoFZW1pdHMYAyADKAlCZrpIY5IBYAgBEAgYASJYclZSCGNoaWxkcmVuUgVlZGdlc1IHY29uZmlnc1IGc3RhdHVzUgpjb25kaXRpb25zUglmaW5hbGl6ZXJSD29wZXJhdGlvbk91dHB1dFIKc2lkZUVmZmVjdBIVCgR2ZXJiGAQgASgJQge6SARyAhg/Eh0KC2Rlc2NyaXB0aW9uGAUgASgJQgi6SAVyAxiACCKPAgoKS2luZFBvbGljeRIhCgxtYXhfaW5mbGlnaHQYASABKAVCC7pICBoGGMCEPSgAEioKFXRhc2tfZGVhZGxpbmVfc2Vjb25kcxgCIAEoBUILukgIGgYYgKMFKAASLQoXcmVzeW5jX2ludGVydmFsX3NlY29uZHMYAyABKAVCDLpICRoHGICangEoABIZChFyZXN5bmNfcmVjb21wb3NlcxgEIAEoCBIqChRvcnBoYW5fZ3JhY2Vfc2Vjb25kcxgFIAEoBUIMukgJGgcYgJqeASgAEisKFm1heF90cmFuc2llbnRfYXR0ZW1wdHMYBiABKAVCC7pICBoGGMCEPSgAEg8KB3JldGlyZWQYByABKAgikAEKDU9wZXJhdGlvbkRlY2wSMQoEdmVyYhgBIAEoCUIjukggch4QARg/MhheW2EtekEtWl1bYS16QS1aMC05Xy1dKiQSHQoLZGVzY3JpcHRpb24YAiABKAlCCLpIBXIDGIAIEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3Qi+QQKCFJlc291cmNlEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRraW5kGAIgASgJEhQKDGtpbmRfdmVyc2lvbhgDIAEoBRIMCgRuYW1lGAQgASgJEjEKBmxhYmVscxgFIAMoCzIhLmNvbnZlcmdlLnYxLlJlc291cmNlLkxhYmVsc0VudHJ5EiUKBHNwZWMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EicKBnN0YXR1cxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFcGhhc2UYCCABKAkSEgoKZ2VuZXJhdGlvbhgJIAEoAxIZChFzeW5jZWRfZ2VuZXJhdGlvbhgKIAEoAxIPCgdoZWFsdGh5GAsgASgIEioKCmNvbmRpdGlvbnMYDCADKAsyFi5jb252ZXJnZS52MS5Db25kaXRpb24SJQoHZmFpbHVyZRgNIAEoCzIULmNvbnZlcmdlLnYxLkZhaWx1cmUSCwoDdWlkGA4gASgJEhgKEHJlc291cmNlX3ZlcnNpb24YDyABKAMSEgoKcmVjb25jaWxlcxgQIAEoAxIuCgpjcmVhdGVkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI5ChVkZWxldGlvbl9yZXF1ZXN0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEigAEKB0ZhaWx1cmUSDwoHbWVzc2FnZRgBIAEoCRIQCghhdHRlbXB0cxgCIAEoBRIQCgh0ZXJtaW5hbBgDIAEoCBISCgpnZW5lcmF0aW9uGAQgASgDEiwKCHJldHJ5X2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL5AQoJQ29uZGl0aW9uEjIKBHR5cGUYASABKAlCJLpIIXIfEAEYPzIZXltBLVphLXpdW0EtWmEtejAtOV8uLV0qJBIrCgZzdGF0dXMYAiABKAlCG7pIGHIWUgRUcnVlUgVGYWxzZVIHVW5rbm93bhIYCgZyZWFzb24YAyABKAlCCLpIBXIDGIABEhoKB21lc3NhZ2UYBCABKAlCCbpIBnIEGICAAhI4ChRsYXN0X3RyYW5zaXRpb25fdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTb2JzZXJ2ZWRfZ2VuZXJhdGlvbhgGIAEoAyLLAQoFRXZlbnQSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSDAoEbmFtZRgFIAEoCRILCgN1aWQYBiABKAkSDAoEdHlwZRgHIAEoCRIOCgZyZWFzb24YCCABKAkSDwoHbWVzc2FnZRgJIAEoCRINCgVhY3RvchgKIAEoCRISCgpnZW5lcmF0aW9uGAsgASgDIqMCCgZDaGFuZ2USDgoGY3Vyc29yGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSFAoMa2luZF92ZXJzaW9uGAUgASgFEgwKBG5hbWUYBiABKAkSCwoDdWlkGAcgASgJEg0KBXBoYXNlGAggASgJEhYKDnByZXZpb3VzX3BoYXNlGAkgASgJEhIKCmdlbmVyYXRpb24YCiABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCyABKAMSGAoQcmVzb3VyY2VfdmVyc2lvbhgMIAEoAxIPCgdtZXNzYWdlGA0gASgJEigKBHRpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQqwBCg9jb20uY29udmVyZ2UudjFCClR5cGVzUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEi/AQKDEtpbmRNYW5pZmVzdBI5CgRraW5kGAEgASgJQiu6SChyJhABGD8yIF5bYS16XVthLXowLTldKihbLi1dW2EtejAtOV0rKSokEiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESHQoLZGVzY3JpcHRpb24YAyABKAlCCLpIBXIDGIAgEhcKBW93bmVyGAQgASgJQgi6SAVyAxj9ARIsCgtzcGVjX3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNc3RhdHVzX3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNY29uZmlnX3NjaGVtYRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoJcmVhY3Rpb25zGAggAygLMhUuY29udmVyZ2UudjEuUmVhY3Rpb25CCLpIBZIBAhAgEicKBnBvbGljeRgJIAEoCzIXLmNvbnZlcmdlLnYxLktpbmRQb2xpY3kSGwoJZmluYWxpemVyGAogASgJQgi6SAVyAxj9ARIiCgd3b3JrZXJzGAsgAygJQhG6SA6SAQsQQCIHcgUQARiABBI4CgpvcGVyYXRpb25zGAwgAygLMhouY29udmVyZ2UudjEuT3BlcmF0aW9uRGVjbEIIukgFkgECECASEAoIcmV2aXNpb24YFCABKAMSLgoKY3JlYXRlZF9hdBgVIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgWIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAizAIKCFJlYWN0aW9uEjEKBG5hbWUYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEmAKB3RyaWdnZXIYAiABKAlCT7pITHJKUgpzcGVjQ2hhbmdlUg9jaGlsZHJlblNldHRsZWRSD2RlbGV0ZVJlcXVlc3RlZFIJb3BlcmF0aW9uUgdyZWFjdG9yUgZyZXN5bmMSdQoFZW1pdHMYAyADKAlCZrpIY5IBYAgBEAgYASJYclZSCGNoaWxkcmVuUgVlZGdlc1IHY29uZmlnc1IGc3RhdHVzUgpjb25kaXRpb25zUglmaW5hbGl6ZXJSD29wZXJhdGlvbk91dHB1dFIKc2lkZUVmZmVjdBIVCgR2ZXJiGAQgASgJQge6SARyAhg/Eh0KC2Rlc2NyaXB0aW9uGAUgASgJQgi6SAVyAxiACCLBAgoKS2luZFBvbGljeRIhCgxtYXhfaW5mbGlnaHQYASABKAVCC7pICBoGGMCEPSgAEioKFXRhc2tfZGVhZGxpbmVfc2Vjb25kcxgCIAEoBUILukgIGgYYgKMFKAASLQoXcmVzeW5jX2ludGVydmFsX3NlY29uZHMYAyABKAVCDLpICRoHGICangEoABIZChFyZXN5bmNfcmVjb21wb3NlcxgEIAEoCBIqChRvcnBoYW5fZ3JhY2Vfc2Vjb25kcxgFIAEoBUIMukgJGgcYgJqeASgAEisKFm1heF90cmFuc2llbnRfYXR0ZW1wdHMYBiABKAVCC7pICBoGGMCEPSgAEg8KB3JldGlyZWQYByABKAgSMAoPZGVsZXRpb25fcG9saWN5GAggASgJQhe6SBRyElIAUgZkZWxldGVSBnJldGFpbiKQAQoNT3BlcmF0aW9uRGVjbBIxCgR2ZXJiGAEgASgJQiO6SCByHhABGD8yGF5bYS16QS1aXVthLXpBLVowLTlfLV0qJBIdCgtkZXNjcmlwdGlvbhgCIAEoCUIIukgFcgMYgAgSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKZBgoIUmVzb3VyY2USEQoJbmFtZXNwYWNlGAEgASgJEgwKBGtpbmQYAiABKAkSFAoMa2luZF92ZXJzaW9uGAMgASgFEgwKBG5hbWUYBCABKAkSMQoGbGFiZWxzGAUgAygLMiEuY29udmVyZ2UudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSJQoEc3BlYxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGc3RhdHVzGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVwaGFzZRgIIAEoCRISCgpnZW5lcmF0aW9uGAkgASgDEhkKEXN5bmNlZF9nZW5lcmF0aW9uGAogASgDEg8KB2hlYWx0aHkYCyABKAgSKgoKY29uZGl0aW9ucxgMIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbhIlCgdmYWlsdXJlGA0gASgLMhQuY29udmVyZ2UudjEuRmFpbHVyZRILCgN1aWQYDiABKAkSGAoQcmVzb3VyY2VfdmVyc2lvbhgPIAEoAxISCgpyZWNvbmNpbGVzGBAgASgDEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjkKFWRlbGV0aW9uX3JlcXVlc3RlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoFb3duZXIYFCABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhImCgRyb290GBUgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSIwoGcm9sbHVwGBYgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEg8KB3dhaXRpbmcYFyABKAkSFwoPZGVsZXRpb25fcG9saWN5GBggASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiXAoLUmVzb3VyY2VSZWYSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BIqkBCgZSb2xsdXASDQoFdG90YWwYASABKAUSDQoFcmVhZHkYAiABKAUSEwoLcmVjb25jaWxpbmcYAyABKAUSEAoIZGVncmFkZWQYBCABKAUSDgoGZmFpbGVkGAUgASgFEhAKCGRlbGV0aW5nGAYgASgFEhAKCGV4Y2x1ZGVkGAcgASgFEiYKCGN1bHByaXRzGAggAygLMhQuY29udmVyZ2UudjEuQ3VscHJpdCJ9CgdDdWxwcml0EioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDQoFcGhhc2UYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRImCgRwYXRoGAQgAygLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYigAEKB0ZhaWx1cmUSDwoHbWVzc2FnZRgBIAEoCRIQCghhdHRlbXB0cxgCIAEoBRIQCgh0ZXJtaW5hbBgDIAEoCBISCgpnZW5lcmF0aW9uGAQgASgDEiwKCHJldHJ5X2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL5AQoJQ29uZGl0aW9uEjIKBHR5cGUYASABKAlCJLpIIXIfEAEYPzIZXltBLVphLXpdW0EtWmEtejAtOV8uLV0qJBIrCgZzdGF0dXMYAiABKAlCG7pIGHIWUgRUcnVlUgVGYWxzZVIHVW5rbm93bhIYCgZyZWFzb24YAyABKAlCCLpIBXIDGIABEhoKB21lc3NhZ2UYBCABKAlCCbpIBnIEGICAAhI4ChRsYXN0X3RyYW5zaXRpb25fdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTb2JzZXJ2ZWRfZ2VuZXJhdGlvbhgGIAEoAyLLAQoFRXZlbnQSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSDAoEbmFtZRgFIAEoCRILCgN1aWQYBiABKAkSDAoEdHlwZRgHIAEoCRIOCgZyZWFzb24YCCABKAkSDwoHbWVzc2FnZRgJIAEoCRINCgVhY3RvchgKIAEoCRISCgpnZW5lcmF0aW9uGAsgASgDIqMCCgZDaGFuZ2USDgoGY3Vyc29yGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSFAoMa2luZF92ZXJzaW9uGAUgASgFEgwKBG5hbWUYBiABKAkSCwoDdWlkGAcgASgJEg0KBXBoYXNlGAggASgJEhYKDnByZXZpb3VzX3BoYXNlGAkgASgJEhIKCmdlbmVyYXRpb24YCiABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCyABKAMSGAoQcmVzb3VyY2VfdmVyc2lvbhgMIAEoAxIPCgdtZXNzYWdlGA0gASgJEigKBHRpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQqwBCg9jb20uY29udmVyZ2UudjFCClR5cGVzUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A kind manifest teaches the server a kind. It is pure data: schemas,
@@ -233,6 +233,14 @@ export type KindPolicy = Message<"converge.v1.KindPolicy"> & {
    * @generated from field: bool retired = 7;
    */
   retired: boolean;
+
+  /**
+   * "delete" (default): deleting a resource runs its teardown. "retain":
+   * the resource is forgotten without teardown.
+   *
+   * @generated from field: string deletion_policy = 8;
+   */
+  deletionPolicy: string;
 };
 
 /**
@@ -392,6 +400,42 @@ export type Resource = Message<"converge.v1.Resource"> & {
    * @generated from field: google.protobuf.Timestamp deletion_requested_at = 19;
    */
   deletionRequestedAt?: Timestamp | undefined;
+
+  /**
+   * The composite that owns this resource (unset for a root).
+   *
+   * @generated from field: converge.v1.ResourceRef owner = 20;
+   */
+  owner?: ResourceRef | undefined;
+
+  /**
+   * The root of its composite tree (unset for a root).
+   *
+   * @generated from field: converge.v1.ResourceRef root = 21;
+   */
+  root?: ResourceRef | undefined;
+
+  /**
+   * For a composite: its children's phases and the culprits.
+   *
+   * @generated from field: converge.v1.Rollup rollup = 22;
+   */
+  rollup?: Rollup | undefined;
+
+  /**
+   * Why the resource is not scheduled yet, e.g. a dependency that is not
+   * synced or a value flow whose source is missing.
+   *
+   * @generated from field: string waiting = 23;
+   */
+  waiting: string;
+
+  /**
+   * "delete" or "retain" (see KindPolicy.deletion_policy); empty: the kind's.
+   *
+   * @generated from field: string deletion_policy = 24;
+   */
+  deletionPolicy: string;
 };
 
 /**
@@ -400,6 +444,131 @@ export type Resource = Message<"converge.v1.Resource"> & {
  */
 export const ResourceSchema: GenMessage<Resource> = /*@__PURE__*/
   messageDesc(file_converge_v1_types, 4);
+
+/**
+ * Names a resource.
+ *
+ * @generated from message converge.v1.ResourceRef
+ */
+export type ResourceRef = Message<"converge.v1.ResourceRef"> & {
+  /**
+   * Empty: the namespace of the resource that names it.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message converge.v1.ResourceRef.
+ * Use `create(ResourceRefSchema)` to create a new message.
+ */
+export const ResourceRefSchema: GenMessage<ResourceRef> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 5);
+
+/**
+ * A composite's view of its children. A composite is Ready only when every
+ * live child is; Orphaned and Quarantined children are excluded.
+ *
+ * @generated from message converge.v1.Rollup
+ */
+export type Rollup = Message<"converge.v1.Rollup"> & {
+  /**
+   * Live children counted (Orphaned and Quarantined excluded).
+   *
+   * @generated from field: int32 total = 1;
+   */
+  total: number;
+
+  /**
+   * @generated from field: int32 ready = 2;
+   */
+  ready: number;
+
+  /**
+   * @generated from field: int32 reconciling = 3;
+   */
+  reconciling: number;
+
+  /**
+   * @generated from field: int32 degraded = 4;
+   */
+  degraded: number;
+
+  /**
+   * @generated from field: int32 failed = 5;
+   */
+  failed: number;
+
+  /**
+   * @generated from field: int32 deleting = 6;
+   */
+  deleting: number;
+
+  /**
+   * @generated from field: int32 excluded = 7;
+   */
+  excluded: number;
+
+  /**
+   * The deepest descendants that keep the composite from being Ready, at
+   * most 10, failed ones first.
+   *
+   * @generated from field: repeated converge.v1.Culprit culprits = 8;
+   */
+  culprits: Culprit[];
+};
+
+/**
+ * Describes the message converge.v1.Rollup.
+ * Use `create(RollupSchema)` to create a new message.
+ */
+export const RollupSchema: GenMessage<Rollup> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 6);
+
+/**
+ * @generated from message converge.v1.Culprit
+ */
+export type Culprit = Message<"converge.v1.Culprit"> & {
+  /**
+   * @generated from field: converge.v1.ResourceRef resource = 1;
+   */
+  resource?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: string phase = 2;
+   */
+  phase: string;
+
+  /**
+   * @generated from field: string message = 3;
+   */
+  message: string;
+
+  /**
+   * The composites between the one asked about and the culprit, top down.
+   *
+   * @generated from field: repeated converge.v1.ResourceRef path = 4;
+   */
+  path: ResourceRef[];
+};
+
+/**
+ * Describes the message converge.v1.Culprit.
+ * Use `create(CulpritSchema)` to create a new message.
+ */
+export const CulpritSchema: GenMessage<Culprit> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 7);
 
 /**
  * @generated from message converge.v1.Failure
@@ -445,7 +614,7 @@ export type Failure = Message<"converge.v1.Failure"> & {
  * Use `create(FailureSchema)` to create a new message.
  */
 export const FailureSchema: GenMessage<Failure> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 5);
+  messageDesc(file_converge_v1_types, 8);
 
 /**
  * @generated from message converge.v1.Condition
@@ -491,7 +660,7 @@ export type Condition = Message<"converge.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 6);
+  messageDesc(file_converge_v1_types, 9);
 
 /**
  * An event records something that happened to a resource, and who did it.
@@ -564,7 +733,7 @@ export type Event = Message<"converge.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 7);
+  messageDesc(file_converge_v1_types, 10);
 
 /**
  * A change of a resource, as delivered by Watch.
@@ -654,5 +823,5 @@ export type Change = Message<"converge.v1.Change"> & {
  * Use `create(ChangeSchema)` to create a new message.
  */
 export const ChangeSchema: GenMessage<Change> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 8);
+  messageDesc(file_converge_v1_types, 11);
 

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
-import type { Condition } from "./types_pb.js";
+import type { Condition, ResourceRef, Rollup } from "./types_pb.js";
 import { file_converge_v1_types } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/worker.proto.
  */
 export const file_converge_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIsUBCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAQgwKA21zZxIFukgCCAEiyQEKCVN1YnNjcmliZRIdCgt3b3JrZXJfbmFtZRgBIAEoCUIIukgFcgMY/QESOAoJcmVhY3Rpb25zGAIgAygLMhguY29udmVyZ2UudjEuUmVhY3Rpb25SZWZCC7pICJIBBQgBEIAIEhwKCGNhcGFjaXR5GAMgASgFQgq6SAcaBRiQTigBEi4KB3Jlc3VtZWQYBCADKAsyEi5jb252ZXJnZS52MS5MZWFzZUIJukgGkgEDEJBOEhUKA3NkaxgFIAEoCUIIukgFcgMYgAEiZgoLUmVhY3Rpb25SZWYSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESGwoIcmVhY3Rpb24YAyABKAlCCbpIBnIEEAEYPyJWCgVMZWFzZRIYCgd0YXNrX2lkGAEgASgDQge6SAQiAiAAEhYKBWVwb2NoGAIgASgDQge6SAQiAiAAEhsKCmdlbmVyYXRpb24YAyABKANCB7pIBCICKAAiQAoHUmVzdWx0cxI1CgdyZXN1bHRzGAEgAygLMhcuY29udmVyZ2UudjEuVGFza1Jlc3VsdEILukgIkgEFCAEQ6AcimwEKClRhc2tSZXN1bHQSKQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZUIGukgDyAEBEicKB3N1Y2Nlc3MYAiABKAsyFC5jb252ZXJnZS52MS5TdWNjZXNzSAASJwoFZXJyb3IYAyABKAsyFi5jb252ZXJnZS52MS5UYXNrRXJyb3JIAEIQCgdvdXRjb21lEgW6SAIIASJiCgdTdWNjZXNzEg4KBnN0YXR1cxgBIAEoDBIRCgl1bmhlYWx0aHkYAiABKAgSNAoKY29uZGl0aW9ucxgDIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbkIIukgFkgECEEAiLgoJVGFza0Vycm9yEg8KB21lc3NhZ2UYASABKAkSEAoIdGVybWluYWwYAiABKAgiPQoJSGVhcnRiZWF0EjAKCWluX2ZsaWdodBgBIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4iBwoFRHJhaW4itAEKDVNlcnZlck1lc3NhZ2USLQoKc3Vic2NyaWJlZBgBIAEoCzIXLmNvbnZlcmdlLnYxLlN1YnNjcmliZWRIABIjCgV0YXNrcxgCIAEoCzISLmNvbnZlcmdlLnYxLlRhc2tzSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASIQoEYWNrcxgEIAEoCzIRLmNvbnZlcmdlLnYxLkFja3NIAEIFCgNtc2ciKQoFVGFza3MSIAoFdGFza3MYASADKAsyES5jb252ZXJnZS52MS5UYXNrIiwKBEFja3MSJAoEYWNrcxgBIAMoCzIWLmNvbnZlcmdlLnYxLlJlc3VsdEFjayLCAQoKU3Vic2NyaWJlZBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAyABKAUSFQoNbGVhc2Vfc2Vjb25kcxgEIAEoBRIjCgdhZG9wdGVkGAUgAygLMhIuY29udmVyZ2UudjEuTGVhc2USIAoEbG9zdBgGIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlEhAKCHdhcm5pbmdzGAcgAygJIowCCgRUYXNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSEAoIcmVhY3Rpb24YBCABKAkSDwoHdHJpZ2dlchgFIAEoCRIrCghyZXNvdXJjZRgGIAEoCzIZLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZRIsCghkZWFkbGluZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgIIAEoBRITCgtkZWR1cF90b2tlbhgJIAEoCRIZChFtYW5pZmVzdF9yZXZpc2lvbhgKIAEoAyLUAQoMVGFza1Jlc291cmNlEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA3VpZBgDIAEoCRISCgpnZW5lcmF0aW9uGAQgASgDEjUKBmxhYmVscxgFIAMoCzIlLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZS5MYWJlbHNFbnRyeRIMCgRzcGVjGAYgASgMEg4KBnN0YXR1cxgHIAEoDBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjsKBkNhbmNlbBIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEg4KBnJlYXNvbhgCIAEoCSJPCglSZXN1bHRBY2sSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIPCgdhcHBsaWVkGAIgASgIEg4KBnJlYXNvbhgDIAEoCTJWCg1Xb3JrZXJTZXJ2aWNlEkUKB0Nvbm5lY3QSGi5jb252ZXJnZS52MS5Xb3JrZXJNZXNzYWdlGhouY29udmVyZ2UudjEuU2VydmVyTWVzc2FnZSgBMAFCrQEKD2NvbS5jb252ZXJnZS52MUILV29ya2VyUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIvkBCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAEjIKDWNvbXBvc2VfY2h1bmsYBSABKAsyGS5jb252ZXJnZS52MS5Db21wb3NlQ2h1bmtIAEIMCgNtc2cSBbpIAggBIoEBCgxDb21wb3NlQ2h1bmsSKQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZUIGukgDyAEBEhYKBWluZGV4GAIgASgFQge6SAQaAigAEi4KBHBhcnQYAyABKAsyGC5jb252ZXJnZS52MS5Db21wb3NpdGlvbkIGukgDyAEBIskBCglTdWJzY3JpYmUSHQoLd29ya2VyX25hbWUYASABKAlCCLpIBXIDGP0BEjgKCXJlYWN0aW9ucxgCIAMoCzIYLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVmQgu6SAiSAQUIARCACBIcCghjYXBhY2l0eRgDIAEoBUIKukgHGgUYkE4oARIuCgdyZXN1bWVkGAQgAygLMhIuY29udmVyZ2UudjEuTGVhc2VCCbpIBpIBAxCQThIVCgNzZGsYBSABKAlCCLpIBXIDGIABImYKC1JlYWN0aW9uUmVmEhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIhCgxraW5kX3ZlcnNpb24YAiABKAVCC7pICBoGGP//ASgBEhsKCHJlYWN0aW9uGAMgASgJQgm6SAZyBBABGD8iVgoFTGVhc2USGAoHdGFza19pZBgBIAEoA0IHukgEIgIgABIWCgVlcG9jaBgCIAEoA0IHukgEIgIgABIbCgpnZW5lcmF0aW9uGAMgASgDQge6SAQiAigAIkAKB1Jlc3VsdHMSNQoHcmVzdWx0cxgBIAMoCzIXLmNvbnZlcmdlLnYxLlRhc2tSZXN1bHRCC7pICJIBBQgBEOgHIpsBCgpUYXNrUmVzdWx0EikKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2VCBrpIA8gBARInCgdzdWNjZXNzGAIgASgLMhQuY29udmVyZ2UudjEuU3VjY2Vzc0gAEicKBWVycm9yGAMgASgLMhYuY29udmVyZ2UudjEuVGFza0Vycm9ySABCEAoHb3V0Y29tZRIFukgCCAEisgEKB1N1Y2Nlc3MSDgoGc3RhdHVzGAEgASgMEhEKCXVuaGVhbHRoeRgCIAEoCBI0Cgpjb25kaXRpb25zGAMgAygLMhYuY29udmVyZ2UudjEuQ29uZGl0aW9uQgi6SAWSAQIQQBItCgtjb21wb3NpdGlvbhgEIAEoCzIYLmNvbnZlcmdlLnYxLkNvbXBvc2l0aW9uEh8KDmNvbXBvc2VfY2h1bmtzGAUgASgFQge6SAQaAigAIqMBCgtDb21wb3NpdGlvbhIvCghjaGlsZHJlbhgBIAMoCzISLmNvbnZlcmdlLnYxLkNoaWxkQgm6SAaSAQMQ6AcSKwoFZWRnZXMYAiADKAsyES5jb252ZXJnZS52MS5FZGdlQgm6SAaSAQMQiCcSNgoKcmVmZXJlbmNlcxgDIAMoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQgi6SAWSAQIQZCL3AQoFQ2hpbGQSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESOwoEbmFtZRgDIAEoCUItukgqcigQARj9ATIhXlthLXowLTldKFthLXowLTkuXy1dKlthLXowLTldKT8kEjgKBmxhYmVscxgEIAMoCzIeLmNvbnZlcmdlLnYxLkNoaWxkLkxhYmVsc0VudHJ5Qgi6SAWaAQIQQBIMCgRzcGVjGAUgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinQEKBEVkZ2USMwoJZGVwZW5kZW50GAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARI0CgpkZXBlbmRlbmN5GAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARIqCgVmbG93cxgDIAMoCzIRLmNvbnZlcmdlLnYxLkZsb3dCCLpIBZIBAhAgImMKBEZsb3cSGAoEZnJvbRgBIAEoCUIIukgFcgMYgAhIABIYCgRleHByGAIgASgJQgi6SAVyAxiAIEgAEhYKAnRvGAMgASgJQgq6SAdyBRABGIAIQg8KBnNvdXJjZRIFukgCCAEiLgoJVGFza0Vycm9yEg8KB21lc3NhZ2UYASABKAkSEAoIdGVybWluYWwYAiABKAgiPQoJSGVhcnRiZWF0EjAKCWluX2ZsaWdodBgBIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4iBwoFRHJhaW4itAEKDVNlcnZlck1lc3NhZ2USLQoKc3Vic2NyaWJlZBgBIAEoCzIXLmNvbnZlcmdlLnYxLlN1YnNjcmliZWRIABIjCgV0YXNrcxgCIAEoCzISLmNvbnZlcmdlLnYxLlRhc2tzSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASIQoEYWNrcxgEIAEoCzIRLmNvbnZlcmdlLnYxLkFja3NIAEIFCgNtc2ciKQoFVGFza3MSIAoFdGFza3MYASADKAsyES5jb252ZXJnZS52MS5UYXNrIiwKBEFja3MSJAoEYWNrcxgBIAMoCzIWLmNvbnZlcmdlLnYxLlJlc3VsdEFjayLCAQoKU3Vic2NyaWJlZBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAyABKAUSFQoNbGVhc2Vfc2Vjb25kcxgEIAEoBRIjCgdhZG9wdGVkGAUgAygLMhIuY29udmVyZ2UudjEuTGVhc2USIAoEbG9zdBgGIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlEhAKCHdhcm5pbmdzGAcgAygJIrECCgRUYXNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSEAoIcmVhY3Rpb24YBCABKAkSDwoHdHJpZ2dlchgFIAEoCRIrCghyZXNvdXJjZRgGIAEoCzIZLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZRIsCghkZWFkbGluZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgIIAEoBRITCgtkZWR1cF90b2tlbhgJIAEoCRIZChFtYW5pZmVzdF9yZXZpc2lvbhgKIAEoAxIjCgZyb2xsdXAYCyABKAsyEy5jb252ZXJnZS52MS5Sb2xsdXAi1AEKDFRhc2tSZXNvdXJjZRIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRILCgN1aWQYAyABKAkSEgoKZ2VuZXJhdGlvbhgEIAEoAxI1CgZsYWJlbHMYBSADKAsyJS5jb252ZXJnZS52MS5UYXNrUmVzb3VyY2UuTGFiZWxzRW50cnkSDAoEc3BlYxgGIAEoDBIOCgZzdGF0dXMYByABKAwaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI7CgZDYW5jZWwSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIOCgZyZWFzb24YAiABKAkiTwoJUmVzdWx0QWNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDwoHYXBwbGllZBgCIAEoCBIOCgZyZWFzb24YAyABKAkyVgoNV29ya2VyU2VydmljZRJFCgdDb25uZWN0EhouY29udmVyZ2UudjEuV29ya2VyTWVzc2FnZRoaLmNvbnZlcmdlLnYxLlNlcnZlck1lc3NhZ2UoATABQq0BCg9jb20uY29udmVyZ2UudjFCC1dvcmtlclByb3RvUAFaQGdpdGh1Yi5jb20vY29udmVyZ2VocS9jb252ZXJnZS9zZGstZ28vZ2VuL2NvbnZlcmdlL3YxO2NvbnZlcmdldjGiAgNDWFiqAgtDb252ZXJnZS5WMcoCC0NvbnZlcmdlXFYx4gIXQ29udmVyZ2VcVjFcR1BCTWV0YWRhdGHqAgxDb252ZXJnZTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message converge.v1.WorkerMessage
@@ -52,6 +52,14 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
      */
     value: Drain;
     case: "drain";
+  } | {
+    /**
+     * Part of a composer's answer, sent before its result.
+     *
+     * @generated from field: converge.v1.ComposeChunk compose_chunk = 5;
+     */
+    value: ComposeChunk;
+    case: "composeChunk";
   } | { case: undefined; value?: undefined };
 };
 
@@ -61,6 +69,39 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
  */
 export const WorkerMessageSchema: GenMessage<WorkerMessage> = /*@__PURE__*/
   messageDesc(file_converge_v1_worker, 0);
+
+/**
+ * A large composition travels in parts: ComposeChunk messages for the
+ * lease, then the TaskResult (which may carry a last part). The server
+ * applies the whole composition in one transaction, or none of it.
+ *
+ * @generated from message converge.v1.ComposeChunk
+ */
+export type ComposeChunk = Message<"converge.v1.ComposeChunk"> & {
+  /**
+   * @generated from field: converge.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+
+  /**
+   * 0, 1, 2, ... for the chunks of one result.
+   *
+   * @generated from field: int32 index = 2;
+   */
+  index: number;
+
+  /**
+   * @generated from field: converge.v1.Composition part = 3;
+   */
+  part?: Composition | undefined;
+};
+
+/**
+ * Describes the message converge.v1.ComposeChunk.
+ * Use `create(ComposeChunkSchema)` to create a new message.
+ */
+export const ComposeChunkSchema: GenMessage<ComposeChunk> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 1);
 
 /**
  * @generated from message converge.v1.Subscribe
@@ -106,7 +147,7 @@ export type Subscribe = Message<"converge.v1.Subscribe"> & {
  * Use `create(SubscribeSchema)` to create a new message.
  */
 export const SubscribeSchema: GenMessage<Subscribe> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 1);
+  messageDesc(file_converge_v1_worker, 2);
 
 /**
  * @generated from message converge.v1.ReactionRef
@@ -133,7 +174,7 @@ export type ReactionRef = Message<"converge.v1.ReactionRef"> & {
  * Use `create(ReactionRefSchema)` to create a new message.
  */
 export const ReactionRefSchema: GenMessage<ReactionRef> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 2);
+  messageDesc(file_converge_v1_worker, 3);
 
 /**
  * A lease names one claim of one task at one generation. A result is
@@ -166,7 +207,7 @@ export type Lease = Message<"converge.v1.Lease"> & {
  * Use `create(LeaseSchema)` to create a new message.
  */
 export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 3);
+  messageDesc(file_converge_v1_worker, 4);
 
 /**
  * Results travel in batches: a worker sends whatever finished since its
@@ -186,7 +227,7 @@ export type Results = Message<"converge.v1.Results"> & {
  * Use `create(ResultsSchema)` to create a new message.
  */
 export const ResultsSchema: GenMessage<Results> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 4);
+  messageDesc(file_converge_v1_worker, 5);
 
 /**
  * @generated from message converge.v1.TaskResult
@@ -220,7 +261,7 @@ export type TaskResult = Message<"converge.v1.TaskResult"> & {
  * Use `create(TaskResultSchema)` to create a new message.
  */
 export const TaskResultSchema: GenMessage<TaskResult> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 5);
+  messageDesc(file_converge_v1_worker, 6);
 
 /**
  * @generated from message converge.v1.Success
@@ -244,6 +285,22 @@ export type Success = Message<"converge.v1.Success"> & {
    * @generated from field: repeated converge.v1.Condition conditions = 3;
    */
   conditions: Condition[];
+
+  /**
+   * A composer's answer: its whole desired child set. The server creates,
+   * updates and prunes children to match. With chunks, this is the last
+   * part (possibly empty).
+   *
+   * @generated from field: converge.v1.Composition composition = 4;
+   */
+  composition?: Composition | undefined;
+
+  /**
+   * How many ComposeChunk messages came before this result.
+   *
+   * @generated from field: int32 compose_chunks = 5;
+   */
+  composeChunks: number;
 };
 
 /**
@@ -251,7 +308,156 @@ export type Success = Message<"converge.v1.Success"> & {
  * Use `create(SuccessSchema)` to create a new message.
  */
 export const SuccessSchema: GenMessage<Success> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 6);
+  messageDesc(file_converge_v1_worker, 7);
+
+/**
+ * Children, the edges among them and the outside resources they read.
+ *
+ * @generated from message converge.v1.Composition
+ */
+export type Composition = Message<"converge.v1.Composition"> & {
+  /**
+   * @generated from field: repeated converge.v1.Child children = 1;
+   */
+  children: Child[];
+
+  /**
+   * @generated from field: repeated converge.v1.Edge edges = 2;
+   */
+  edges: Edge[];
+
+  /**
+   * Resources outside the composite that edges may name as dependencies.
+   * Reading another composite's resources must be declared here.
+   *
+   * @generated from field: repeated converge.v1.ResourceRef references = 3;
+   */
+  references: ResourceRef[];
+};
+
+/**
+ * Describes the message converge.v1.Composition.
+ * Use `create(CompositionSchema)` to create a new message.
+ */
+export const CompositionSchema: GenMessage<Composition> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 8);
+
+/**
+ * A child the composite wants, in the composite's namespace.
+ *
+ * @generated from message converge.v1.Child
+ */
+export type Child = Message<"converge.v1.Child"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: map<string, string> labels = 4;
+   */
+  labels: { [key: string]: string };
+
+  /**
+   * JSON object.
+   *
+   * @generated from field: bytes spec = 5;
+   */
+  spec: Uint8Array;
+};
+
+/**
+ * Describes the message converge.v1.Child.
+ * Use `create(ChildSchema)` to create a new message.
+ */
+export const ChildSchema: GenMessage<Child> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 9);
+
+/**
+ * dependent depends on dependency: it is scheduled only once dependency
+ * is synced, and each flow copies a value from dependency into
+ * dependent's spec.
+ *
+ * @generated from message converge.v1.Edge
+ */
+export type Edge = Message<"converge.v1.Edge"> & {
+  /**
+   * A child of this composition (namespace ignored).
+   *
+   * @generated from field: converge.v1.ResourceRef dependent = 1;
+   */
+  dependent?: ResourceRef | undefined;
+
+  /**
+   * A child of this composition, or one of its references.
+   *
+   * @generated from field: converge.v1.ResourceRef dependency = 2;
+   */
+  dependency?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: repeated converge.v1.Flow flows = 3;
+   */
+  flows: Flow[];
+};
+
+/**
+ * Describes the message converge.v1.Edge.
+ * Use `create(EdgeSchema)` to create a new message.
+ */
+export const EdgeSchema: GenMessage<Edge> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 10);
+
+/**
+ * @generated from message converge.v1.Flow
+ */
+export type Flow = Message<"converge.v1.Flow"> & {
+  /**
+   * @generated from oneof converge.v1.Flow.source
+   */
+  source: {
+    /**
+     * A JSON pointer into the dependency's status, e.g. "/account_id".
+     *
+     * @generated from field: string from = 1;
+     */
+    value: string;
+    case: "from";
+  } | {
+    /**
+     * A CEL expression over the dependency's `status` and `spec`, e.g.
+     * `status.cidr + "/24"`.
+     *
+     * @generated from field: string expr = 2;
+     */
+    value: string;
+    case: "expr";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * A JSON pointer into the dependent's spec where the value goes.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message converge.v1.Flow.
+ * Use `create(FlowSchema)` to create a new message.
+ */
+export const FlowSchema: GenMessage<Flow> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 11);
 
 /**
  * @generated from message converge.v1.TaskError
@@ -275,7 +481,7 @@ export type TaskError = Message<"converge.v1.TaskError"> & {
  * Use `create(TaskErrorSchema)` to create a new message.
  */
 export const TaskErrorSchema: GenMessage<TaskError> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 7);
+  messageDesc(file_converge_v1_worker, 12);
 
 /**
  * @generated from message converge.v1.Heartbeat
@@ -294,7 +500,7 @@ export type Heartbeat = Message<"converge.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 8);
+  messageDesc(file_converge_v1_worker, 13);
 
 /**
  * @generated from message converge.v1.Drain
@@ -307,7 +513,7 @@ export type Drain = Message<"converge.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 9);
+  messageDesc(file_converge_v1_worker, 14);
 
 /**
  * @generated from message converge.v1.ServerMessage
@@ -348,7 +554,7 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 10);
+  messageDesc(file_converge_v1_worker, 15);
 
 /**
  * Tasks travel in batches: whatever the server claimed for this worker
@@ -368,7 +574,7 @@ export type Tasks = Message<"converge.v1.Tasks"> & {
  * Use `create(TasksSchema)` to create a new message.
  */
 export const TasksSchema: GenMessage<Tasks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 11);
+  messageDesc(file_converge_v1_worker, 16);
 
 /**
  * @generated from message converge.v1.Acks
@@ -385,7 +591,7 @@ export type Acks = Message<"converge.v1.Acks"> & {
  * Use `create(AcksSchema)` to create a new message.
  */
 export const AcksSchema: GenMessage<Acks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 12);
+  messageDesc(file_converge_v1_worker, 17);
 
 /**
  * @generated from message converge.v1.Subscribed
@@ -447,7 +653,7 @@ export type Subscribed = Message<"converge.v1.Subscribed"> & {
  * Use `create(SubscribedSchema)` to create a new message.
  */
 export const SubscribedSchema: GenMessage<Subscribed> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 13);
+  messageDesc(file_converge_v1_worker, 18);
 
 /**
  * @generated from message converge.v1.Task
@@ -515,6 +721,13 @@ export type Task = Message<"converge.v1.Task"> & {
    * @generated from field: int64 manifest_revision = 10;
    */
   manifestRevision: bigint;
+
+  /**
+   * For childrenSettled: the composite's children, summarised.
+   *
+   * @generated from field: converge.v1.Rollup rollup = 11;
+   */
+  rollup?: Rollup | undefined;
 };
 
 /**
@@ -522,7 +735,7 @@ export type Task = Message<"converge.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 14);
+  messageDesc(file_converge_v1_worker, 19);
 
 /**
  * @generated from message converge.v1.TaskResource
@@ -573,7 +786,7 @@ export type TaskResource = Message<"converge.v1.TaskResource"> & {
  * Use `create(TaskResourceSchema)` to create a new message.
  */
 export const TaskResourceSchema: GenMessage<TaskResource> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 15);
+  messageDesc(file_converge_v1_worker, 20);
 
 /**
  * @generated from message converge.v1.Cancel
@@ -595,7 +808,7 @@ export type Cancel = Message<"converge.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 16);
+  messageDesc(file_converge_v1_worker, 21);
 
 /**
  * @generated from message converge.v1.ResultAck
@@ -624,7 +837,7 @@ export type ResultAck = Message<"converge.v1.ResultAck"> & {
  * Use `create(ResultAckSchema)` to create a new message.
  */
 export const ResultAckSchema: GenMessage<ResultAck> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 17);
+  messageDesc(file_converge_v1_worker, 22);
 
 /**
  * WorkerService is what workers dial. A worker holds one bidirectional

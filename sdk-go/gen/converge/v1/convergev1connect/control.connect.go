@@ -59,6 +59,12 @@ const (
 	// ControlServiceDeleteResourceProcedure is the fully-qualified name of the ControlService's
 	// DeleteResource RPC.
 	ControlServiceDeleteResourceProcedure = "/converge.v1.ControlService/DeleteResource"
+	// ControlServiceGetResourceTreeProcedure is the fully-qualified name of the ControlService's
+	// GetResourceTree RPC.
+	ControlServiceGetResourceTreeProcedure = "/converge.v1.ControlService/GetResourceTree"
+	// ControlServiceGetResourceGraphProcedure is the fully-qualified name of the ControlService's
+	// GetResourceGraph RPC.
+	ControlServiceGetResourceGraphProcedure = "/converge.v1.ControlService/GetResourceGraph"
 	// ControlServiceListEventsProcedure is the fully-qualified name of the ControlService's ListEvents
 	// RPC.
 	ControlServiceListEventsProcedure = "/converge.v1.ControlService/ListEvents"
@@ -82,6 +88,11 @@ type ControlServiceClient interface {
 	ListResources(context.Context, *v1.ListResourcesRequest) (*v1.ListResourcesResponse, error)
 	// Request deletion. The resource shows phase Deleting until it is gone.
 	DeleteResource(context.Context, *v1.DeleteResourceRequest) (*v1.DeleteResourceResponse, error)
+	// A composite and its descendants as a tree, with phases and culprits.
+	GetResourceTree(context.Context, *v1.GetResourceTreeRequest) (*v1.GetResourceTreeResponse, error)
+	// A composite's children and the dependency edges among them, with their
+	// value flows: what a UI draws.
+	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
 	ListEvents(context.Context, *v1.ListEventsRequest) (*v1.ListEventsResponse, error)
 	// Stream resource changes from a resume point. Over REST the same stream
 	// is served as newline-delimited JSON at GET /api/v1/watch.
@@ -153,6 +164,18 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("DeleteResource")),
 			connect.WithClientOptions(opts...),
 		),
+		getResourceTree: connect.NewClient[v1.GetResourceTreeRequest, v1.GetResourceTreeResponse](
+			httpClient,
+			baseURL+ControlServiceGetResourceTreeProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetResourceTree")),
+			connect.WithClientOptions(opts...),
+		),
+		getResourceGraph: connect.NewClient[v1.GetResourceGraphRequest, v1.GetResourceGraphResponse](
+			httpClient,
+			baseURL+ControlServiceGetResourceGraphProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetResourceGraph")),
+			connect.WithClientOptions(opts...),
+		),
 		listEvents: connect.NewClient[v1.ListEventsRequest, v1.ListEventsResponse](
 			httpClient,
 			baseURL+ControlServiceListEventsProcedure,
@@ -170,17 +193,19 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // controlServiceClient implements ControlServiceClient.
 type controlServiceClient struct {
-	applyKind      *connect.Client[v1.ApplyKindRequest, v1.ApplyKindResponse]
-	getKind        *connect.Client[v1.GetKindRequest, v1.GetKindResponse]
-	listKinds      *connect.Client[v1.ListKindsRequest, v1.ListKindsResponse]
-	deleteKind     *connect.Client[v1.DeleteKindRequest, v1.DeleteKindResponse]
-	applyResource  *connect.Client[v1.ApplyResourceRequest, v1.ApplyResourceResponse]
-	applyResources *connect.Client[v1.ApplyResourcesRequest, v1.ApplyResourcesResponse]
-	getResource    *connect.Client[v1.GetResourceRequest, v1.GetResourceResponse]
-	listResources  *connect.Client[v1.ListResourcesRequest, v1.ListResourcesResponse]
-	deleteResource *connect.Client[v1.DeleteResourceRequest, v1.DeleteResourceResponse]
-	listEvents     *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
-	watch          *connect.Client[v1.WatchRequest, v1.WatchResponse]
+	applyKind        *connect.Client[v1.ApplyKindRequest, v1.ApplyKindResponse]
+	getKind          *connect.Client[v1.GetKindRequest, v1.GetKindResponse]
+	listKinds        *connect.Client[v1.ListKindsRequest, v1.ListKindsResponse]
+	deleteKind       *connect.Client[v1.DeleteKindRequest, v1.DeleteKindResponse]
+	applyResource    *connect.Client[v1.ApplyResourceRequest, v1.ApplyResourceResponse]
+	applyResources   *connect.Client[v1.ApplyResourcesRequest, v1.ApplyResourcesResponse]
+	getResource      *connect.Client[v1.GetResourceRequest, v1.GetResourceResponse]
+	listResources    *connect.Client[v1.ListResourcesRequest, v1.ListResourcesResponse]
+	deleteResource   *connect.Client[v1.DeleteResourceRequest, v1.DeleteResourceResponse]
+	getResourceTree  *connect.Client[v1.GetResourceTreeRequest, v1.GetResourceTreeResponse]
+	getResourceGraph *connect.Client[v1.GetResourceGraphRequest, v1.GetResourceGraphResponse]
+	listEvents       *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
+	watch            *connect.Client[v1.WatchRequest, v1.WatchResponse]
 }
 
 // ApplyKind calls converge.v1.ControlService.ApplyKind.
@@ -264,6 +289,24 @@ func (c *controlServiceClient) DeleteResource(ctx context.Context, req *v1.Delet
 	return nil, err
 }
 
+// GetResourceTree calls converge.v1.ControlService.GetResourceTree.
+func (c *controlServiceClient) GetResourceTree(ctx context.Context, req *v1.GetResourceTreeRequest) (*v1.GetResourceTreeResponse, error) {
+	response, err := c.getResourceTree.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetResourceGraph calls converge.v1.ControlService.GetResourceGraph.
+func (c *controlServiceClient) GetResourceGraph(ctx context.Context, req *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error) {
+	response, err := c.getResourceGraph.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ListEvents calls converge.v1.ControlService.ListEvents.
 func (c *controlServiceClient) ListEvents(ctx context.Context, req *v1.ListEventsRequest) (*v1.ListEventsResponse, error) {
 	response, err := c.listEvents.CallUnary(ctx, connect.NewRequest(req))
@@ -294,6 +337,11 @@ type ControlServiceHandler interface {
 	ListResources(context.Context, *v1.ListResourcesRequest) (*v1.ListResourcesResponse, error)
 	// Request deletion. The resource shows phase Deleting until it is gone.
 	DeleteResource(context.Context, *v1.DeleteResourceRequest) (*v1.DeleteResourceResponse, error)
+	// A composite and its descendants as a tree, with phases and culprits.
+	GetResourceTree(context.Context, *v1.GetResourceTreeRequest) (*v1.GetResourceTreeResponse, error)
+	// A composite's children and the dependency edges among them, with their
+	// value flows: what a UI draws.
+	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
 	ListEvents(context.Context, *v1.ListEventsRequest) (*v1.ListEventsResponse, error)
 	// Stream resource changes from a resume point. Over REST the same stream
 	// is served as newline-delimited JSON at GET /api/v1/watch.
@@ -361,6 +409,18 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("DeleteResource")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceGetResourceTreeHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetResourceTreeProcedure,
+		svc.GetResourceTree,
+		connect.WithSchema(controlServiceMethods.ByName("GetResourceTree")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceGetResourceGraphHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetResourceGraphProcedure,
+		svc.GetResourceGraph,
+		connect.WithSchema(controlServiceMethods.ByName("GetResourceGraph")),
+		connect.WithHandlerOptions(opts...),
+	)
 	controlServiceListEventsHandler := connect.NewUnaryHandlerSimple(
 		ControlServiceListEventsProcedure,
 		svc.ListEvents,
@@ -393,6 +453,10 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceListResourcesHandler.ServeHTTP(w, r)
 		case ControlServiceDeleteResourceProcedure:
 			controlServiceDeleteResourceHandler.ServeHTTP(w, r)
+		case ControlServiceGetResourceTreeProcedure:
+			controlServiceGetResourceTreeHandler.ServeHTTP(w, r)
+		case ControlServiceGetResourceGraphProcedure:
+			controlServiceGetResourceGraphHandler.ServeHTTP(w, r)
 		case ControlServiceListEventsProcedure:
 			controlServiceListEventsHandler.ServeHTTP(w, r)
 		case ControlServiceWatchProcedure:
@@ -440,6 +504,14 @@ func (UnimplementedControlServiceHandler) ListResources(context.Context, *v1.Lis
 
 func (UnimplementedControlServiceHandler) DeleteResource(context.Context, *v1.DeleteResourceRequest) (*v1.DeleteResourceResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.DeleteResource is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetResourceTree(context.Context, *v1.GetResourceTreeRequest) (*v1.GetResourceTreeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetResourceTree is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetResourceGraph is not implemented"))
 }
 
 func (UnimplementedControlServiceHandler) ListEvents(context.Context, *v1.ListEventsRequest) (*v1.ListEventsResponse, error) {
