@@ -48,6 +48,11 @@ DROP FUNCTION converge_phase(boolean, timestamptz, boolean, bigint, bigint, bigi
 
 CREATE INDEX resources_owner ON resources (owner_id) WHERE owner_id IS NOT NULL;
 
+-- The kind's deletion policy: '' or 'delete' runs teardown, 'retain'
+-- forgets resources without it.
+ALTER TABLE kinds ADD COLUMN deletion_policy text NOT NULL DEFAULT ''
+    CHECK (deletion_policy IN ('', 'delete', 'retain'));
+
 -- dependent waits for dependency; flows copy values from the dependency
 -- into the dependent's spec. owner_id is the composite that declared the
 -- edge: each compose replaces its composite's edges.
@@ -78,6 +83,20 @@ LANGUAGE sql AS $$
   ORDER BY r.id
   ON CONFLICT (resource_id, trigger) DO UPDATE
       SET generation = tasks.generation + 1, not_before = least(tasks.not_before, now())
+$$;
+-- +goose StatementEnd
+
+-- converge_recompose runs the composers of the given composites again at
+-- their current generation (a child they still want was deleted).
+-- +goose StatementBegin
+CREATE FUNCTION converge_recompose(ids bigint[]) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+  SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+  FROM resources r
+  WHERE r.id = ANY(ids) AND r.deletion_requested_at IS NULL AND r.frozen_until IS NULL
+  ORDER BY r.id
+  ON CONFLICT (resource_id, trigger) DO NOTHING
 $$;
 -- +goose StatementEnd
 
@@ -144,8 +163,16 @@ BEGIN
       SELECT converge_wake(array_agg(DISTINCT o.owner_id), 'rollup')
       FROM old_rows o WHERE o.owner_id IS NOT NULL
       HAVING count(*) > 0 $q$;
+    -- A live composite whose child is gone composes again: if it still
+    -- wants the child, the child comes back.
     EXECUTE $q$
-      DELETE FROM edges e USING old_rows o WHERE e.dependent_id = o.id OR e.dependency_id = o.id $q$;
+      SELECT converge_recompose(array_agg(DISTINCT o.owner_id))
+      FROM old_rows o JOIN resources p ON p.id = o.owner_id AND p.deletion_requested_at IS NULL
+      HAVING count(*) > 0 $q$;
+    EXECUTE $q$
+      DELETE FROM edges e USING old_rows o WHERE e.dependent_id = o.id $q$;
+    EXECUTE $q$
+      DELETE FROM edges e USING old_rows o WHERE e.dependency_id = o.id $q$;
   END IF;
   RETURN NULL;
 END
@@ -185,11 +212,13 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
+DROP FUNCTION converge_recompose(bigint[]);
 DROP FUNCTION converge_wake(bigint[], text);
 DROP INDEX tasks_internal;
 DELETE FROM tasks WHERE trigger IN ('rollup', 'gate', 'teardown');
 DROP TABLE edges;
 DROP INDEX resources_owner;
+ALTER TABLE kinds DROP COLUMN deletion_policy;
 -- +goose StatementBegin
 CREATE FUNCTION converge_phase(
     deleting boolean, frozen_until timestamptz, failure_terminal boolean,

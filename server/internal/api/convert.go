@@ -83,7 +83,31 @@ func toResource(r store.Resource, isParked parked) *convergev1.Resource {
 		}
 	}
 	out.Conditions = conditions(r, isParked)
+	out.Owner, out.Root = toRef(r.Owner), toRef(r.Root)
+	if r.Waiting != nil {
+		out.Waiting = *r.Waiting
+	}
+	out.DeletionPolicy = r.DeletionPolicy
+	if len(r.Rollup) > 0 {
+		out.Rollup = toRollup(r.Rollup)
+	}
 	return out
+}
+
+func toRef(r *store.Ref) *convergev1.ResourceRef {
+	if r == nil {
+		return nil
+	}
+	return &convergev1.ResourceRef{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name}
+}
+
+func toRollup(raw []byte) *convergev1.Rollup {
+	var c store.RollupCounts
+	if json.Unmarshal(raw, &c) != nil {
+		return nil
+	}
+	return &convergev1.Rollup{Total: int32(c.Total), Ready: int32(c.Ready), Reconciling: int32(c.Reconciling),
+		Degraded: int32(c.Degraded), Failed: int32(c.Failed), Deleting: int32(c.Deleting), Excluded: int32(c.Excluded)}
 }
 
 // conditions derives the built-in conditions from the row (never stored,
@@ -115,6 +139,9 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 		add("Synced", "False", "ReconcileError", fmt.Sprintf("attempt %d failed: %s", r.FailureAttempts, *r.FailureMessage))
 	default:
 		add("Synced", "False", "Pending", fmt.Sprintf("generation %d is waiting for a worker", r.Generation))
+	}
+	if r.Waiting != nil {
+		add("DependenciesReady", "False", "Waiting", *r.Waiting)
 	}
 	if r.Task != nil && !r.Task.Claimed && isParked != nil {
 		if reaction, p := isParked(r.Kind, r.KindVersion, r.Task.Trigger); p {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -135,7 +136,7 @@ func (s *Service) validate(reqs []*convergev1.ApplyResourceRequest, batch bool) 
 			lbl = []byte("{}")
 		}
 		inputs[i] = store.ApplyInput{Namespace: ns, Kind: r.GetKind(), KindVersion: r.GetKindVersion(), Name: r.GetName(),
-			Labels: lbl, Spec: spec, KindRevision: e.Revision}
+			Labels: lbl, Spec: spec, DeletionPolicy: r.GetDeletionPolicy(), KindRevision: e.Revision}
 	}
 	return inputs, nil
 }
@@ -146,7 +147,47 @@ func (s *Service) GetResource(ctx context.Context, req *convergev1.GetResourceRe
 	if err != nil {
 		return nil, storeError(err)
 	}
-	return &convergev1.GetResourceResponse{Resource: toResource(r, s.isParked)}, nil
+	out := toResource(r, s.isParked)
+	if err := s.explainRollup(ctx, r, out); err != nil {
+		return nil, storeError(err)
+	}
+	return &convergev1.GetResourceResponse{Resource: out}, nil
+}
+
+// explainRollup names, on a composite that is not Ready because of its
+// children, the culprit descendants: on its rollup and in a
+// ChildrenReady condition.
+func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *convergev1.Resource) error {
+	if out.Rollup == nil {
+		return nil
+	}
+	cond := &convergev1.Condition{Type: "ChildrenReady", Status: "True", Reason: "AllReady",
+		Message: fmt.Sprintf("%d of %d children ready", out.Rollup.Ready, out.Rollup.Total), ObservedGeneration: r.SyncedGeneration}
+	if out.Rollup.Ready < out.Rollup.Total {
+		culprits, err := s.culprits(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		out.Rollup.Culprits = culprits
+		cond.Status, cond.Reason = "False", "ChildrenReconciling"
+		switch {
+		case out.Rollup.Failed > 0:
+			cond.Reason = "ChildFailed"
+		case out.Rollup.Degraded > 0:
+			cond.Reason = "ChildDegraded"
+		}
+		var names []string
+		for _, c := range culprits {
+			msg := c.GetResource().GetKind() + "/" + c.GetResource().GetName() + " is " + c.GetPhase()
+			if c.GetMessage() != "" {
+				msg += ": " + c.GetMessage()
+			}
+			names = append(names, msg)
+		}
+		cond.Message = fmt.Sprintf("%d of %d children ready; %s", out.Rollup.Ready, out.Rollup.Total, strings.Join(names, "; "))
+	}
+	out.Conditions = append(out.Conditions, cond)
+	return nil
 }
 
 // ListResources pages through resources in (namespace, kind, name) order.
@@ -215,11 +256,11 @@ func (s *Service) DeleteResource(ctx context.Context, req *convergev1.DeleteReso
 	if err != nil {
 		return nil, storeError(err)
 	}
-	teardown := false
+	var policy store.TeardownPolicy
 	if e := s.kinds.Get(cur.Kind, cur.KindVersion); e != nil {
-		teardown = e.HasTeardown()
+		policy = e.Teardown()
 	}
-	r, gone, err := s.store.DeleteResource(ctx, actor(ctx), key, teardown)
+	r, gone, err := s.store.DeleteResource(ctx, actor(ctx), key, policy)
 	if err != nil {
 		return nil, storeError(err)
 	}

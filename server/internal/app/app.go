@@ -20,6 +20,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/api"
 	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/graph"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/migrate"
@@ -162,6 +163,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	run(tracker.Run)
 	if b != nil {
 		run(b.Run)
+		run(graph.New(graph.Config{MemberID: a.memberID, Lease: cfg.Broker.Lease, PollInterval: cfg.Broker.PollInterval},
+			st, reg, bus, cfg.Log).Run)
 	}
 	if control {
 		sw := sweeper.New(cfg.Sweeper, st, bus, cfg.Log)

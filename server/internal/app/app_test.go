@@ -116,9 +116,17 @@ type rawWorker struct {
 	acks  []*convergev1.ResultAck
 }
 
-// connectWorker subscribes a heartbeating worker.
+var greetingReactions = []*convergev1.ReactionRef{{Kind: "greeting", KindVersion: 1, Reaction: "reconcile"}}
+
+// connectWorker subscribes a heartbeating greeting worker.
 func connectWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
-	w, sub := connectSilentWorker(t, wrk, capacity, resumed...)
+	return connectWorkerServing(t, wrk, capacity, greetingReactions, resumed...)
+}
+
+// connectWorkerServing subscribes a heartbeating worker serving reactions.
+func connectWorkerServing(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, reactions []*convergev1.ReactionRef,
+	resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
+	w, sub := subscribe(t, wrk, capacity, reactions, resumed...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
@@ -145,8 +153,13 @@ func connectWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient, capa
 	return w, sub
 }
 
-// connectSilentWorker subscribes a worker that never heartbeats.
+// connectSilentWorker subscribes a greeting worker that never heartbeats.
 func connectSilentWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
+	return subscribe(t, wrk, capacity, greetingReactions, resumed...)
+}
+
+func subscribe(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, reactions []*convergev1.ReactionRef,
+	resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -159,8 +172,7 @@ func connectSilentWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient
 		w.running[l.GetTaskId()] = l
 	}
 	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Subscribe{Subscribe: &convergev1.Subscribe{
-		WorkerName: "raw", Capacity: capacity, Resumed: resumed,
-		Reactions: []*convergev1.ReactionRef{{Kind: "greeting", KindVersion: 1, Reaction: "reconcile"}},
+		WorkerName: "raw", Capacity: capacity, Resumed: resumed, Reactions: reactions,
 	}}})
 	m := w.recv()
 	if m.GetSubscribed() == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
@@ -95,6 +96,8 @@ type Broker struct {
 	leases   map[int64]*lease
 	pending  map[triggerKey][]*lease
 
+	flows *flow.Cache
+
 	claimWake chan struct{}
 	retryAt   chan time.Time
 	results   chan *result
@@ -128,6 +131,13 @@ type lease struct {
 	attested time.Time
 	// done: a result (or a deadline failure) is on its way to the applier.
 	done bool
+	// namespace is the resource's, for a composer's references.
+	namespace string
+	// parts of a composer's answer received so far, with their child count;
+	// overflow: too many children, or parts out of order.
+	parts        []*convergev1.Composition
+	partChildren int
+	overflow     bool
 }
 
 // New returns a broker. Run it with Run and mount Handler.
@@ -138,6 +148,7 @@ func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log 
 		sessions:  map[*session]struct{}{},
 		leases:    map[int64]*lease{},
 		pending:   map[triggerKey][]*lease{},
+		flows:     flow.NewCache(10000),
 		claimWake: make(chan struct{}, 1),
 		retryAt:   make(chan time.Time, 64),
 		results:   make(chan *result, 4*cfg.ApplyBatch),

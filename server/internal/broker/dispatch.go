@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -144,7 +145,7 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 		}
 		deadline := now.Add(e.TaskDeadline())
 		l := &lease{
-			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline,
+			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
 			task: &convergev1.Task{
 				Lease:       protoLease(c.Lease),
 				Kind:        c.Kind,
@@ -159,6 +160,7 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 				Attempt:          c.Attempt,
 				DedupToken:       fmt.Sprintf("%d/%s/%d", c.ResourceID, c.Trigger, c.Generation),
 				ManifestRevision: e.Revision,
+				Rollup:           rollupOf(c.Rollup),
 			},
 		}
 		b.leases[c.TaskID] = l
@@ -224,4 +226,18 @@ func (b *Broker) drainPending(s *session) {
 			b.pending[k] = ls
 		}
 	}
+}
+
+// rollupOf decodes a composite's stored child counts for a
+// childrenSettled task.
+func rollupOf(raw []byte) *convergev1.Rollup {
+	if len(raw) == 0 {
+		return nil
+	}
+	var c store.RollupCounts
+	if json.Unmarshal(raw, &c) != nil {
+		return nil
+	}
+	return &convergev1.Rollup{Total: int32(c.Total), Ready: int32(c.Ready), Reconciling: int32(c.Reconciling),
+		Degraded: int32(c.Degraded), Failed: int32(c.Failed), Deleting: int32(c.Deleting), Excluded: int32(c.Excluded)}
 }

@@ -22,6 +22,8 @@ type result struct {
 	session *session
 	echo    *convergev1.Lease
 	out     store.Outcome
+	// comp is a composer's answer, applied in a transaction of its own.
+	comp *store.Composition
 }
 
 // onResult accepts a worker's result for a lease this broker holds.
@@ -51,8 +53,8 @@ func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
 			e.Kind, e.Version, l.revision, e.Revision)))
 		return
 	}
-	out := b.outcome(s, l, e, r)
-	b.results <- &result{lease: l, session: s, echo: pl, out: out}
+	out, comp := b.outcome(s, l, e, r)
+	b.results <- &result{lease: l, session: s, echo: pl, out: out, comp: comp}
 }
 
 // forget drops a lease and gives its task back to the queue at once.
@@ -73,7 +75,7 @@ func (b *Broker) forget(l *lease) {
 // outcome turns a worker result into what the store applies, enforcing
 // the kind's contract: only emitted parts are applied, and a status must
 // conform to the kind's status schema.
-func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.TaskResult) store.Outcome {
+func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.TaskResult) (store.Outcome, *store.Composition) {
 	out := store.Outcome{
 		Lease: store.Lease{TaskID: l.TaskID, Epoch: l.Epoch, Generation: r.GetLease().GetGeneration()},
 		Actor: s.actor,
@@ -83,12 +85,12 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 		if out.Message == "" {
 			out.Message = "the worker reported a failure without a message"
 		}
-		return out
+		return out, nil
 	}
-	fail := func(format string, args ...any) store.Outcome {
+	fail := func(format string, args ...any) (store.Outcome, *store.Composition) {
 		out.Status, out.Conditions = nil, nil
 		out.Failed, out.Terminal, out.Message = true, true, fmt.Sprintf(format, args...)
-		return out
+		return out, nil
 	}
 	if e == nil {
 		return fail("kind %s v%d is no longer registered", l.key.kind, l.key.version)
@@ -121,7 +123,17 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 		}
 		out.Conditions = conds
 	}
-	return out
+	if reaction.Emits["children"] && l.key.trigger == store.TriggerSpecChange {
+		if ok.GetComposition() == nil && len(l.parts) == 0 {
+			return fail("reaction %q emits children but the result has no composition", reaction.Name)
+		}
+		comp, msg := b.compositionOf(e, l, ok, out)
+		if msg != "" {
+			return fail("%s", msg)
+		}
+		return out, &comp
+	}
+	return out, nil
 }
 
 func encodeConditions(cs []*convergev1.Condition) ([]byte, error) {
@@ -168,8 +180,22 @@ func (b *Broker) applyLoop(ctx context.Context) {
 				break fill
 			}
 		}
-		outs := make([]store.Outcome, len(batch))
-		for i, r := range batch {
+		var plain, comps []*result
+		for _, r := range batch {
+			if r.comp != nil {
+				comps = append(comps, r)
+			} else {
+				plain = append(plain, r)
+			}
+		}
+		for _, r := range comps {
+			b.applyComposition(ctx, r)
+		}
+		if len(plain) == 0 {
+			continue
+		}
+		outs := make([]store.Outcome, len(plain))
+		for i, r := range plain {
 			outs[i] = r.out
 		}
 		res, err := b.applyWithRetry(ctx, outs)
@@ -179,8 +205,42 @@ func (b *Broker) applyLoop(ctx context.Context) {
 			}
 			b.log.Error("applying results failed; the tasks will run again", "results", len(outs), "err", err)
 		}
-		b.finish(batch, res)
+		b.finish(plain, res)
 	}
+}
+
+// applyComposition applies a composer's answer in its own transaction. If
+// the store refuses it (a name taken, a reference missing, a kind that
+// changed), the refusal is applied as the task's failure instead.
+func (b *Broker) applyComposition(ctx context.Context, r *result) {
+	wait := 50 * time.Millisecond
+	var res store.ComposeResult
+	var err error
+	for {
+		res, err = b.store.ApplyComposition(ctx, *r.comp)
+		if err == nil || !store.IsUnavailable(err) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
+	if err != nil {
+		b.log.Error("applying a composition failed; the task will run again", "task", r.lease.TaskID, "err", err)
+		b.finish([]*result{r}, nil)
+		return
+	}
+	if res.Refused != nil {
+		r.comp = nil
+		r.out = store.Outcome{Lease: r.out.Lease, Actor: r.out.Actor, Failed: true, Terminal: res.Refused.Terminal, Message: res.Refused.Message}
+		out, err := b.applyWithRetry(ctx, []store.Outcome{r.out})
+		if err != nil {
+			b.log.Error("applying a refused composition's failure failed", "task", r.lease.TaskID, "err", err)
+		}
+		b.finish([]*result{r}, out)
+		return
+	}
+	b.finish([]*result{r}, []store.OutcomeResult{res.OutcomeResult})
+	b.bus.Publish(notify.Tasks)
 }
 
 // applyWithRetry keeps trying while the database is unreachable: results

@@ -148,6 +148,8 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 			for _, r := range msg.Results.GetResults() {
 				b.onResult(s, r)
 			}
+		case *convergev1.WorkerMessage_ComposeChunk:
+			b.onChunk(s, msg.ComposeChunk)
 		case *convergev1.WorkerMessage_Heartbeat:
 			b.onHeartbeat(s, msg.Heartbeat)
 		case *convergev1.WorkerMessage_Drain:

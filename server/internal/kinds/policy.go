@@ -19,6 +19,7 @@ func PolicyFromProto(p *convergev1.KindPolicy) store.Policy {
 		OrphanGraceSeconds:    p.GetOrphanGraceSeconds(),
 		MaxTransientAttempts:  p.GetMaxTransientAttempts(),
 		Retired:               p.GetRetired(),
+		DeletionPolicy:        p.GetDeletionPolicy(),
 	}
 }
 
@@ -32,6 +33,7 @@ func PolicyToProto(p store.Policy) *convergev1.KindPolicy {
 		OrphanGraceSeconds:    p.OrphanGraceSeconds,
 		MaxTransientAttempts:  p.MaxTransientAttempts,
 		Retired:               p.Retired,
+		DeletionPolicy:        p.DeletionPolicy,
 	}
 }
 

@@ -68,6 +68,24 @@ func (e *Entry) HasTeardown() bool {
 	return ok
 }
 
+// Teardown says how resources of this kind are torn down.
+func (e *Entry) Teardown() store.TeardownPolicy {
+	return store.TeardownPolicy{Reaction: e.HasTeardown(), Retain: e.Row.Policy.DeletionPolicy == "retain"}
+}
+
+// Composes reports whether the kind has a composer reaction.
+func (e *Entry) Composes() bool {
+	r, ok := e.reactions[manifest.TriggerSpecChange]
+	return ok && r.Emits[manifest.EmitChildren]
+}
+
+// SettledReaction reports whether the kind computes its own status once
+// its children settle.
+func (e *Entry) SettledReaction() bool {
+	_, ok := e.reactions[manifest.TriggerChildrenSettled]
+	return ok
+}
+
 // Manifest returns the manifest as the API shows it, with policy and
 // output-only fields filled in. Callers must not modify it.
 func (e *Entry) Manifest() *convergev1.KindManifest { return e.Compiled.Manifest }

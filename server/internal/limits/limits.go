@@ -16,4 +16,6 @@ const (
 	MaxWorkerMessageBytes = 4 << 20
 	// MaxBatch is the most resources one ApplyResources call may carry.
 	MaxBatch = 1000
+	// MaxChildren is the most children one composite may have.
+	MaxChildren = 25000
 )

@@ -18,6 +18,8 @@ type Policy struct {
 	OrphanGraceSeconds    int32
 	MaxTransientAttempts  int32
 	Retired               bool
+	// DeletionPolicy is "", "delete" or "retain".
+	DeletionPolicy string
 }
 
 // Kind is a stored kind version.
@@ -35,14 +37,14 @@ type Kind struct {
 
 const kindColumns = `kind, kind_version, manifest, max_inflight, task_deadline_seconds,
 	resync_interval_seconds, resync_recomposes, orphan_grace_seconds, max_transient_attempts,
-	retired, revision, created_at, updated_at`
+	retired, deletion_policy, revision, created_at, updated_at`
 
 func scanKind(row pgx.Row) (Kind, error) {
 	var k Kind
 	p := &k.Policy
 	err := row.Scan(&k.Kind, &k.Version, &k.Manifest, &p.MaxInflight, &p.TaskDeadlineSeconds,
 		&p.ResyncIntervalSeconds, &p.ResyncRecomposes, &p.OrphanGraceSeconds, &p.MaxTransientAttempts,
-		&p.Retired, &k.Revision, &k.CreatedAt, &k.UpdatedAt)
+		&p.Retired, &p.DeletionPolicy, &k.Revision, &k.CreatedAt, &k.UpdatedAt)
 	return k, err
 }
 
@@ -61,12 +63,12 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind) (Kind, string, error) {
 			out, err = scanKind(tx.QueryRow(ctx, `
 				INSERT INTO kinds (kind, kind_version, manifest, max_inflight, task_deadline_seconds,
 				    resync_interval_seconds, resync_recomposes, orphan_grace_seconds,
-				    max_transient_attempts, retired)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+				    max_transient_attempts, retired, deletion_policy)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 				RETURNING `+kindColumns,
 				k.Kind, k.Version, k.Manifest, k.Policy.MaxInflight, k.Policy.TaskDeadlineSeconds,
 				k.Policy.ResyncIntervalSeconds, k.Policy.ResyncRecomposes, k.Policy.OrphanGraceSeconds,
-				k.Policy.MaxTransientAttempts, k.Policy.Retired))
+				k.Policy.MaxTransientAttempts, k.Policy.Retired, k.Policy.DeletionPolicy))
 			return err
 		case err != nil:
 			return err
@@ -75,15 +77,17 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind) (Kind, string, error) {
 		out, err = scanKind(tx.QueryRow(ctx, `
 			UPDATE kinds SET manifest = $3, max_inflight = $4, task_deadline_seconds = $5,
 			    resync_interval_seconds = $6, resync_recomposes = $7, orphan_grace_seconds = $8,
-			    max_transient_attempts = $9, retired = $10, revision = revision + 1, updated_at = now()
+			    max_transient_attempts = $9, retired = $10, deletion_policy = $11,
+			    revision = revision + 1, updated_at = now()
 			WHERE kind = $1 AND kind_version = $2
 			  AND (manifest <> $3::jsonb OR max_inflight <> $4 OR task_deadline_seconds <> $5
 			       OR resync_interval_seconds <> $6 OR resync_recomposes <> $7
-			       OR orphan_grace_seconds <> $8 OR max_transient_attempts <> $9 OR retired <> $10)
+			       OR orphan_grace_seconds <> $8 OR max_transient_attempts <> $9 OR retired <> $10
+			       OR deletion_policy <> $11)
 			RETURNING `+kindColumns,
 			k.Kind, k.Version, k.Manifest, k.Policy.MaxInflight, k.Policy.TaskDeadlineSeconds,
 			k.Policy.ResyncIntervalSeconds, k.Policy.ResyncRecomposes, k.Policy.OrphanGraceSeconds,
-			k.Policy.MaxTransientAttempts, k.Policy.Retired))
+			k.Policy.MaxTransientAttempts, k.Policy.Retired, k.Policy.DeletionPolicy))
 		if errors.Is(err, pgx.ErrNoRows) {
 			result, out = "unchanged", prev
 			return nil

@@ -14,10 +14,12 @@ const (
 )
 
 // reconcileEligible is the one scheduling predicate for specChange work:
-// the resource has an unobserved generation and nothing holds it back.
+// the resource has an unobserved generation and nothing holds it back
+// (waiting is set while the gate holds a dependent for its dependencies).
 const reconcileEligible = `r.generation > r.synced_generation
 	AND r.deletion_requested_at IS NULL
 	AND r.frozen_until IS NULL
+	AND r.waiting IS NULL
 	AND NOT (r.failure_terminal AND r.failure_generation = r.generation)`
 
 // scheduleReconcileSQL queues specChange work for the eligible resources
@@ -66,6 +68,8 @@ type Claimed struct {
 	Labels     []byte
 	Spec       []byte
 	Status     []byte
+	// Rollup holds the children's counts, for childrenSettled tasks.
+	Rollup []byte
 }
 
 // Claim takes ready tasks for each want, oldest first, and leases them to
@@ -98,7 +102,7 @@ func (s *Store) Claim(ctx context.Context, member string, lease time.Duration, w
 		FROM picked, resources r
 		WHERE t.id = picked.id AND r.id = t.resource_id
 		RETURNING t.id, t.epoch, t.kind, t.kind_version, t.trigger, t.generation, t.attempts + 1,
-		    r.id, r.namespace, r.name, r.labels, r.spec, r.status`,
+		    r.id, r.namespace, r.name, r.labels, r.spec, r.status, r.rollup`,
 		kinds, versions, triggers, limits, member, lease.Milliseconds())
 	if err != nil {
 		return nil, err
@@ -106,7 +110,7 @@ func (s *Store) Claim(ctx context.Context, member string, lease time.Duration, w
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
 		var c Claimed
 		err := row.Scan(&c.TaskID, &c.Epoch, &c.Kind, &c.Version, &c.Trigger, &c.Generation, &c.Attempt,
-			&c.ResourceID, &c.Namespace, &c.Name, &c.Labels, &c.Spec, &c.Status)
+			&c.ResourceID, &c.Namespace, &c.Name, &c.Labels, &c.Spec, &c.Status, &c.Rollup)
 		return c, err
 	})
 }

@@ -38,6 +38,12 @@ type Resource struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	Phase               string
+	Waiting             *string
+	DeletionPolicy      string
+	// Rollup holds the children's phase counts, for a composite.
+	Rollup []byte
+	// Owner and Root name the composite above, for a child.
+	Owner, Root *Ref
 	// Task is the resource's oldest pending task, if any.
 	Task *PendingTask
 }
@@ -61,13 +67,19 @@ func resourceColumns(summary bool) string {
 		r.owner_id, r.root_id, r.generation, r.synced_generation, r.health_ok, r.failure_generation,
 		r.failure_terminal, r.failure_attempts, r.failure_message, r.frozen_until,
 		r.deletion_requested_at, r.resource_version, r.reconciles, r.created_at, r.updated_at, r.phase,
+		r.waiting, r.deletion_policy, r.rollup,
+		o.namespace, o.kind, o.name, rt.namespace, rt.kind, rt.name,
 		t.trigger, t.claimed_by IS NOT NULL, t.not_before, t.attempts`
 }
 
-// pendingTaskJoin attaches the oldest task of each resource row r as t.
-const pendingTaskJoin = `LEFT JOIN LATERAL (
+// resourceJoins attaches, to each resource row r, its owner o, its root
+// rt, and its oldest task that waits for a worker as t.
+const resourceJoins = `LEFT JOIN resources o ON o.id = r.owner_id
+	LEFT JOIN resources rt ON rt.id = r.root_id AND r.root_id IS DISTINCT FROM r.owner_id
+	LEFT JOIN LATERAL (
 	SELECT trigger, claimed_by, not_before, attempts FROM tasks
-	WHERE tasks.resource_id = r.id ORDER BY tasks.id LIMIT 1) t ON true`
+	WHERE tasks.resource_id = r.id AND tasks.trigger NOT IN ('rollup', 'gate', 'teardown')
+	ORDER BY tasks.id LIMIT 1) t ON true`
 
 func scanResource(row pgx.Row) (Resource, error) {
 	var r Resource
@@ -75,13 +87,21 @@ func scanResource(row pgx.Row) (Resource, error) {
 	var claimed *bool
 	var notBefore *time.Time
 	var attempts *int32
+	var ons, okind, oname, rns, rkind, rname *string
 	err := row.Scan(&r.ID, &r.Namespace, &r.Kind, &r.KindVersion, &r.Name, &r.Labels, &r.Spec,
 		&r.Status, &r.Conditions, &r.OwnerID, &r.RootID, &r.Generation, &r.SyncedGeneration,
 		&r.HealthOK, &r.FailureGeneration, &r.FailureTerminal, &r.FailureAttempts, &r.FailureMessage,
 		&r.FrozenUntil, &r.DeletionRequestedAt, &r.ResourceVersion, &r.Reconciles, &r.CreatedAt,
-		&r.UpdatedAt, &r.Phase, &trigger, &claimed, &notBefore, &attempts)
+		&r.UpdatedAt, &r.Phase, &r.Waiting, &r.DeletionPolicy, &r.Rollup,
+		&ons, &okind, &oname, &rns, &rkind, &rname, &trigger, &claimed, &notBefore, &attempts)
 	if err != nil {
 		return r, err
+	}
+	if okind != nil {
+		r.Owner = &Ref{Namespace: *ons, Kind: *okind, Name: *oname}
+	}
+	if rkind != nil {
+		r.Root = &Ref{Namespace: *rns, Kind: *rkind, Name: *rname}
 	}
 	if trigger != nil {
 		r.Task = &PendingTask{Trigger: *trigger, Claimed: *claimed, NotBefore: *notBefore, Attempts: *attempts}
@@ -97,6 +117,8 @@ type ApplyInput struct {
 	Name        string
 	Labels      []byte // JSON object
 	Spec        []byte // JSON object, already validated
+	// DeletionPolicy is "", "delete" or "retain".
+	DeletionPolicy string
 	// KindRevision is the kind revision Spec was validated against; the
 	// apply fails with ErrStaleKind if the kind changed since.
 	KindRevision int64
@@ -118,6 +140,7 @@ type existingRow struct {
 	kindVersion int32
 	generation  int64
 	deleting    bool
+	owner       *string
 }
 
 // ApplyResources creates or updates resources in one transaction: all or
@@ -165,26 +188,28 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 		ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
 		versions := make([]int32, n)
 		labels, specs := make([][]byte, n), make([][]byte, n)
+		policies := make([]string, n)
 		for j, i := range order {
 			a := in[i]
 			ns[j], kinds[j], names[j], versions[j] = a.Namespace, a.Kind, a.Name, a.KindVersion
-			labels[j], specs[j] = a.Labels, a.Spec
+			labels[j], specs[j], policies[j] = a.Labels, a.Spec, a.DeletionPolicy
 		}
 		rows, err := tx.Query(ctx, `
-			INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[])
+			INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[])
 			ON CONFLICT (namespace, kind, name) DO UPDATE SET
 			    kind_version = EXCLUDED.kind_version,
 			    labels = EXCLUDED.labels,
 			    spec = EXCLUDED.spec,
+			    deletion_policy = EXCLUDED.deletion_policy,
 			    generation = r.generation + CASE WHEN r.spec <> EXCLUDED.spec
 			        OR r.kind_version <> EXCLUDED.kind_version THEN 1 ELSE 0 END,
 			    resource_version = r.resource_version + 1,
 			    updated_at = now()
 			WHERE r.spec <> EXCLUDED.spec OR r.labels <> EXCLUDED.labels
-			   OR r.kind_version <> EXCLUDED.kind_version
+			   OR r.kind_version <> EXCLUDED.kind_version OR r.deletion_policy <> EXCLUDED.deletion_policy
 			RETURNING r.id, r.namespace, r.kind, r.name, r.generation`,
-			ns, kinds, versions, names, labels, specs)
+			ns, kinds, versions, names, labels, specs, policies)
 		if err != nil {
 			return err
 		}
@@ -268,8 +293,8 @@ func lockExisting(ctx context.Context, tx pgx.Tx, keys []resourceKey) (map[resou
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation,
-		       r.deletion_requested_at IS NOT NULL
-		FROM resources r
+		       r.deletion_requested_at IS NOT NULL, o.kind || '/' || o.name
+		FROM resources r LEFT JOIN resources o ON o.id = r.owner_id
 		JOIN unnest($1::text[], $2::text[], $3::text[]) AS i(namespace, kind, name)
 		  ON r.namespace = i.namespace AND r.kind = i.kind AND r.name = i.name
 		ORDER BY r.id
@@ -282,7 +307,7 @@ func lockExisting(ctx context.Context, tx pgx.Tx, keys []resourceKey) (map[resou
 	for rows.Next() {
 		var k resourceKey
 		var e existingRow
-		if err := rows.Scan(&e.id, &k.namespace, &k.kind, &k.name, &e.kindVersion, &e.generation, &e.deleting); err != nil {
+		if err := rows.Scan(&e.id, &k.namespace, &k.kind, &k.name, &e.kindVersion, &e.generation, &e.deleting, &e.owner); err != nil {
 			return nil, err
 		}
 		out[k] = e
@@ -345,6 +370,10 @@ func checkKinds(ctx context.Context, tx pgx.Tx, in []ApplyInput, existing map[re
 		if had && prev.deleting {
 			return conflictf("resources[%d]: %s/%s/%s is being deleted; apply it again once it is gone", i, a.Namespace, a.Kind, a.Name)
 		}
+		if had && prev.owner != nil {
+			return conflictf("resources[%d]: %s/%s/%s belongs to composite %s, whose composer manages it; change the composite instead",
+				i, a.Namespace, a.Kind, a.Name, *prev.owner)
+		}
 		if st.retired && (!had || prev.kindVersion != a.KindVersion) {
 			return conflictf("resources[%d]: kind %s v%d is retired: it accepts no new resources; use a newer version", i, a.Kind, a.KindVersion)
 		}
@@ -355,7 +384,7 @@ func checkKinds(ctx context.Context, tx pgx.Tx, in []ApplyInput, existing map[re
 // GetResource reads one resource by identity.
 func (s *Store) GetResource(ctx context.Context, namespace, kind, name string) (Resource, error) {
 	r, err := scanResource(s.pool.QueryRow(ctx, `SELECT `+resourceColumns(false)+`
-		FROM resources r `+pendingTaskJoin+`
+		FROM resources r `+resourceJoins+`
 		WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3`, namespace, kind, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, notFoundf("resource %s/%s/%s not found", namespace, kind, name)

@@ -61,7 +61,7 @@ func (s *Store) ListResources(ctx context.Context, f ListFilter) ([]Resource, bo
 		where = append(where, "(r.namespace, r.kind, r.name) > ("+arg(f.After.Namespace)+", "+
 			arg(f.After.Kind)+", "+arg(f.After.Name)+")")
 	}
-	q := `SELECT ` + resourceColumns(f.Summary) + ` FROM resources r ` + pendingTaskJoin
+	q := `SELECT ` + resourceColumns(f.Summary) + ` FROM resources r ` + resourceJoins
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -109,53 +109,53 @@ func labelCondition(t labels.Term, arg func(any) string) (string, error) {
 	return "", fmt.Errorf("unknown label operator %d", t.Op)
 }
 
-// DeleteResource deletes a resource. With teardown, the resource is marked
-// (phase Deleting) and a deleteRequested task runs its finalizer reaction;
-// the row goes once that succeeds. Without, the row goes now. It returns
-// the resource as it stands after the call and whether it is gone.
-func (s *Store) DeleteResource(ctx context.Context, actor string, key ResourceKey, teardown bool) (Resource, bool, error) {
+// DeleteResource requests deletion of a resource: it, everything it owns
+// and everything that depends on it are marked Deleting, and teardown
+// runs dependents first, children before their composite. A resource with
+// nothing under or after it and no teardown to run goes at once. It
+// returns the resource as it stands after the call and whether it is
+// gone.
+func (s *Store) DeleteResource(ctx context.Context, actor string, key ResourceKey, policy TeardownPolicy) (Resource, bool, error) {
 	var out Resource
 	var gone bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var id, gen int64
-		var deleting bool
-		err := tx.QueryRow(ctx, `SELECT id, generation, deletion_requested_at IS NOT NULL FROM resources
-			WHERE namespace = $1 AND kind = $2 AND name = $3 FOR NO KEY UPDATE`,
-			key.Namespace, key.Kind, key.Name).Scan(&id, &gen, &deleting)
+		gone = false
+		var r lockedRow
+		var id int64
+		var hasDependents bool
+		err := tx.QueryRow(ctx, `SELECT id, `+lockedColumns+`,
+			    EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = r.id)
+			    OR EXISTS (SELECT 1 FROM edges e WHERE e.dependency_id = r.id)
+			FROM resources r WHERE namespace = $1 AND kind = $2 AND name = $3 FOR NO KEY UPDATE`,
+			key.Namespace, key.Kind, key.Name).Scan(append([]any{&id}, append(r.dest(), &hasDependents)...)...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFoundf("resource %s/%s/%s not found", key.Namespace, key.Kind, key.Name)
 		}
 		if err != nil {
 			return err
 		}
-		ev := newEventBatch()
-		batch := &pgx.Batch{}
-		switch {
-		case !teardown:
+		retain := r.deletionPolicy == "retain" || (r.deletionPolicy == "" && policy.Retain)
+		if !r.deleting && !hasDependents && (!policy.Reaction || retain) {
 			gone = true
+			reason := "deleted; the kind has no teardown reaction"
+			if retain {
+				reason = "forgotten without teardown: deletion policy retain"
+			}
+			batch := &pgx.Batch{}
 			batch.Queue(`DELETE FROM resources WHERE id = $1`, id)
 			batch.Queue(`DELETE FROM tasks WHERE resource_id = $1`, id)
-			ev.add(id, key.Namespace, key.Kind, key.Name, gen, "Normal", "Deleted", "deleted; the kind has no teardown", actor)
-		case !deleting:
-			batch.Queue(`UPDATE resources SET deletion_requested_at = now(), resource_version = resource_version + 1,
-				failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
-				updated_at = now() WHERE id = $1`, id)
-			batch.Queue(`DELETE FROM tasks WHERE resource_id = $1 AND trigger <> $2`, id, TriggerDeleteRequested)
-			batch.Queue(`INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-				SELECT id, $2, kind, kind_version, shard, generation FROM resources WHERE id = $1
-				ON CONFLICT (resource_id, trigger) DO NOTHING`, id, TriggerDeleteRequested)
-			ev.add(id, key.Namespace, key.Kind, key.Name, gen, "Normal", "DeletionRequested",
-				"deletion requested; teardown is queued", actor)
+			ev := newEventBatch()
+			ev.add(id, key.Namespace, key.Kind, key.Name, r.generation, "Normal", "Deleted", reason, actor)
+			ev.queue(batch)
+			return tx.SendBatch(ctx, batch).Close()
 		}
-		ev.queue(batch)
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return err
-		}
-		if gone {
-			return nil
+		if !r.deleting {
+			if _, err := markForDeletion(ctx, tx, []int64{id}, actor, "deletion requested"); err != nil {
+				return err
+			}
 		}
 		out, err = scanResource(tx.QueryRow(ctx, `SELECT `+resourceColumns(false)+`
-			FROM resources r `+pendingTaskJoin+` WHERE r.id = $1`, id))
+			FROM resources r `+resourceJoins+` WHERE r.id = $1`, id))
 		return err
 	})
 	return out, gone, err

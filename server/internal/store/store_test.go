@@ -360,7 +360,7 @@ func TestDeleteKindInUse(t *testing.T) {
 	if err := s.DeleteKind(ctx, "leaf", 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("delete in use: %v", err)
 	}
-	if _, gone, err := s.DeleteResource(ctx, "t", store.ResourceKey{Namespace: "default", Kind: "leaf", Name: "a"}, false); err != nil || !gone {
+	if _, gone, err := s.DeleteResource(ctx, "t", store.ResourceKey{Namespace: "default", Kind: "leaf", Name: "a"}, store.TeardownPolicy{}); err != nil || !gone {
 		t.Fatalf("delete resource: %v %v", gone, err)
 	}
 	assertNoTasks(t, s)
@@ -374,9 +374,19 @@ func TestTeardown(t *testing.T) {
 	rev := applyKind(t, s, "leaf", store.Policy{})
 	apply(t, s, rev, "a", `{}`)
 	key := store.ResourceKey{Namespace: "default", Kind: "leaf", Name: "a"}
-	r, gone, err := s.DeleteResource(ctx, "t", key, true)
+	r, gone, err := s.DeleteResource(ctx, "t", key, store.TeardownPolicy{Reaction: true})
 	if err != nil || gone || r.Phase != "Deleting" {
 		t.Fatalf("delete = %+v %v %v", r, gone, err)
+	}
+	// The teardown task sees nothing left under or after the resource and
+	// queues its deleteRequested reaction.
+	internal, err := s.ClaimInternal(ctx, "m1", time.Minute, 10)
+	if err != nil || len(internal) != 1 || internal[0].Trigger != store.TriggerTeardown {
+		t.Fatalf("internal claim = %+v, %v", internal, err)
+	}
+	queued, err := s.Teardown(ctx, internal[0], func(string, int32) store.TeardownPolicy { return store.TeardownPolicy{Reaction: true} })
+	if err != nil || !queued {
+		t.Fatalf("teardown: queued %v, %v", queued, err)
 	}
 	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{
 		{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 1},

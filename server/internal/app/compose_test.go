@@ -1,0 +1,241 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+)
+
+// applyStackKinds registers a composite kind "stack" (composer
+// "compose") and a leaf kind "part" whose spec may carry "upstream".
+func applyStackKinds(t *testing.T, ctl convergev1connect.ControlServiceClient, grace int32) {
+	t.Helper()
+	ctx := context.Background()
+	for _, m := range []*convergev1.KindManifest{
+		{Kind: "stack", KindVersion: 1,
+			SpecSchema: mustStruct(t, map[string]any{"type": "object"}),
+			Reactions:  []*convergev1.Reaction{{Name: "compose", Trigger: "specChange", Emits: []string{"children", "edges", "status"}}},
+			Policy:     &convergev1.KindPolicy{OrphanGraceSeconds: grace}},
+		{Kind: "part", KindVersion: 1,
+			SpecSchema: mustStruct(t, map[string]any{"type": "object", "properties": map[string]any{
+				"upstream": map[string]any{"type": "string"}, "n": map[string]any{"type": "integer"}}}),
+			Reactions: []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}}}},
+	} {
+		if _, err := ctl.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func stackWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient) *rawWorker {
+	t.Helper()
+	w, _ := connectWorkerServing(t, wrk, 16, []*convergev1.ReactionRef{
+		{Kind: "stack", KindVersion: 1, Reaction: "compose"},
+		{Kind: "part", KindVersion: 1, Reaction: "reconcile"},
+	})
+	return w
+}
+
+func child(name string, spec string) *convergev1.Child {
+	return &convergev1.Child{Kind: "part", KindVersion: 1, Name: name, Spec: []byte(spec)}
+}
+
+func edge(dependent, dependency string, flows ...*convergev1.Flow) *convergev1.Edge {
+	return &convergev1.Edge{
+		Dependent:  &convergev1.ResourceRef{Kind: "part", Name: dependent},
+		Dependency: &convergev1.ResourceRef{Kind: "part", Name: dependency},
+		Flows:      flows,
+	}
+}
+
+func (w *rawWorker) compose(l *convergev1.Lease, c *convergev1.Composition) {
+	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
+		Results: []*convergev1.TaskResult{{Lease: l, Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{
+			Status: []byte(`{}`), Composition: c}}}},
+	}}})
+}
+
+func get(t *testing.T, ctl convergev1connect.ControlServiceClient, kind, name string) *convergev1.Resource {
+	t.Helper()
+	r, err := ctl.GetResource(context.Background(), &convergev1.GetResourceRequest{Kind: kind, Name: name})
+	if err != nil {
+		t.Fatalf("get %s/%s: %v", kind, name, err)
+	}
+	return r.GetResource()
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestCompositionFlowsAndRollup(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyStackKinds(t, ctl, 0)
+	if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	w := stackWorker(t, wrk)
+	compose := w.task()
+	if compose.GetKind() != "stack" {
+		t.Fatalf("first task = %v", compose)
+	}
+	w.compose(compose.GetLease(), &convergev1.Composition{
+		Children: []*convergev1.Child{child("s-a", `{}`), child("s-b", `{"n": 1}`), child("s-c", `{}`)},
+		Edges: []*convergev1.Edge{edge("s-b", "s-a",
+			&convergev1.Flow{Source: &convergev1.Flow_From{From: "/id"}, To: "/upstream"})},
+	})
+	if a := w.ack(); !a.GetApplied() {
+		t.Fatalf("compose ack = %v", a)
+	}
+	// s-b waits for s-a; s-a and s-c run.
+	eventually(t, "s-b waiting", func() bool { return strings.Contains(get(t, ctl, "part", "s-b").GetWaiting(), "s-a") })
+	if s := get(t, ctl, "stack", "s"); s.GetPhase() != "Reconciling" || s.GetRollup().GetTotal() != 3 {
+		t.Fatalf("composite while children run = %v", s)
+	}
+	if b := get(t, ctl, "part", "s-b"); b.GetOwner().GetName() != "s" {
+		t.Fatalf("s-b owner = %v", b.GetOwner())
+	}
+	got := map[string]*convergev1.Task{}
+	for len(got) < 2 {
+		tk := w.task()
+		got[tk.GetResource().GetName()] = tk
+	}
+	if got["s-a"] == nil || got["s-c"] == nil {
+		t.Fatalf("first wave = %v", got)
+	}
+	w.result(got["s-c"].GetLease(), `{}`)
+	w.result(got["s-a"].GetLease(), `{"id":"a-123"}`)
+	// The gate opens: s-b runs with the flowed value in its spec.
+	b := w.task()
+	if b.GetResource().GetName() != "s-b" || !strings.Contains(string(b.GetResource().GetSpec()), `"a-123"`) {
+		t.Fatalf("s-b task = %v, spec %s", b, b.GetResource().GetSpec())
+	}
+	w.result(b.GetLease(), `{}`)
+	eventually(t, "the composite Ready", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Ready" })
+
+	// A child failing terminally makes the composite Failed and names it.
+	applyResource := func(spec map[string]any) {
+		if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s",
+			Spec: mustStruct(t, spec)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applyResource(map[string]any{"v": 2})
+	compose = w.task()
+	w.compose(compose.GetLease(), &convergev1.Composition{
+		Children: []*convergev1.Child{child("s-a", `{}`), child("s-b", `{"n": 2}`), child("s-c", `{}`)},
+		Edges: []*convergev1.Edge{edge("s-b", "s-a",
+			&convergev1.Flow{Source: &convergev1.Flow_From{From: "/id"}, To: "/upstream"})},
+	})
+	b = w.task()
+	if b.GetResource().GetName() != "s-b" || b.GetResource().GetGeneration() != 3 {
+		t.Fatalf("changed child task = %v", b.GetResource())
+	}
+	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{Results: []*convergev1.TaskResult{{
+		Lease: b.GetLease(), Outcome: &convergev1.TaskResult_Error{Error: &convergev1.TaskError{Message: "quota exceeded", Terminal: true}}}}}}})
+	eventually(t, "the composite Failed", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Failed" })
+	s := get(t, ctl, "stack", "s")
+	culprits := s.GetRollup().GetCulprits()
+	if len(culprits) != 1 || culprits[0].GetResource().GetName() != "s-b" || culprits[0].GetMessage() != "quota exceeded" {
+		t.Fatalf("culprits = %v", culprits)
+	}
+	if !hasConditionMessage(s, "ChildrenReady", "part/s-b is Failed: quota exceeded") {
+		t.Fatalf("conditions = %v", s.GetConditions())
+	}
+}
+
+func hasConditionMessage(r *convergev1.Resource, typ, substr string) bool {
+	for _, c := range r.GetConditions() {
+		if c.GetType() == typ && strings.Contains(c.GetMessage(), substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCompositionRefusals(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyStackKinds(t, ctl, 0)
+	w := stackWorker(t, wrk)
+	for i, tc := range []struct {
+		comp *convergev1.Composition
+		want string
+	}{
+		{&convergev1.Composition{Children: []*convergev1.Child{child("x-a", `{}`), child("x-b", `{}`)},
+			Edges: []*convergev1.Edge{edge("x-a", "x-b"), edge("x-b", "x-a")}}, "cycle: part/x-a -> part/x-b -> part/x-a"},
+		{&convergev1.Composition{Children: []*convergev1.Child{child("x-a", `{}`)},
+			Edges: []*convergev1.Edge{edge("x-a", "x-ghost")}}, "neither a child of this composition nor a declared reference"},
+		{&convergev1.Composition{Children: []*convergev1.Child{{Kind: "nope", KindVersion: 1, Name: "x-n"}}},
+			"kind nope v1 is not registered"},
+		{&convergev1.Composition{Children: []*convergev1.Child{child("x-a", `{"n": "three"}`)}}, "/n"},
+	} {
+		name := "x" + string(rune('0'+i))
+		if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		task := w.task()
+		w.compose(task.GetLease(), tc.comp)
+		eventually(t, name+" Failed", func() bool { return get(t, ctl, "stack", name).GetPhase() == "Failed" })
+		if msg := get(t, ctl, "stack", name).GetFailure().GetMessage(); !strings.Contains(msg, tc.want) {
+			t.Fatalf("%s: failure %q, want it to contain %q", name, msg, tc.want)
+		}
+		list, err := ctl.ListResources(context.Background(), &convergev1.ListResourcesRequest{Kind: "part"})
+		if err != nil || len(list.GetResources()) != 0 {
+			t.Fatalf("%s: a refused composition left %d children", name, len(list.GetResources()))
+		}
+	}
+}
+
+func TestOrderedDeletion(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyStackKinds(t, ctl, 0)
+	if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	w := stackWorker(t, wrk)
+	task := w.task()
+	w.compose(task.GetLease(), &convergev1.Composition{
+		Children: []*convergev1.Child{child("d-a", `{}`), child("d-b", `{}`)},
+		Edges:    []*convergev1.Edge{edge("d-b", "d-a")},
+	})
+	a := w.task()
+	w.result(a.GetLease(), `{}`)
+	b := w.task()
+	w.result(b.GetLease(), `{}`)
+	eventually(t, "d Ready", func() bool { return get(t, ctl, "stack", "d").GetPhase() == "Ready" })
+	if _, err := ctl.DeleteResource(context.Background(), &convergev1.DeleteResourceRequest{Kind: "stack", Name: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d gone", func() bool {
+		_, err := ctl.GetResource(context.Background(), &convergev1.GetResourceRequest{Kind: "stack", Name: "d"})
+		return err != nil
+	})
+	events, err := ctl.ListEvents(context.Background(), &convergev1.ListEventsRequest{PageSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Newest first: d-a (the dependency) after d-b (its dependent), the
+	// composite last.
+	var order []string
+	for i := len(events.GetEvents()) - 1; i >= 0; i-- {
+		if e := events.GetEvents()[i]; e.GetReason() == "Deleted" {
+			order = append(order, e.GetName())
+		}
+	}
+	if strings.Join(order, ",") != "d-b,d-a,d" {
+		raw, _ := json.Marshal(order)
+		t.Fatalf("deletion order = %s", raw)
+	}
+}

@@ -1,0 +1,217 @@
+// Package graph runs the work the server does itself on the resource
+// graph: rolling children up into their composite, opening the gate of a
+// dependent once its dependencies are synced (writing the values that
+// flow along its edges into its spec), and ordering teardown so that
+// dependents and children go before what they need. The database wakes
+// this work in the same transaction as the change that needs it.
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/convergehq/converge/server/internal/flow"
+	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// Config tunes the executor.
+type Config struct {
+	MemberID string
+	// Lease bounds how long a claimed task may take before another
+	// replica takes it over.
+	Lease time.Duration
+	// PollInterval is the failsafe when no wake-up arrives.
+	PollInterval time.Duration
+	// Parallel is how many tasks run at once.
+	Parallel int
+}
+
+// Executor runs rollups, gates and teardowns.
+type Executor struct {
+	cfg   Config
+	store *store.Store
+	kinds *kinds.Registry
+	bus   *notify.Bus
+	flows *flow.Cache
+	log   *slog.Logger
+}
+
+// New returns an executor.
+func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log *slog.Logger) *Executor {
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 4
+	}
+	return &Executor{cfg: cfg, store: st, kinds: reg, bus: bus, flows: flow.NewCache(10000), log: log}
+}
+
+// batch is how many tasks one claim takes.
+const batch = 64
+
+// Run claims and runs internal tasks until ctx ends.
+func (x *Executor) Run(ctx context.Context) {
+	wake, stop := x.bus.Subscribe(notify.Tasks)
+	defer stop()
+	poll := time.NewTicker(x.cfg.PollInterval)
+	defer poll.Stop()
+	for {
+		for ctx.Err() == nil {
+			tasks, err := x.store.ClaimInternal(ctx, x.cfg.MemberID, x.cfg.Lease, batch)
+			if err != nil {
+				if ctx.Err() == nil {
+					x.log.Warn("claiming graph tasks failed", "err", err)
+				}
+				break
+			}
+			if len(tasks) == 0 {
+				break
+			}
+			x.runAll(ctx, tasks)
+			x.bus.Publish(notify.Changes)
+			// What these tasks changed may have woken more.
+			x.bus.Publish(notify.Tasks)
+			if len(tasks) < batch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// runAll runs tasks, Parallel at a time.
+func (x *Executor) runAll(ctx context.Context, tasks []store.InternalTask) {
+	sem := make(chan struct{}, x.cfg.Parallel)
+	var wg sync.WaitGroup
+	for _, t := range tasks {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := x.run(ctx, t); err != nil && ctx.Err() == nil {
+				x.log.Warn("graph task failed; it runs again", "trigger", t.Trigger, "resource", t.ResourceID, "err", err)
+				release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = x.store.ReleaseLeases(release, []store.Lease{t.Lease})
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (x *Executor) run(ctx context.Context, t store.InternalTask) error {
+	switch t.Trigger {
+	case store.TriggerRollup:
+		settled := false
+		if e := x.kinds.Get(t.Kind, t.Version); e != nil {
+			settled = e.SettledReaction()
+		}
+		return x.store.Rollup(ctx, t, settled)
+	case store.TriggerGate:
+		_, err := x.store.Gate(ctx, t, x.decide)
+		return err
+	case store.TriggerTeardown:
+		_, err := x.store.Teardown(ctx, t, func(kind string, version int32) store.TeardownPolicy {
+			if e := x.kinds.Get(kind, version); e != nil {
+				return e.Teardown()
+			}
+			return store.TeardownPolicy{}
+		})
+		return err
+	}
+	return fmt.Errorf("unknown graph task trigger %q", t.Trigger)
+}
+
+// decide is the gate: a dependent waits until every dependency is synced
+// and every flow has its value; then its spec is the desired spec with
+// the flowed values written in, and it must still match its kind's spec
+// schema.
+func (x *Executor) decide(in store.GateInput) store.GateDecision {
+	var writes []flow.Write
+	for _, d := range in.Deps {
+		name := d.Ref.Kind + "/" + d.Ref.Name
+		if !d.Synced {
+			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s to sync (it is %s)", name, d.Phase)}
+		}
+		var flows []struct {
+			From string `json:"from"`
+			Expr string `json:"expr"`
+			To   string `json:"to"`
+		}
+		if err := json.Unmarshal(d.Flows, &flows); err != nil {
+			return store.GateDecision{Waiting: fmt.Sprintf("the flows from %s cannot be read: %v", name, err)}
+		}
+		if len(flows) == 0 {
+			continue
+		}
+		status, err := schema.Decode(orEmpty(d.Status))
+		if err != nil {
+			return store.GateDecision{Waiting: fmt.Sprintf("the status of %s cannot be read: %v", name, err)}
+		}
+		spec, err := schema.Decode(orEmpty(d.Spec))
+		if err != nil {
+			return store.GateDecision{Waiting: fmt.Sprintf("the spec of %s cannot be read: %v", name, err)}
+		}
+		for _, f := range flows {
+			p, err := x.flows.Compile(f.From, f.Expr, f.To)
+			if err != nil {
+				return store.GateDecision{Waiting: fmt.Sprintf("flow from %s is invalid: %v", name, err)}
+			}
+			v, err := p.Eval(status, spec)
+			if errors.Is(err, flow.ErrMissing) {
+				return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s: %v", name, err)}
+			}
+			if err != nil {
+				return store.GateDecision{Waiting: fmt.Sprintf("flow from %s to %s failed: %v", name, f.To, err)}
+			}
+			writes = append(writes, flow.Write{To: p.To(), Value: v})
+		}
+	}
+	desired, err := schema.Decode(orEmpty(in.Spec))
+	if err != nil {
+		return store.GateDecision{Waiting: fmt.Sprintf("the desired spec cannot be read: %v", err)}
+	}
+	effective, _, err := flow.Apply(desired, writes)
+	if err != nil {
+		return store.GateDecision{Waiting: fmt.Sprintf("writing the flowed values failed: %v", err)}
+	}
+	if e := x.kindOf(in); e != nil {
+		if err := e.ValidateSpec(effective); err != nil {
+			return store.GateDecision{Waiting: fmt.Sprintf("with the flowed values the spec does not match the spec_schema of %s v%d: %v",
+				e.Kind, e.Version, err)}
+		}
+	}
+	out, err := json.Marshal(effective)
+	if err != nil {
+		return store.GateDecision{Waiting: fmt.Sprintf("encoding the spec failed: %v", err)}
+	}
+	return store.GateDecision{Spec: out}
+}
+
+func (x *Executor) kindOf(in store.GateInput) *kinds.Entry {
+	return x.kinds.Get(in.Kind, in.Version)
+}
+
+func orEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("{}")
+	}
+	return b
+}

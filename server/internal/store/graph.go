@@ -1,0 +1,394 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Internal task triggers: work the server does itself.
+const (
+	TriggerRollup          = "rollup"
+	TriggerGate            = "gate"
+	TriggerTeardown        = "teardown"
+	TriggerChildrenSettled = "childrenSettled"
+)
+
+// InternalTask is a claimed rollup, gate or teardown. Its Generation counts
+// wake-ups: it finishes only if no wake-up came in since the claim.
+type InternalTask struct {
+	Lease
+	Trigger    string
+	ResourceID int64
+	Kind       string
+	Version    int32
+}
+
+// ClaimInternal claims up to n internal tasks, oldest first.
+func (s *Store) ClaimInternal(ctx context.Context, member string, lease time.Duration, n int) ([]InternalTask, error) {
+	rows, err := s.relaxed.Query(ctx, `
+		WITH picked AS (
+		    SELECT id FROM tasks
+		    WHERE claimed_by IS NULL AND trigger IN ('rollup', 'gate', 'teardown') AND not_before <= now()
+		    ORDER BY not_before LIMIT $3
+		    FOR UPDATE SKIP LOCKED
+		)
+		UPDATE tasks t SET claimed_by = $1, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
+		    lease_expires_at = now() + $2 * interval '1 millisecond'
+		FROM picked WHERE t.id = picked.id
+		RETURNING t.id, t.epoch, t.generation, t.trigger, t.resource_id, t.kind, t.kind_version`,
+		member, lease.Milliseconds(), n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (InternalTask, error) {
+		var t InternalTask
+		err := row.Scan(&t.TaskID, &t.Epoch, &t.Generation, &t.Trigger, &t.ResourceID, &t.Kind, &t.Version)
+		return t, err
+	})
+}
+
+// finishInternal removes a done internal task, unless it was woken again
+// while it ran: then it goes back to run once more.
+func finishInternal(ctx context.Context, tx pgx.Tx, t InternalTask) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM tasks WHERE id = $1 AND epoch = $2 AND generation = $3`, t.TaskID, t.Epoch, t.Generation)
+	if err != nil || tag.RowsAffected() == 1 {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE tasks SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
+		WHERE id = $1 AND epoch = $2`, t.TaskID, t.Epoch)
+	return err
+}
+
+// lockResource locks a resource row for an internal task and reports
+// whether it still exists.
+func lockResource(ctx context.Context, tx pgx.Tx, id int64, dest ...any) (bool, error) {
+	err := tx.QueryRow(ctx, `SELECT `+lockedColumns+` FROM resources WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+const lockedColumns = `namespace, kind, kind_version, name, generation, synced_generation,
+	deletion_requested_at IS NOT NULL, deletion_policy, subtree`
+
+type lockedRow struct {
+	namespace, kind, name string
+	version               int32
+	generation, synced    int64
+	deleting              bool
+	deletionPolicy        string
+	subtree               string
+}
+
+func (r *lockedRow) dest() []any {
+	return []any{&r.namespace, &r.kind, &r.version, &r.name, &r.generation, &r.synced, &r.deleting, &r.deletionPolicy, &r.subtree}
+}
+
+// RollupCounts are a composite's children by phase.
+type RollupCounts struct {
+	Total       int `json:"total"`
+	Ready       int `json:"ready"`
+	Reconciling int `json:"reconciling"`
+	Degraded    int `json:"degraded"`
+	Failed      int `json:"failed"`
+	Deleting    int `json:"deleting"`
+	Excluded    int `json:"excluded"`
+}
+
+// subtree is the one rule turning child counts into the composite's
+// rollup state (which the phase function reads).
+func (c RollupCounts) subtree() string {
+	switch {
+	case c.Failed > 0:
+		return "failed"
+	case c.Degraded > 0:
+		return "degraded"
+	case c.Reconciling > 0 || c.Deleting > 0:
+		return "pending"
+	}
+	return "ready"
+}
+
+// Rollup recomputes a composite's rollup from its children. When the
+// composite's kind has a childrenSettled reaction and the children have
+// settled, it queues that reaction.
+func (s *Store) Rollup(ctx context.Context, t InternalTask, settledReaction bool) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var r lockedRow
+		ok, err := lockResource(ctx, tx, t.ResourceID, r.dest()...)
+		if err != nil || !ok {
+			if err == nil {
+				err = finishInternal(ctx, tx, t)
+			}
+			return err
+		}
+		var c RollupCounts
+		err = tx.QueryRow(ctx, `
+			SELECT count(*) FILTER (WHERE phase NOT IN ('Orphaned', 'Quarantined')),
+			       count(*) FILTER (WHERE phase = 'Ready'),
+			       count(*) FILTER (WHERE phase = 'Reconciling'),
+			       count(*) FILTER (WHERE phase = 'Degraded'),
+			       count(*) FILTER (WHERE phase = 'Failed'),
+			       count(*) FILTER (WHERE phase = 'Deleting'),
+			       count(*) FILTER (WHERE phase IN ('Orphaned', 'Quarantined'))
+			FROM resources WHERE owner_id = $1`, t.ResourceID).Scan(
+			&c.Total, &c.Ready, &c.Reconciling, &c.Degraded, &c.Failed, &c.Deleting, &c.Excluded)
+		if err != nil {
+			return err
+		}
+		counts, _ := json.Marshal(c)
+		sub := c.subtree()
+		tag, err := tx.Exec(ctx, `UPDATE resources SET subtree = $2, rollup = $3, resource_version = resource_version + 1,
+			updated_at = now() WHERE id = $1 AND (subtree <> $2 OR rollup IS DISTINCT FROM $3::jsonb)`,
+			t.ResourceID, sub, counts)
+		if err != nil {
+			return err
+		}
+		if settledReaction && sub != "pending" && tag.RowsAffected() > 0 && !r.deleting {
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+				SELECT id, 'childrenSettled', kind, kind_version, shard, generation FROM resources WHERE id = $1
+				ON CONFLICT (resource_id, trigger) DO UPDATE SET generation = EXCLUDED.generation, not_before = now()`,
+				t.ResourceID); err != nil {
+				return err
+			}
+		}
+		return finishInternal(ctx, tx, t)
+	})
+}
+
+// GateInput is what the gate sees of a dependent and its dependencies.
+type GateInput struct {
+	ID       int64
+	Kind     string
+	Version  int32
+	Name     string
+	Spec     []byte // the desired spec, before flows
+	Current  []byte // the spec as it stands
+	Deps     []GateDep
+	Deleting bool
+}
+
+// GateDep is one dependency of a dependent.
+type GateDep struct {
+	Ref    Ref
+	Phase  string
+	Synced bool
+	Status []byte
+	Spec   []byte
+	Flows  []byte // JSON array of {"from"|"expr", "to"}
+}
+
+// GateDecision is the gate's verdict: open with a new effective spec, or
+// waiting with a reason.
+type GateDecision struct {
+	// Waiting, when set, holds the dependent with this reason.
+	Waiting string
+	// Spec is the effective spec (desired plus flow values) when open.
+	Spec []byte
+}
+
+// Gate checks a dependent's dependencies and value flows: decide runs
+// inside the transaction with the dependent locked. When it opens, the
+// dependent's spec takes the flowed values (a change bumps its
+// generation) and its reconcile is scheduled.
+func (s *Store) Gate(ctx context.Context, t InternalTask, decide func(GateInput) GateDecision) (scheduled bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		scheduled = false
+		in := GateInput{ID: t.ResourceID}
+		var waiting *string
+		err := tx.QueryRow(ctx, `SELECT kind, kind_version, name, coalesce(desired_spec, spec), spec, waiting,
+			    deletion_requested_at IS NOT NULL
+			FROM resources WHERE id = $1 FOR NO KEY UPDATE`, t.ResourceID).Scan(
+			&in.Kind, &in.Version, &in.Name, &in.Spec, &in.Current, &waiting, &in.Deleting)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && in.Deleting) {
+			return finishInternal(ctx, tx, t)
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT d.namespace, d.kind, d.name, d.phase, d.synced_generation >= d.generation, d.status, d.spec, e.flows
+			FROM edges e JOIN resources d ON d.id = e.dependency_id
+			WHERE e.dependent_id = $1 ORDER BY d.id`, t.ResourceID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var d GateDep
+			if err := rows.Scan(&d.Ref.Namespace, &d.Ref.Kind, &d.Ref.Name, &d.Phase, &d.Synced, &d.Status, &d.Spec, &d.Flows); err != nil {
+				rows.Close()
+				return err
+			}
+			in.Deps = append(in.Deps, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		dec := decide(in)
+		if dec.Waiting != "" {
+			if waiting == nil || *waiting != dec.Waiting {
+				if _, err := tx.Exec(ctx, `UPDATE resources SET waiting = $2, resource_version = resource_version + 1,
+					updated_at = now() WHERE id = $1`, t.ResourceID, truncate(dec.Waiting, maxFailureMessage)); err != nil {
+					return err
+				}
+			}
+			return finishInternal(ctx, tx, t)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE resources SET
+			    generation = generation + CASE WHEN spec <> $2::jsonb THEN 1 ELSE 0 END,
+			    spec = $2::jsonb, waiting = NULL,
+			    resource_version = resource_version + 1, updated_at = now()
+			WHERE id = $1 AND (spec <> $2::jsonb OR waiting IS NOT NULL)`, t.ResourceID, dec.Spec); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, scheduleReconcileSQL, []int64{t.ResourceID})
+		if err != nil {
+			return err
+		}
+		scheduled = tag.RowsAffected() > 0
+		return finishInternal(ctx, tx, t)
+	})
+	return scheduled, err
+}
+
+// TeardownPolicy says how a kind is torn down.
+type TeardownPolicy struct {
+	// Reaction: the kind has a deleteRequested reaction to run.
+	Reaction bool
+	// Retain: the kind's deletion policy is retain.
+	Retain bool
+}
+
+// Teardown moves a deleting resource on once nothing that must go first
+// is left: no child and no dependent (quarantined ones do not count).
+// Then it either queues the kind's teardown reaction, or removes the
+// resource at once (no teardown reaction, or deletion policy retain).
+func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind string, version int32) TeardownPolicy) (queued bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		queued = false
+		var r lockedRow
+		ok, err := lockResource(ctx, tx, t.ResourceID, r.dest()...)
+		if err != nil {
+			return err
+		}
+		if !ok || !r.deleting {
+			return finishInternal(ctx, tx, t)
+		}
+		var blocked bool
+		err = tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = $1
+			               AND (c.frozen_until IS NULL OR c.frozen_until <> 'infinity'))
+			    OR EXISTS (SELECT 1 FROM edges e JOIN resources d ON d.id = e.dependent_id
+			               WHERE e.dependency_id = $1 AND (d.frozen_until IS NULL OR d.frozen_until <> 'infinity'))`,
+			t.ResourceID).Scan(&blocked)
+		if err != nil {
+			return err
+		}
+		if blocked {
+			return finishInternal(ctx, tx, t)
+		}
+		p := policy(r.kind, r.version)
+		retain := r.deletionPolicy == "retain" || (r.deletionPolicy == "" && p.Retain)
+		if p.Reaction && !retain {
+			tag, err := tx.Exec(ctx, `
+				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+				SELECT id, 'deleteRequested', kind, kind_version, shard, generation FROM resources WHERE id = $1
+				ON CONFLICT (resource_id, trigger) DO NOTHING`, t.ResourceID)
+			if err != nil {
+				return err
+			}
+			queued = tag.RowsAffected() > 0
+			return finishInternal(ctx, tx, t)
+		}
+		reason := "removed: the kind has no teardown reaction"
+		if retain {
+			reason = "forgotten without teardown: deletion policy retain"
+		}
+		if err := finishInternal(ctx, tx, t); err != nil {
+			return err
+		}
+		return removeSubtree(ctx, tx, t.ResourceID, r, reason)
+	})
+	return queued, err
+}
+
+// removeSubtree deletes a resource and whatever is left under it (only
+// quarantined descendants can be), their tasks with them, and records it.
+func removeSubtree(ctx context.Context, tx pgx.Tx, id int64, r lockedRow, reason string) error {
+	batch := &pgx.Batch{}
+	batch.Queue(`
+		WITH RECURSIVE sub(id) AS (
+		    SELECT $1::bigint UNION SELECT c.id FROM resources c JOIN sub s ON c.owner_id = s.id
+		), gone AS (
+		    DELETE FROM resources WHERE id IN (SELECT id FROM sub) RETURNING id
+		)
+		DELETE FROM tasks WHERE resource_id IN (SELECT id FROM gone)`, id)
+	ev := newEventBatch()
+	ev.add(id, r.namespace, r.kind, r.name, r.generation, "Normal", "Deleted", reason, "system")
+	ev.queue(batch)
+	return tx.SendBatch(ctx, batch).Close()
+}
+
+// markForDeletion marks resources, everything they own and everything
+// that depends on them (transitively) as deleting, drops their pending
+// work, and wakes their teardown. It returns how many it marked.
+func markForDeletion(ctx context.Context, tx pgx.Tx, roots []int64, actor, reason string) (int, error) {
+	rows, err := tx.Query(ctx, `
+		WITH RECURSIVE doomed(id) AS (
+		    SELECT unnest($1::bigint[])
+		  UNION
+		    SELECT x.id FROM doomed d CROSS JOIN LATERAL (
+		        SELECT r.id FROM resources r WHERE r.owner_id = d.id
+		        UNION ALL
+		        SELECT e.dependent_id FROM edges e WHERE e.dependency_id = d.id) x
+		)
+		SELECT r.id FROM resources r JOIN doomed d ON d.id = r.id
+		WHERE r.deletion_requested_at IS NULL
+		ORDER BY r.id FOR NO KEY UPDATE OF r`, roots)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`UPDATE resources SET deletion_requested_at = now(), waiting = NULL,
+		failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
+		resource_version = resource_version + 1, updated_at = now()
+		WHERE id = ANY($1::bigint[])`, ids)
+	batch.Queue(`DELETE FROM tasks WHERE resource_id = ANY($1::bigint[]) AND claimed_by IS NULL
+		AND trigger NOT IN ('deleteRequested', 'teardown')`, ids)
+	batch.Queue(`SELECT converge_wake($1::bigint[], 'teardown')`, ids)
+	batch.Queue(`
+		INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+		SELECT r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'DeletionRequested',
+		       CASE WHEN r.id = ANY($2::bigint[]) THEN $3 ELSE 'deleted with ' || $4 END, $5
+		FROM resources r WHERE r.id = ANY($1::bigint[])`,
+		ids, roots, reason, describeRoots(ctx, tx, roots), actor)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
+}
+
+// describeRoots names the resources a deletion started from, for events.
+func describeRoots(ctx context.Context, tx pgx.Tx, roots []int64) string {
+	var name string
+	if err := tx.QueryRow(ctx, `SELECT kind || '/' || name FROM resources WHERE id = $1`, roots[0]).Scan(&name); err != nil {
+		return "its owner or dependency"
+	}
+	if len(roots) > 1 {
+		return fmt.Sprintf("%s and %d others", name, len(roots)-1)
+	}
+	return name
+}
