@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -570,11 +570,11 @@ func sameJSON(a, b []byte) bool {
 }
 
 type childColumns struct {
-	ids            []int64
-	kinds, names   []string
-	versions       []int32
-	labels, specs  [][]byte
-	gated          []bool
+	ids           []int64
+	kinds, names  []string
+	versions      []int32
+	labels, specs [][]byte
+	gated         []bool
 }
 
 func (c *childColumns) add(id int64, ch ChildSpec, gated bool) {
