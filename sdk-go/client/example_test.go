@@ -55,3 +55,31 @@ func ExampleClient_Follow() {
 		log.Fatal(err)
 	}
 }
+
+// Find out why a composite is not Ready: its rollup names the culprit
+// descendants, and GetResourceTree shows where they sit.
+func ExampleClient_GetResourceTree() {
+	c := client.New(client.DefaultBaseURL)
+	ctx := context.Background()
+
+	res, err := c.GetResource(ctx, &convergev1.GetResourceRequest{Namespace: "default", Kind: "landingzone", Name: "acme"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, culprit := range res.GetResource().GetRollup().GetCulprits() {
+		r := culprit.GetResource()
+		fmt.Printf("%s/%s is %s: %s\n", r.GetKind(), r.GetName(), culprit.GetPhase(), culprit.GetMessage())
+	}
+
+	tree, err := c.GetResourceTree(ctx, &convergev1.GetResourceTreeRequest{
+		Namespace: "default", Kind: "landingzone", Name: "acme", Depth: 2, ChildrenPerNode: 50,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, child := range tree.GetRoot().GetChildren() {
+		if child.GetOnCulpritPath() {
+			fmt.Println("on the culprit path:", child.GetResource().GetName(), child.GetPhase())
+		}
+	}
+}

@@ -36,6 +36,7 @@ them all, and only then sends them: a mistake anywhere applies nothing.
 Each document names what it is with a top-level "type":
   manifest   a kind: its schemas, reactions and policy
   resource   an instance of a kind: kind, kind_version, name, labels, spec
+             and deletion_policy (delete or retain; left out: the kind's)
 
 Kinds are applied first, one at a time; then resources, in transactions of
 up to 1,000 that each apply all or nothing. A resource without a namespace
@@ -59,6 +60,7 @@ the wait timed out.`,
   #   kind: greeting
   #   kind_version: 1
   #   name: hello-world
+  #   deletion_policy: retain    # optional: deleting it forgets it, no teardown
   #   spec:
   #     greeting: Hello`,
 		Args: noArgs,

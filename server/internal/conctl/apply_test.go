@@ -248,3 +248,29 @@ func TestApplyWaitRewritesProgressOnATerminal(t *testing.T) {
 		t.Fatalf("progress was not rewritten in place:\n%q", got)
 	}
 }
+
+func TestApplyDeletionPolicy(t *testing.T) {
+	f, url := newFake(t)
+	ctx := testContext(t)
+	doc := "type: resource\nkind: greeting\nkind_version: 1\nname: kept\ndeletion_policy: retain\nspec: {greeting: hi}\n"
+	r := run(ctx, url, doc, "apply", "-f", "-")
+	if r.code != 0 || r.stdout != "resource default/greeting/kept created\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	f.mu.Lock()
+	got := f.resources[rkey("default", "greeting", "kept")].GetDeletionPolicy()
+	f.mu.Unlock()
+	if got != "retain" {
+		t.Fatalf("the server got deletion_policy %q, want retain", got)
+	}
+
+	bad := strings.Replace(doc, "retain", "keep", 1)
+	r = run(ctx, url, bad, "apply", "-f", "-")
+	want := "error: stdin: document 1 (line 5): deletion_policy: \"keep\" is not one of delete, retain (or leave it out for the default)\n"
+	if r.code != 1 || r.stderr != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", r.code, r.stderr, want)
+	}
+	if calls := f.callLog(); len(calls) != 1 {
+		t.Fatalf("calls %v: the bad document must not reach the server", calls)
+	}
+}

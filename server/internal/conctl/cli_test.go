@@ -20,7 +20,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"get", "resource", "hello"}, "error: resource \"hello\": want KIND/NAME, e.g. greeting/hello-world\nRun 'conctl get resource --help' for usage.\n"},
 		{[]string{"get", "resource"}, "error: conctl get resource needs KIND/NAME, e.g. greeting/hello-world\nRun 'conctl get resource --help' for usage.\n"},
 		{[]string{"get", "kind", "greeting/vx"}, "error: kind \"greeting/vx\": the version must be a positive integer, e.g. greeting/v1\nRun 'conctl get kind --help' for usage.\n"},
-		{[]string{"list", "resources", "-o", "xml"}, "error: --output: \"xml\" is not one of table, json, yaml\nRun 'conctl list resources --help' for usage.\n"},
+		{[]string{"list", "resources", "-o", "xml"}, "error: --output: \"xml\" is not one of table, wide, json, yaml\nRun 'conctl list resources --help' for usage.\n"},
+		{[]string{"list", "kinds", "-o", "wide"}, "error: --output: \"wide\" is not one of table, json, yaml\nRun 'conctl list kinds --help' for usage.\n"},
+		{[]string{"get", "resource", "a/b", "-o", "dot"}, "error: --output: \"dot\" is not one of table, wide, json, yaml\nRun 'conctl get resource --help' for usage.\n"},
+		{[]string{"describe", "resource", "a/b", "-o", "wide"}, "error: --output: \"wide\" is not one of table, json, yaml\nRun 'conctl describe resource --help' for usage.\n"},
 		{[]string{"list", "kinds", "--server", "localhost:7070"}, "error: --server: \"localhost:7070\" is not an http(s) URL, e.g. http://localhost:7070\nRun 'conctl list kinds --help' for usage.\n"},
 		{[]string{"apply"}, "error: apply needs at least one -f FILE, DIR or - (stdin)\nRun 'conctl apply --help' for usage.\n"},
 		{[]string{"apply", "-x"}, "error: unknown shorthand flag: 'x' in -x\nRun 'conctl apply --help' for usage.\n"},
@@ -81,8 +84,35 @@ func TestEveryCommandHasHelpAndExamples(t *testing.T) {
 		}
 	}
 	walk(nil)
-	if visited < 15 { // root, 7 commands, 7 typed subcommands
-		t.Fatalf("visited %d commands, want at least 15", visited)
+	if visited < 17 { // root, 9 commands, 7 typed subcommands
+		t.Fatalf("visited %d commands, want at least 17", visited)
+	}
+}
+
+func TestCompositeCommandsExplainThemselves(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"\n  tree ", "\n  graph ", "conctl tree landingzone/acme"}},
+		{[]string{"tree", "--help"}, []string{"--depth int", "--children int", "--ascii", "culprit", "... and N more", "-o json"}},
+		{[]string{"graph", "--help"}, []string{"--max-nodes int", "-o dot", "dot -Tsvg", "dependent -> dependency", "external"}},
+		{[]string{"describe", "resource", "--help"}, []string{"--ascii", "conctl describe resource landingzone/acme", "conctl tree"}},
+		{[]string{"describe", "--help"}, []string{"culprits", "tree of descendants"}},
+		{[]string{"get", "resource", "--help"}, []string{"-o wide", "owns"}},
+		{[]string{"list", "resources", "--help"}, []string{"-o wide", "OWNER"}},
+		{[]string{"apply", "--help"}, []string{"deletion_policy"}},
+	} {
+		var out bytes.Buffer
+		if code := conctl.Run(context.Background(), tc.args, conctl.WithStdio(nil, &out, &out)); code != 0 {
+			t.Errorf("%v: exit %d", tc.args, code)
+			continue
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("conctl %s lacks %q:\n%s", strings.Join(tc.args, " "), want, out.String())
+			}
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,12 +87,42 @@ type app struct {
 	client *client.Client
 }
 
-// Output formats.
+// Output formats. Every command takes table, json and yaml; a command that
+// takes others lists them all with withFormats.
 const (
 	formatTable = "table"
+	formatWide  = "wide"
 	formatJSON  = "json"
 	formatYAML  = "yaml"
+	formatDOT   = "dot"
 )
+
+// formatsAnnotation is the cobra annotation that holds a command's -o
+// formats, comma-separated.
+const formatsAnnotation = "conctl/output-formats"
+
+// withFormats sets the -o formats cmd accepts.
+func withFormats(cmd *cobra.Command, formats ...string) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[formatsAnnotation] = strings.Join(formats, ",")
+	return cmd
+}
+
+// outputFormats is the -o formats cmd accepts.
+func outputFormats(cmd *cobra.Command) []string {
+	if f, ok := cmd.Annotations[formatsAnnotation]; ok {
+		return strings.Split(f, ",")
+	}
+	return []string{formatTable, formatJSON, formatYAML}
+}
+
+// machine reports whether the output is for programs (JSON or YAML) rather
+// than people.
+func (a *app) machine() bool {
+	return a.output == formatJSON || a.output == formatYAML
+}
 
 const serverEnv = "CONVERGE_SERVER"
 
@@ -112,6 +143,9 @@ become Ready, and find out exactly what broke when they do not.`,
   # Why?
   conctl describe resource greeting/hello-world
 
+  # Which child of a composite is holding it back?
+  conctl tree landingzone/acme
+
   # Follow changes as they happen
   conctl watch --kind greeting`,
 		SilenceErrors:     true,
@@ -124,10 +158,11 @@ become Ready, and find out exactly what broke when they do not.`,
 	f := root.PersistentFlags()
 	f.StringVar(&a.server, "server", client.DefaultBaseURL, "server base URL (env "+serverEnv+")")
 	f.StringVarP(&a.namespace, "namespace", "n", client.DefaultNamespace, "namespace to work in")
-	f.StringVarP(&a.output, "output", "o", formatTable, "output format: table, json or yaml")
+	f.StringVarP(&a.output, "output", "o", formatTable, "output format: table, json or yaml (some commands also take wide or dot)")
 	f.DurationVar(&a.timeout, "timeout", 30*time.Second, "time limit for each call to the server (0: none)")
 
-	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.deleteCmd(), a.watchCmd(), a.eventsCmd())
+	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.treeCmd(), a.graphCmd(),
+		a.deleteCmd(), a.watchCmd(), a.eventsCmd())
 	return root
 }
 
@@ -142,10 +177,8 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usageError{fmt.Errorf("--server: %q is not an http(s) URL, e.g. %s", a.server, client.DefaultBaseURL)}
 	}
-	switch a.output {
-	case formatTable, formatJSON, formatYAML:
-	default:
-		return usageError{fmt.Errorf("--output: %q is not one of table, json, yaml", a.output)}
+	if formats := outputFormats(cmd); !slices.Contains(formats, a.output) {
+		return usageError{fmt.Errorf("--output: %q is not one of %s", a.output, strings.Join(formats, ", "))}
 	}
 	if a.timeout < 0 {
 		return usageError{fmt.Errorf("--timeout: %s is negative", a.timeout)}

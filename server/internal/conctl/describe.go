@@ -25,23 +25,34 @@ func (a *app) describeCmd() *cobra.Command {
 		Use:   "describe resource KIND/NAME",
 		Short: "Explain a resource: its state, failure, conditions, spec, status and events",
 		Long: `Describe prints a readable report on one resource: who it is, its labels,
-its phase and generations, its failure if it has one (message, attempts,
-whether it is terminal, when it is retried), its conditions, its spec and
-status as YAML, and its most recent events.
+its owner, its phase and generations, what it is waiting for, its failure
+if it has one (message, attempts, whether it is terminal, when it is
+retried), its conditions, its spec and status as YAML, and its most recent
+events.
+
+For a composite it adds how many children are ready, the culprits that keep
+it from being Ready (with the composites between it and each of them), and
+its tree of descendants with the culprit path marked.
 
 For machine-readable output use "conctl get resource KIND/NAME -o json".`,
 		Example: `  conctl describe resource greeting/hello-world
-  conctl describe res greeting/hello-world -n team-a`,
+  conctl describe res greeting/hello-world -n team-a
+  conctl describe resource landingzone/acme`,
 		Args: cobra.ArbitraryArgs,
 		RunE: typeArgs,
 	}
-	cmd.AddCommand(&cobra.Command{
+	var ascii bool
+	res := &cobra.Command{
 		Use:     "resource KIND/NAME",
 		Aliases: resourceAliases[1:],
 		Short:   "Explain a resource",
-		Long:    `Print a readable report on one resource of --namespace.`,
-		Example: `  conctl describe resource greeting/hello-world`,
-		Args:    exactArgs(1, "KIND/NAME, e.g. greeting/hello-world"),
+		Long: fmt.Sprintf(`Print a readable report on one resource of --namespace.
+
+A composite's tree goes %d levels deep with up to %d children per resource
+and marks the path to each culprit with "*"; "conctl tree" shows more.`, defaultTreeDepth, defaultTreeChildren),
+		Example: `  conctl describe resource greeting/hello-world
+  conctl describe resource landingzone/acme --ascii`,
+		Args: exactArgs(1, "KIND/NAME, e.g. greeting/hello-world"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.output != formatTable {
 				return usagef("describe prints a report only; for %s use: conctl get resource %s -o %s", a.output, args[0], a.output)
@@ -50,9 +61,11 @@ For machine-readable output use "conctl get resource KIND/NAME -o json".`,
 			if err != nil {
 				return err
 			}
-			return a.describeResource(cmd.Context(), ref)
+			return a.describeResource(cmd.Context(), ref, treeStyleFor(ascii))
 		},
-	})
+	}
+	res.Flags().BoolVar(&ascii, "ascii", false, asciiUsage)
+	cmd.AddCommand(res)
 	return cmd
 }
 
@@ -61,29 +74,36 @@ type described struct {
 	res       *convergev1.Resource
 	events    []*convergev1.Event
 	eventsErr error
+	tree      *convergev1.TreeNode // composites only
+	treeErr   error
+	treeStyle treeStyle
 	now       time.Time
 }
 
 // describeSection writes one part of the report.
 type describeSection func(w io.Writer, d *described) error
 
-// describeSections is the report, in order. A composite's dependency tree
-// goes between status and events when the API exposes it.
+// describeSections is the report, in order.
 var describeSections = []describeSection{
 	describeIdentity,
 	describeState,
+	describeRollup,
 	describeFailure,
 	describeConditions,
 	describeSpecAndStatus,
+	describeTree,
 	describeRecentEvents,
 }
 
-func (a *app) describeResource(ctx context.Context, ref resourceRef) error {
+func (a *app) describeResource(ctx context.Context, ref resourceRef, style treeStyle) error {
 	res, err := a.getResource(ctx, ref)
 	if err != nil {
 		return err
 	}
-	d := &described{res: res, now: a.now()}
+	d := &described{res: res, treeStyle: style, now: a.now()}
+	if res.GetRollup() != nil {
+		d.tree, d.treeErr = a.getTree(ctx, ref, defaultTreeDepth, defaultTreeChildren)
+	}
 	cctx, cancel := a.call(ctx)
 	defer cancel()
 	resp, err := a.client.ListEvents(cctx, &convergev1.ListEventsRequest{
@@ -114,6 +134,7 @@ func describeIdentity(w io.Writer, d *described) error {
 	field(w, "", "Kind", r.GetKind()+" "+version(r.GetKindVersion()))
 	field(w, "", "Name", r.GetName())
 	field(w, "", "UID", r.GetUid())
+	describeOwner(w, r)
 	keys := make([]string, 0, len(r.GetLabels()))
 	for k := range r.GetLabels() {
 		keys = append(keys, k)
@@ -126,6 +147,9 @@ func describeIdentity(w io.Writer, d *described) error {
 	field(w, "", "Labels", strings.Join(labels, "\n"+strings.Repeat(" ", 20)))
 	field(w, "", "Created", when(d.now, r.GetCreatedAt()))
 	field(w, "", "Updated", when(d.now, r.GetUpdatedAt()))
+	if p := r.GetDeletionPolicy(); p != "" {
+		field(w, "", "Deletion policy", p)
+	}
 	if r.GetDeletionRequestedAt() != nil {
 		field(w, "", "Deletion requested", when(d.now, r.GetDeletionRequestedAt()))
 	}
@@ -135,6 +159,9 @@ func describeIdentity(w io.Writer, d *described) error {
 func describeState(w io.Writer, d *described) error {
 	r := d.res
 	field(w, "", "Phase", r.GetPhase())
+	if wt := r.GetWaiting(); wt != "" {
+		field(w, "", "Waiting", wt)
+	}
 	field(w, "", "Generation", fmt.Sprintf("%d (synced %d)", r.GetGeneration(), r.GetSyncedGeneration()))
 	field(w, "", "Healthy", strconv.FormatBool(r.GetHealthy()))
 	field(w, "", "Reconciles", strconv.FormatInt(r.GetReconciles(), 10))

@@ -40,8 +40,12 @@ type fakeControl struct {
 	subs      map[int]chan *convergev1.Change
 	nextSub   int
 	listReqs  []*convergev1.ListResourcesRequest
-	batchErr  error // ApplyResources fails with it when set
-	maxPage   int   // ListResources never returns more than this
+	batchErr  error                                           // ApplyResources fails with it when set
+	maxPage   int                                             // ListResources never returns more than this
+	trees     map[string]*convergev1.TreeNode                 // whole trees, cut to each request
+	graphs    map[string]*convergev1.GetResourceGraphResponse // whole graphs, cut to max_nodes
+	treeReqs  []*convergev1.GetResourceTreeRequest
+	graphReqs []*convergev1.GetResourceGraphRequest
 
 	registered chan *convergev1.WatchRequest
 }
@@ -52,6 +56,8 @@ func newFake(t *testing.T) (*fakeControl, string) {
 		kinds:      map[string]*convergev1.KindManifest{},
 		resources:  map[string]*convergev1.Resource{},
 		subs:       map[int]chan *convergev1.Change{},
+		trees:      map[string]*convergev1.TreeNode{},
+		graphs:     map[string]*convergev1.GetResourceGraphResponse{},
 		registered: make(chan *convergev1.WatchRequest, 16),
 		maxPage:    100,
 	}
@@ -202,7 +208,7 @@ func (f *fakeControl) ApplyResources(_ context.Context, req *convergev1.ApplyRes
 			r.Generation++
 			r.Phase = "Reconciling"
 		}
-		r.KindVersion, r.Labels, r.Spec = in.KindVersion, in.Labels, in.Spec
+		r.KindVersion, r.Labels, r.Spec, r.DeletionPolicy = in.KindVersion, in.Labels, in.Spec, in.DeletionPolicy
 		resp.Results = append(resp.Results, &convergev1.ApplyResult{
 			Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Uid: r.Uid, Generation: r.Generation, Result: result,
 		})

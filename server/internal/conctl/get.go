@@ -81,14 +81,15 @@ func (a *app) getKind(ctx context.Context, ref kindRef) error {
 }
 
 func (a *app) getResourceCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "resource KIND/NAME",
 		Aliases: resourceAliases[1:],
 		Short:   "Show a resource",
 		Long: `Show a resource of --namespace. The table has its phase, generations and
-the message that explains its phase; -o json and -o yaml print the whole
-resource, spec and status included.`,
+the message that explains its phase; -o wide adds the composite that owns
+it; -o json and -o yaml print the whole resource, spec and status included.`,
 		Example: `  conctl get resource greeting/hello-world
+  conctl get resource vpc/prod-main -o wide
   conctl get res greeting/hello-world -n team-a -o json`,
 		Args: exactArgs(1, "KIND/NAME, e.g. greeting/hello-world"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -103,6 +104,7 @@ resource, spec and status included.`,
 			return a.printResources([]*convergev1.Resource{r}, true)
 		},
 	}
+	return withFormats(cmd, formatTable, formatWide, formatJSON, formatYAML)
 }
 
 func (a *app) getResource(ctx context.Context, ref resourceRef) (*convergev1.Resource, error) {

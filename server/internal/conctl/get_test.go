@@ -118,3 +118,25 @@ func TestGetNotFoundShowsServerMessage(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, want %q", r.code, r.stderr, want)
 	}
 }
+
+func TestGetResourceWideAddsOwner(t *testing.T) {
+	f, url := newFake(t)
+	f.add(routeResource())
+	r := run(testContext(t), url, "", "get", "resource", "route/dev-default", "-o", "wide")
+	want := "" +
+		"NAMESPACE   KIND    NAME          VERSION   PHASE         GEN   SYNCED   AGE   OWNER         MESSAGE\n" +
+		"default     route   dev-default   v1        Reconciling   1     0        60m   account/dev   dependency vpc/dev-main is not synced\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", r.code, r.stdout, want, r.stderr)
+	}
+
+	// The default table has no OWNER column; the waiting message explains
+	// the phase when nothing else does.
+	r = run(testContext(t), url, "", "get", "resource", "route/dev-default")
+	want = "" +
+		"NAMESPACE   KIND    NAME          VERSION   PHASE         GEN   SYNCED   AGE   MESSAGE\n" +
+		"default     route   dev-default   v1        Reconciling   1     0        60m   dependency vpc/dev-main is not synced\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", r.code, r.stdout, want, r.stderr)
+	}
+}

@@ -72,7 +72,8 @@ func (a *app) listResourcesCmd() *cobra.Command {
 		Aliases: []string{"resource", "res"},
 		Short:   "List resources",
 		Long: `List resources of --namespace (or of all namespaces with -A), optionally
-only those of a kind, in some phases, or matching a label selector.
+only those of a kind, in some phases, or matching a label selector. -o wide
+adds an OWNER column: the composite each child belongs to.
 
 A label selector is a comma-separated list of terms that must all hold:
 key=value, key!=value, key (has the label) or !key (has not).
@@ -82,7 +83,8 @@ up to that point.`,
 		Example: `  conctl list resources
   conctl list resources --kind greeting --kind-version 2
   conctl list res --phase failed --phase degraded -A
-  conctl list resources -l team=web,tier!=canary --limit 2000 -o json`,
+  conctl list resources -l team=web,tier!=canary --limit 2000 -o json
+  conctl list resources --kind vpc -o wide`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.listResources(cmd.Context(), fl)
@@ -95,7 +97,7 @@ up to that point.`,
 	f.StringVarP(&fl.selector, "selector", "l", "", "label selector, e.g. team=web,tier!=canary")
 	f.BoolVarP(&fl.allNamespaces, "all-namespaces", "A", false, "list in every namespace")
 	f.IntVar(&fl.limit, "limit", 500, "stop after this many resources (0: no limit)")
-	return cmd
+	return withFormats(cmd, formatTable, formatWide, formatJSON, formatYAML)
 }
 
 func (a *app) listResources(ctx context.Context, fl listFlags) error {
@@ -111,7 +113,7 @@ func (a *app) listResources(ctx context.Context, fl listFlags) error {
 	}
 	req := &convergev1.ListResourcesRequest{
 		Namespace: a.namespace, Kind: fl.kind, KindVersion: fl.kindVersion, Phases: phases,
-		LabelSelector: fl.selector, Summary: a.output == formatTable,
+		LabelSelector: fl.selector, Summary: !a.machine(),
 	}
 	if fl.allNamespaces {
 		req.Namespace = ""
@@ -147,7 +149,7 @@ func (a *app) listResources(ctx context.Context, fl listFlags) error {
 		}
 		req.PageToken = resp.GetNextPageToken()
 	}
-	if a.output == formatTable {
+	if !a.machine() {
 		if len(all) == 0 {
 			where := "in namespace " + a.namespace
 			if fl.allNamespaces {

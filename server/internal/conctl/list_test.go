@@ -96,3 +96,26 @@ func TestListKinds(t *testing.T) {
 		t.Fatalf("kinds = %v, want sorted by kind and version\n%s", kinds, r.stdout)
 	}
 }
+
+func TestListResourcesWideShowsOwners(t *testing.T) {
+	f, url := newFake(t)
+	f.add(acmeResource())
+	f.add(routeResource())
+	f.add(&convergev1.Resource{Namespace: "default", Kind: "account", Name: "dev", Phase: "Reconciling", Generation: 1,
+		Owner: &convergev1.ResourceRef{Namespace: "platform", Kind: "landingzone", Name: "acme"}})
+
+	r := run(testContext(t), url, "", "list", "resources", "-o", "wide")
+	want := "" +
+		"NAMESPACE   KIND          NAME          VERSION   PHASE         GEN   SYNCED   AGE   OWNER                       MESSAGE\n" +
+		"default     account       dev           v0        Reconciling   1     0        -     platform/landingzone/acme   -\n" +
+		"default     landingzone   acme          v1        Failed        2     2        60m   -                           vpc/prod-main: CIDR 10.0.0.0/16 overlaps vpc/prod-legacy\n" +
+		"default     route         dev-default   v1        Reconciling   1     0        60m   account/dev                 dependency vpc/dev-main is not synced\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", r.code, r.stdout, want, r.stderr)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.listReqs[0].Summary {
+		t.Error("a wide table needs no spec or status: want a summary listing")
+	}
+}

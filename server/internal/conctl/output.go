@@ -166,29 +166,70 @@ type table struct {
 }
 
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)}
+	t := &table{tw: tabwriter.NewWriter(&trimWriter{w: w}, 0, 8, 3, ' ', 0)}
 	t.row(header...)
 	return t
 }
 
+// row writes one row; an empty cell shows as "-".
 func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = cell(c)
+	}
+	t.blankRow(cells...)
+}
+
+// blankRow writes one row as given: an empty cell stays blank. It suits
+// rows that are a note rather than data, such as "... and 3 more".
+func (t *table) blankRow(cells ...string) {
 	for i, c := range cells {
 		if i > 0 {
 			io.WriteString(t.tw, "\t")
 		}
-		io.WriteString(t.tw, cell(c))
+		io.WriteString(t.tw, oneLine.Replace(c))
 	}
 	io.WriteString(t.tw, "\n")
 }
 
 func (t *table) flush() error { return t.tw.Flush() }
 
-// cell makes s safe for one table cell: one line, no tabs.
+// cell shows an empty cell as "-".
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.NewReplacer("\t", " ", "\r", " ", "\n", " ").Replace(s)
+	return s
+}
+
+// oneLine keeps a cell on one line and out of tabwriter's way.
+var oneLine = strings.NewReplacer("\t", " ", "\r", " ", "\n", " ")
+
+// trimWriter drops the spaces at the end of each line, which tabwriter
+// leaves when the last cells of a row are blank.
+type trimWriter struct {
+	w      io.Writer
+	spaces int // held back until a character other than a newline follows
+}
+
+func (tw *trimWriter) Write(p []byte) (int, error) {
+	var buf bytes.Buffer
+	for _, c := range p {
+		switch c {
+		case ' ':
+			tw.spaces++
+			continue
+		case '\n':
+			tw.spaces = 0
+		default:
+			buf.WriteString(strings.Repeat(" ", tw.spaces))
+			tw.spaces = 0
+		}
+		buf.WriteByte(c)
+	}
+	if _, err := tw.w.Write(buf.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // truncate shortens s to at most n runes.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
 // resourceRef names a resource on the command line: KIND/NAME.
@@ -51,4 +53,26 @@ func parseKindRef(arg string) (kindRef, error) {
 		return kindRef{}, usagef("kind %q: the version must be a positive integer, e.g. greeting/v1", arg)
 	}
 	return kindRef{kind: kind, version: int32(v)}, nil
+}
+
+// refName shows a resource the way it is typed on the command line:
+// KIND/NAME, or NAMESPACE/KIND/NAME when its namespace is not ns. A
+// reference without a namespace is in ns.
+func refName(ref *convergev1.ResourceRef, ns string) string {
+	if ref == nil {
+		return ""
+	}
+	if rns := ref.GetNamespace(); rns != "" && rns != ns {
+		return rns + "/" + ref.GetKind() + "/" + ref.GetName()
+	}
+	return ref.GetKind() + "/" + ref.GetName()
+}
+
+// refID is a reference's full NAMESPACE/KIND/NAME, a missing namespace
+// being ns.
+func refID(ref *convergev1.ResourceRef, ns string) string {
+	if rns := ref.GetNamespace(); rns != "" {
+		ns = rns
+	}
+	return ns + "/" + ref.GetKind() + "/" + ref.GetName()
 }

@@ -1,6 +1,7 @@
 package conctl
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,28 +13,38 @@ import (
 // maxMessageWidth keeps MESSAGE columns to one screen line.
 const maxMessageWidth = 80
 
-// printResources prints resources as a table, or as JSON/YAML (one object
-// when single).
+// printResources prints resources as a table (-o wide adds the owner), or
+// as JSON/YAML (one object when single).
 func (a *app) printResources(rs []*convergev1.Resource, single bool) error {
-	if a.output != formatTable {
+	if a.machine() {
 		msgs := make([]proto.Message, len(rs))
 		for i, r := range rs {
 			msgs[i] = r
 		}
 		return a.printMessages(msgs, single)
 	}
-	t := newTable(a.stdout, "NAMESPACE", "KIND", "NAME", "VERSION", "PHASE", "GEN", "SYNCED", "AGE", "MESSAGE")
+	wide := a.output == formatWide
+	header := []string{"NAMESPACE", "KIND", "NAME", "VERSION", "PHASE", "GEN", "SYNCED", "AGE", "MESSAGE"}
+	if wide {
+		header = slices.Insert(header, len(header)-1, "OWNER")
+	}
+	t := newTable(a.stdout, header...)
 	now := a.now()
 	for _, r := range rs {
-		t.row(r.GetNamespace(), r.GetKind(), r.GetName(), version(r.GetKindVersion()), r.GetPhase(),
+		row := []string{r.GetNamespace(), r.GetKind(), r.GetName(), version(r.GetKindVersion()), r.GetPhase(),
 			strconv.FormatInt(r.GetGeneration(), 10), strconv.FormatInt(r.GetSyncedGeneration(), 10),
-			age(now, r.GetCreatedAt()), truncate(resourceMessage(r), maxMessageWidth))
+			age(now, r.GetCreatedAt())}
+		if wide {
+			row = append(row, refName(r.GetOwner(), r.GetNamespace()))
+		}
+		t.row(append(row, truncate(resourceMessage(r), maxMessageWidth))...)
 	}
 	return t.flush()
 }
 
 // resourceMessage is the one line that best explains a resource's phase:
-// its failure, else the message of a condition that does not hold.
+// its failure, else the message of a condition that does not hold, else
+// what it is waiting for.
 func resourceMessage(r *convergev1.Resource) string {
 	if m := r.GetFailure().GetMessage(); m != "" {
 		return m
@@ -50,7 +61,7 @@ func resourceMessage(r *convergev1.Resource) string {
 			other = c.GetMessage()
 		}
 	}
-	return other
+	return or(other, r.GetWaiting())
 }
 
 func version(v int32) string {
@@ -59,7 +70,7 @@ func version(v int32) string {
 
 // printKinds prints kind manifests as a table, or as JSON/YAML.
 func (a *app) printKinds(ms []*convergev1.KindManifest, single bool) error {
-	if a.output != formatTable {
+	if a.machine() {
 		msgs := make([]proto.Message, len(ms))
 		for i, m := range ms {
 			msgs[i] = m
@@ -87,7 +98,7 @@ func (a *app) printKinds(ms []*convergev1.KindManifest, single bool) error {
 // printEvents prints events oldest first; withObject adds the resource each
 // one is about.
 func (a *app) printEvents(events []*convergev1.Event, withObject bool) error {
-	if a.output != formatTable {
+	if a.machine() {
 		msgs := make([]proto.Message, len(events))
 		for i, e := range events {
 			msgs[i] = e

@@ -392,3 +392,25 @@ func describeRoots(ctx context.Context, tx pgx.Tx, roots []int64) string {
 	}
 	return name
 }
+
+// ExpireOrphans deletes children whose orphan grace ran out (their
+// composite stopped emitting them and did not take them back), through
+// the usual teardown. It reports how many it marked.
+func (s *Store) ExpireOrphans(ctx context.Context, limit int) (int, error) {
+	var n int
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM resources
+			WHERE frozen_until < now() AND deletion_requested_at IS NULL
+			ORDER BY id LIMIT $1`, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		n, err = markForDeletion(ctx, tx, ids, "system", "its orphan grace period ended")
+		return err
+	})
+	return n, err
+}

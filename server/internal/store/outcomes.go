@@ -272,8 +272,18 @@ const applyTransientSQL = `
 	)
 	SELECT id, not_before FROM t`
 
+// releaseSupersededSQL handles leases that are current but whose
+// resource moved to a newer generation: a specChange task runs again at
+// the new generation; any other task (a childrenSettled or teardown from
+// before the change) is dropped, since what changed queues it afresh.
 const releaseSupersededSQL = `
-	WITH ` + outcomeInput + `
-	UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
-	FROM o WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation
-	RETURNING t.id`
+	WITH ` + outcomeInput + `, dropped AS (
+	    DELETE FROM tasks t USING o
+	    WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger <> 'specChange'
+	    RETURNING t.id
+	), released AS (
+	    UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
+	    FROM o WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger = 'specChange'
+	    RETURNING t.id
+	)
+	SELECT id FROM dropped UNION ALL SELECT id FROM released`

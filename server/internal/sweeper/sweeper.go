@@ -1,6 +1,7 @@
 // Package sweeper runs the control plane's background duties: requeueing
-// tasks whose lease ran out, trimming the change feed to its retention,
-// and forgetting replicas that stopped heartbeating.
+// tasks whose lease ran out, deleting orphans whose grace ended, trimming
+// the change feed to its retention, and forgetting replicas that stopped
+// heartbeating.
 package sweeper
 
 import (
@@ -59,6 +60,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 			return
 		case <-reap.C:
 			s.reap(ctx)
+			s.expireOrphans(ctx)
 		case <-slow.C:
 			s.trimChanges(ctx)
 			if _, err := s.store.ForgetDeadMembers(ctx, 10*time.Minute); err != nil && ctx.Err() == nil {
@@ -115,5 +117,19 @@ func (s *Sweeper) trimChanges(ctx context.Context) {
 		if err != nil || n < 10000 {
 			return
 		}
+	}
+}
+
+func (s *Sweeper) expireOrphans(ctx context.Context) {
+	n, err := s.store.ExpireOrphans(ctx, 1000)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("expiring orphans failed", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		s.log.Info("orphans past their grace period are being deleted", "resources", n)
+		s.bus.Publish(notify.Tasks)
 	}
 }

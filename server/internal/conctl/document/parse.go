@@ -179,7 +179,7 @@ func decode(source string, index int, n *node, o *options, errs *errorList) *Doc
 			return fail(n.line, "cannot check the rules: "+err.Error())
 		}
 		for _, v := range verr.Violations {
-			errs.add(&Error{Source: source, Index: index, Line: lineOf(body, v), Message: v.String()})
+			errs.add(&Error{Source: source, Index: index, Line: lineOf(body, v), Message: violationMessage(v)})
 		}
 		return nil
 	}

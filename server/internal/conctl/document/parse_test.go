@@ -164,6 +164,10 @@ func TestParseErrors(t *testing.T) {
 			`r.yaml: document 1 (line 4): name: does not match regex pattern ` + "`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`"},
 		{"rule violation in a list", "m.yaml", "type: manifest\nkind: greeting\nkind_version: 1\nreactions:\n  - name: a\n    trigger: someday\n    emits: [status]\n",
 			`m.yaml: document 1 (line 6): reactions[0].trigger: must be in list [specChange, childrenSettled, deleteRequested, operation, reactor, resync]`},
+		{"deletion policy outside its list", "r.yaml", "type: resource\nkind: g\nkind_version: 1\nname: a\ndeletion_policy: keep\n",
+			`r.yaml: document 1 (line 5): deletion_policy: "keep" is not one of delete, retain (or leave it out for the default)`},
+		{"kind deletion policy outside its list", "m.yaml", "type: manifest\nkind: g\nkind_version: 1\npolicy:\n  deletion_policy: Retain\n",
+			`m.yaml: document 1 (line 5): policy.deletion_policy: "Retain" is not one of delete, retain (or leave it out for the default)`},
 		{"duplicate key", "a.yaml", "type: resource\ntype: manifest\n",
 			`a.yaml: document 1 (line 2): duplicate key "type"`},
 		{"same field twice by two names", "a.yaml", "type: manifest\nkind: g\nkind_version: 1\nkindVersion: 2\n",
@@ -292,5 +296,23 @@ func TestParseReportsEveryShapeProblemOfADocument(t *testing.T) {
 	}, "\n")
 	if err == nil || err.Error() != want {
 		t.Fatalf("errors:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+func TestParseDeletionPolicy(t *testing.T) {
+	for _, tc := range []struct{ name, line, want string }{
+		{"retain", "deletion_policy: retain\n", "retain"},
+		{"delete by its JSON name", "deletionPolicy: delete\n", "delete"},
+		{"left out: the kind's policy", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, err := document.Parse("r.yaml", []byte(resourceYAML+tc.line))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := docs[0].Message.(*convergev1.ApplyResourceRequest).GetDeletionPolicy(); got != tc.want {
+				t.Fatalf("deletion_policy = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
