@@ -23,4 +23,14 @@
 // A handler's error is transient (the server retries it with backoff) unless
 // it is wrapped with [Terminal], which pins the resource as Failed until its
 // spec changes.
+//
+// A composer (a specChange reaction that emits children) returns its
+// composite's whole desired set of children in [Result.Children], with
+// [Result.Compose] set, and the [Edge]s among them: an edge makes a child
+// wait for its dependency and flows values from the dependency's status
+// into the child's spec ([DependsOn], [FlowFrom], [FlowExpr]). The SDK
+// checks every child and edge before sending, so a mistake is a terminal
+// failure naming it, and sends a large set in parts (any number of
+// children, each message under about 1 MiB). A childrenSettled reaction
+// reads the children's summary in [Task.Rollup].
 package converge

@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -30,13 +33,27 @@ type fakeServer struct {
 	url      string
 	sessions chan *fakeSession
 
-	mu     sync.Mutex
-	refuse int // refuse the next n streams with Unavailable
+	mu       sync.Mutex
+	refuse   int      // refuse the next n streams with Unavailable
+	invalid  []string // worker messages the real server would refuse
+	oversize []string // worker messages beyond the server's size limit
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
 	t.Helper()
 	f := &fakeServer{sessions: make(chan *fakeSession, 16)}
+	// Registered first, so it runs last: after the worker and the server
+	// have stopped and every message has been checked.
+	t.Cleanup(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, v := range f.invalid {
+			t.Errorf("the worker sent a message the server would refuse: %s", v)
+		}
+		for _, v := range f.oversize {
+			t.Errorf("the worker sent a message beyond the server's size limit: %s", v)
+		}
+	})
 	mux := http.NewServeMux()
 	mux.Handle(convergev1connect.NewWorkerServiceHandler(f))
 	srv := httptest.NewUnstartedServer(mux)
@@ -70,7 +87,9 @@ func (f *fakeServer) Connect(ctx context.Context, st *connect.BidiStream[converg
 	if err != nil {
 		return err
 	}
+	f.check(first)
 	s := &fakeSession{
+		server:     f,
 		sub:        first.GetSubscribe(),
 		stream:     st,
 		end:        make(chan struct{}),
@@ -96,6 +115,27 @@ func (f *fakeServer) Connect(ctx context.Context, st *connect.BidiStream[converg
 	}
 }
 
+// maxWorkerMessageBytes is the server's limit on one worker message.
+const maxWorkerMessageBytes = 4 << 20
+
+// check records a worker message the real server would refuse: one that
+// breaks the protocol's validation rules or its size limit.
+func (f *fakeServer) check(m *convergev1.WorkerMessage) {
+	verr := protovalidate.Validate(m)
+	size := proto.Size(m)
+	if verr == nil && size <= maxWorkerMessageBytes {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if verr != nil {
+		f.invalid = append(f.invalid, fmt.Sprintf("%T: %v", m.GetMsg(), verr))
+	}
+	if size > maxWorkerMessageBytes {
+		f.oversize = append(f.oversize, fmt.Sprintf("%T of %d bytes", m.GetMsg(), size))
+	}
+}
+
 // accept returns the next stream the worker opened.
 func (f *fakeServer) accept(t *testing.T) *fakeSession {
 	t.Helper()
@@ -110,6 +150,7 @@ func (f *fakeServer) accept(t *testing.T) *fakeSession {
 
 // fakeSession is one worker stream as the fake server sees it.
 type fakeSession struct {
+	server     *fakeServer
 	sub        *convergev1.Subscribe
 	stream     *connect.BidiStream[convergev1.WorkerMessage, convergev1.ServerMessage]
 	sendMu     sync.Mutex
@@ -119,10 +160,11 @@ type fakeSession struct {
 	clientDone chan struct{} // closed when the worker closed its send side or the stream broke
 	clientEOF  bool          // the worker closed its send side cleanly; read after clientDone
 
-	mu     sync.Mutex
-	msgs   []*convergev1.WorkerMessage // everything after Subscribe, in order
-	read   int                         // msgs consumed by next
-	notify chan struct{}               // closed and replaced on every new message
+	mu       sync.Mutex
+	msgs     []*convergev1.WorkerMessage // everything after Subscribe, in order, a result per message
+	received []*convergev1.WorkerMessage // everything after Subscribe, as received
+	read     int                         // msgs consumed by next
+	notify   chan struct{}               // closed and replaced on every new message
 }
 
 func (s *fakeSession) receive() {
@@ -133,7 +175,9 @@ func (s *fakeSession) receive() {
 			s.clientEOF = errors.Is(err, io.EOF)
 			return
 		}
+		s.server.check(m)
 		s.mu.Lock()
+		s.received = append(s.received, m)
 		// A batch of results is recorded as one message per result, so
 		// tests see results one at a time however the worker batched them.
 		if rs := m.GetResults(); rs != nil {
@@ -198,7 +242,14 @@ func (s *fakeSession) ack(t *testing.T, l *convergev1.Lease) {
 // consuming the ones before it.
 func (s *fakeSession) next(t *testing.T, what string, keep func(*convergev1.WorkerMessage) bool) *convergev1.WorkerMessage {
 	t.Helper()
-	deadline := time.After(waitFor)
+	return s.nextWithin(t, waitFor, what, keep)
+}
+
+// nextWithin is next with a wait of d, for tests whose worker has a lot to
+// compute first.
+func (s *fakeSession) nextWithin(t *testing.T, d time.Duration, what string, keep func(*convergev1.WorkerMessage) bool) *convergev1.WorkerMessage {
+	t.Helper()
+	deadline := time.After(d)
 	for {
 		s.mu.Lock()
 		for s.read < len(s.msgs) {
@@ -244,6 +295,14 @@ func resultOf(m *convergev1.WorkerMessage) *convergev1.TaskResult {
 func (s *fakeSession) heartbeat(t *testing.T) *convergev1.Heartbeat {
 	t.Helper()
 	return s.next(t, "a heartbeat", func(m *convergev1.WorkerMessage) bool { return m.GetHeartbeat() != nil }).GetHeartbeat()
+}
+
+// raw returns every message the worker sent so far, as it sent them:
+// results in their batches.
+func (s *fakeSession) raw() []*convergev1.WorkerMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*convergev1.WorkerMessage(nil), s.received...)
 }
 
 // sent returns every message the worker sent so far.

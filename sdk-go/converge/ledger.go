@@ -50,7 +50,7 @@ type execution struct {
 
 // pending is a result the server has not acknowledged yet.
 type pending struct {
-	msg *convergev1.TaskResult
+	rep *report
 	seq uint64
 }
 
@@ -154,14 +154,14 @@ func withDeadline(ctx context.Context, cancel context.CancelFunc, d time.Time) (
 
 // finish records a handler's result and returns the executions that may
 // start in its place.
-func (l *ledger) finish(ex *execution, msg *convergev1.TaskResult) []*execution {
+func (l *ledger) finish(ex *execution, rep *report) []*execution {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ex.cancel()
 	delete(l.running, ex.key)
 	if !ex.abandoned {
 		l.seq++
-		l.results[ex.key] = &pending{msg: msg, seq: l.seq}
+		l.results[ex.key] = &pending{rep: rep, seq: l.seq}
 		if l.live {
 			l.unsent = append(l.unsent, ex.key)
 			l.poke()
@@ -243,7 +243,7 @@ func (l *ledger) resumable() []*convergev1.Lease {
 	defer l.mu.Unlock()
 	out := l.attestedLocked()
 	for _, p := range l.results {
-		out = appendLease(out, p.msg.GetLease())
+		out = appendLease(out, p.rep.result.GetLease())
 	}
 	return out
 }
@@ -286,19 +286,26 @@ func (l *ledger) endSession() {
 	l.unsent = nil
 }
 
-// takeUnsent returns up to max results the live stream has not sent yet,
-// oldest first, and whether more remain. They stay buffered until acked.
-func (l *ledger) takeUnsent(max int) (msgs []*convergev1.TaskResult, more bool) {
+// takeUnsent returns the oldest results the live stream has not sent yet,
+// whole, as long as they need at most max messages in all (the first is
+// taken whatever it needs), and whether more remain. They stay buffered
+// until acked.
+func (l *ledger) takeUnsent(max int) (reps []*report, more bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for len(l.unsent) > 0 && len(msgs) < max {
-		k := l.unsent[0]
+	n := 0
+	for len(l.unsent) > 0 {
+		p := l.results[l.unsent[0]]
+		if p != nil && n > 0 && n+p.rep.messages() > max {
+			break
+		}
 		l.unsent = l.unsent[1:]
-		if p := l.results[k]; p != nil {
-			msgs = append(msgs, p.msg)
+		if p != nil {
+			reps = append(reps, p.rep)
+			n += p.rep.messages()
 		}
 	}
-	return msgs, len(l.unsent) > 0
+	return reps, len(l.unsent) > 0
 }
 
 // startDrain stops the worker taking tasks: waiting tasks are dropped (the

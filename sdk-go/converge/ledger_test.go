@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ func finished(l *ledger, id int64) {
 	l.mu.Lock()
 	l.running[ex.key] = ex
 	l.mu.Unlock()
-	l.finish(ex, errorResult(lease(id), "done", false))
+	l.finish(ex, &report{result: errorResult(lease(id), "done", false)})
 }
 
 func TestLedgerResendsResultsInCompletionOrderInBatches(t *testing.T) {
@@ -32,7 +33,7 @@ func TestLedgerResendsResultsInCompletionOrderInBatches(t *testing.T) {
 			t.Fatalf("batch %d has %d results; want at most %d", batch, len(msgs), sendBatch)
 		}
 		for _, m := range msgs {
-			got = append(got, m.GetLease().GetTaskId())
+			got = append(got, m.result.GetLease().GetTaskId())
 		}
 		if !more {
 			break
@@ -111,5 +112,41 @@ func TestHeartbeatInterval(t *testing.T) {
 		if got != c.want {
 			t.Errorf("heartbeatInterval(%d ms, lease %d s) = %s; want %s", c.ms, c.lease, got, c.want)
 		}
+	}
+}
+
+func TestLedgerBatchesByMessagesAndKeepsReportsWhole(t *testing.T) {
+	l := newLedger(1)
+	chunked := func(id int64, n int) *report {
+		rep := &report{result: errorResult(lease(id), "done", false)}
+		for i := range n {
+			rep.chunks = append(rep.chunks, &convergev1.ComposeChunk{Lease: lease(id), Index: int32(i)})
+		}
+		return rep
+	}
+	for id, n := range map[int64]int{1: 300, 2: 100, 3: 100, 4: 100, 5: 0} {
+		ex := &execution{key: leaseKey{id, 1}, cancel: func() {}}
+		l.mu.Lock()
+		l.running[ex.key] = ex
+		l.seq = uint64(id) - 1 // completion order: 1, 2, ..., 5
+		l.mu.Unlock()
+		l.finish(ex, chunked(id, n))
+	}
+	l.beginSession(nil)
+	var batches [][]int64
+	for {
+		reps, more := l.takeUnsent(sendBatch)
+		var batch []int64
+		for _, r := range reps {
+			batch = append(batch, r.result.GetLease().GetTaskId())
+		}
+		batches = append(batches, batch)
+		if !more {
+			break
+		}
+	}
+	// 301 messages go alone; 101 + 101 fit in 256, a third 101 does not.
+	if got := fmt.Sprint(batches); got != "[[1] [2 3] [4 5]]" {
+		t.Fatalf("batches = %s; want [[1] [2 3] [4 5]]", got)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"buf.build/go/protovalidate"
-
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
@@ -15,17 +13,19 @@ const (
 	// maxErrorBytes bounds the error message reported for a failed task;
 	// longer messages are cut, so one verbose handler cannot bloat the stream.
 	maxErrorBytes = 32 << 10
-	// maxStatusBytes bounds a reported status. A larger one is a terminal
-	// failure here rather than a message the server refuses, which would
+	// maxStatusBytes bounds a reported status: the server's status limit
+	// (docs/limits.md). A larger one is a terminal failure here rather
+	// than at the server, and a status near the server's 4 MiB message
+	// limit could otherwise make a message the server refuses, which would
 	// break the stream and be re-sent after every reconnect.
-	maxStatusBytes = 4 << 20
+	maxStatusBytes = 512 << 10
 )
 
 // Result is what a successful handler reports.
 type Result struct {
 	// Status becomes the resource's status. It must marshal (with
 	// encoding/json) to a JSON object: a map, a struct, or a
-	// json.RawMessage holding an object, of at most 4 MiB once encoded.
+	// json.RawMessage holding an object, of at most 512 KiB once encoded.
 	// Nil, or a value that marshals to null, leaves the status as it was.
 	// Anything else is reported as a terminal failure naming the problem.
 	// The server validates the status against the kind's status_schema.
@@ -35,6 +35,32 @@ type Result struct {
 	Unhealthy bool
 	// Conditions explain the resource's state; see [Condition].
 	Conditions []Condition
+
+	// Compose marks the result as a composer's answer, even when Children
+	// is empty: the server makes the composite's children match Children
+	// exactly, so an empty set prunes every child. A result with any
+	// Children, Edges or References is a composer's answer whether
+	// Compose is set or not. A result with neither is a leaf's: it carries
+	// no composition, which the server refuses from a reaction that emits
+	// children. A composer should therefore always set Compose.
+	Compose bool
+	// Children is the complete desired set of the composite's children;
+	// see [Child]. The server creates, updates and prunes children to
+	// match it, in one transaction. Any number of children may be
+	// returned: the SDK sends a large set in parts.
+	Children []Child
+	// Edges are dependencies among the children, and on References, with
+	// the value flows along them; see [Edge] and [DependsOn].
+	Edges []Edge
+	// References are resources outside the composite that edges may name
+	// as dependencies. Reading another composite's resources must be
+	// declared here.
+	References []Ref
+}
+
+// composes reports whether the result is a composer's answer.
+func (r *Result) composes() bool {
+	return r.Compose || len(r.Children) > 0 || len(r.Edges) > 0 || len(r.References) > 0
 }
 
 // Condition is one observation about a resource, e.g. that it is reachable.
@@ -63,34 +89,43 @@ const (
 	ConditionUnknown ConditionStatus = "Unknown"
 )
 
-// buildResult turns a handler's outcome into the message reported to the
+// buildResult turns a handler's outcome into what is reported to the
 // server. It never fails: a result that cannot be encoded or does not meet
 // the protocol's rules becomes a terminal error that says why, so a bad
 // result can never poison the stream.
-func buildResult(lease *convergev1.Lease, res *Result, err error) *convergev1.TaskResult {
+func buildResult(lease *convergev1.Lease, res *Result, err error) *report {
 	if err != nil {
-		return errorResult(lease, err.Error(), IsTerminal(err))
+		return &report{result: errorResult(lease, err.Error(), IsTerminal(err))}
 	}
+	failed := func(msg string) *report { return &report{result: errorResult(lease, msg, true)} }
 	success := &convergev1.Success{}
-	if res != nil {
-		status, serr := encodeStatus(res.Status)
-		if serr != nil {
-			return errorResult(lease, "converge: result "+serr.Error(), true)
-		}
-		success.Status = status
-		success.Unhealthy = res.Unhealthy
-		for _, c := range res.Conditions {
-			success.Conditions = append(success.Conditions, &convergev1.Condition{
-				Type:    strings.ToValidUTF8(c.Type, "\uFFFD"),
-				Status:  strings.ToValidUTF8(string(c.Status), "\uFFFD"),
-				Reason:  strings.ToValidUTF8(c.Reason, "\uFFFD"),
-				Message: strings.ToValidUTF8(c.Message, "\uFFFD"),
-			})
-		}
+	out := &report{result: &convergev1.TaskResult{Lease: lease, Outcome: &convergev1.TaskResult_Success{Success: success}}}
+	if res == nil {
+		return out
 	}
-	out := &convergev1.TaskResult{Lease: lease, Outcome: &convergev1.TaskResult_Success{Success: success}}
-	if verr := protovalidate.Validate(out); verr != nil {
-		return errorResult(lease, "converge: invalid result: "+verr.Error(), true)
+	status, serr := encodeStatus(res.Status)
+	if serr != nil {
+		return failed("converge: result " + serr.Error())
+	}
+	success.Status = status
+	success.Unhealthy = res.Unhealthy
+	for _, c := range res.Conditions {
+		success.Conditions = append(success.Conditions, &convergev1.Condition{
+			Type:    strings.ToValidUTF8(c.Type, "\uFFFD"),
+			Status:  strings.ToValidUTF8(string(c.Status), "\uFFFD"),
+			Reason:  strings.ToValidUTF8(c.Reason, "\uFFFD"),
+			Message: strings.ToValidUTF8(c.Message, "\uFFFD"),
+		})
+	}
+	if res.composes() {
+		comp, cerr := encodeComposition(res)
+		if cerr != nil {
+			return failed("converge: result " + cerr.Error())
+		}
+		out.chunks = attachComposition(lease, success, comp)
+	}
+	if verr := out.validate(); verr != nil {
+		return failed("converge: invalid result: " + verr.Error())
 	}
 	return out
 }
@@ -111,21 +146,31 @@ func errorResult(lease *convergev1.Lease, msg string, terminal bool) *convergev1
 // encodeStatus marshals a handler's status; nil bytes leave the resource's
 // status unchanged.
 func encodeStatus(v any) ([]byte, error) {
+	b, err := encodeObject(v, maxStatusBytes)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	return b, nil
+}
+
+// encodeObject marshals v, which must encode to a JSON object of at most
+// limit bytes. Nil, or a value that encodes to null, gives nil bytes.
+func encodeObject(v any, limit int) ([]byte, error) {
 	if v == nil {
 		return nil, nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("status: %w", err)
+		return nil, err
 	}
 	if string(b) == "null" {
 		return nil, nil
 	}
 	if b[0] != '{' {
-		return nil, errors.New("status: must be a JSON object, got " + jsonType(b))
+		return nil, errors.New("must be a JSON object, got " + jsonType(b))
 	}
-	if len(b) > maxStatusBytes {
-		return nil, fmt.Errorf("status: %d bytes encoded, more than the limit of %d", len(b), maxStatusBytes)
+	if len(b) > limit {
+		return nil, fmt.Errorf("%d bytes encoded, more than the limit of %d", len(b), limit)
 	}
 	return b, nil
 }

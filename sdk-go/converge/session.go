@@ -20,8 +20,9 @@ const (
 	// that keeps a bogus tiny interval from flooding the stream.
 	defaultHeartbeat = 5 * time.Second
 	minHeartbeat     = 10 * time.Millisecond
-	// sendBatch results are sent per wake-up of the sender, so heartbeats
-	// interleave with a large backlog of results.
+	// sendBatch messages (results and composition chunks) are sent at
+	// most per wake-up of the sender, so heartbeats interleave with a large
+	// backlog of results.
 	sendBatch = 256
 )
 
@@ -171,14 +172,8 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 			err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Drain{Drain: &convergev1.Drain{}}})
 			drainSent = true
 		}
-		msgs, more := w.ledger.takeUnsent(sendBatch)
-		for len(msgs) > 0 && err == nil {
-			n := resultsThatFit(msgs)
-			err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{
-				Results: &convergev1.Results{Results: msgs[:n]},
-			}})
-			msgs = msgs[n:]
-		}
+		reps, more := w.ledger.takeUnsent(sendBatch)
+		err = sendReports(send, reps)
 		if err != nil {
 			break
 		}
@@ -200,6 +195,31 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 		return nil
 	}
 	return err
+}
+
+// sendReports sends finished tasks' reports: each composition's chunks, in
+// order, then the results in batches. A result follows its own chunks on
+// the stream; other tasks' messages may come in between.
+func sendReports(send func(*convergev1.WorkerMessage) error, reps []*report) error {
+	msgs := make([]*convergev1.TaskResult, 0, len(reps))
+	for _, r := range reps {
+		for _, c := range r.chunks {
+			if err := send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_ComposeChunk{ComposeChunk: c}}); err != nil {
+				return err
+			}
+		}
+		msgs = append(msgs, r.result)
+	}
+	for len(msgs) > 0 {
+		n := resultsThatFit(msgs)
+		if err := send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{
+			Results: &convergev1.Results{Results: msgs[:n]},
+		}}); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
 }
 
 // maxResultBytes bounds the results sent in one message, well under the

@@ -50,6 +50,10 @@ type Task struct {
 	// Deadline is when the server gives up on this attempt; zero when the
 	// server set none. The handler's context carries the same deadline.
 	Deadline time.Time
+
+	// Rollup summarises the composite's children for a childrenSettled
+	// reaction; nil for other triggers.
+	Rollup *Rollup
 }
 
 // DecodeSpec unmarshals the task's spec into v, as [json.Unmarshal] does.
@@ -92,6 +96,7 @@ func newTask(m *convergev1.Task) *Task {
 		Status:      json.RawMessage(r.GetStatus()),
 		Attempt:     int(m.GetAttempt()),
 		DedupToken:  m.GetDedupToken(),
+		Rollup:      newRollup(m.GetRollup()),
 	}
 	if d := m.GetDeadline(); d != nil {
 		t.Deadline = d.AsTime()

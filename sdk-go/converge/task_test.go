@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
 func TestTerminalWrapsAndIsDetected(t *testing.T) {
@@ -42,5 +45,44 @@ func TestDecode(t *testing.T) {
 	err := task.DecodeStatus(&status)
 	if err == nil || !strings.Contains(err.Error(), "decode status of greeting default/hello") {
 		t.Fatalf("DecodeStatus of a mistyped status = %v; want an error naming the field and resource", err)
+	}
+}
+
+func TestTaskRollup(t *testing.T) {
+	m := greetingTask(1, `{}`)
+	if newTask(m).Rollup != nil {
+		t.Fatal("a task without a rollup has a Rollup")
+	}
+	m.Trigger = "childrenSettled"
+	m.Rollup = &convergev1.Rollup{
+		Total: 9, Ready: 4, Reconciling: 1, Degraded: 1, Failed: 2, Deleting: 1, Excluded: 3,
+		Culprits: []*convergev1.Culprit{{
+			Resource: &convergev1.ResourceRef{Namespace: "default", Kind: "route", Name: "lz-route-2"},
+			Phase:    "Failed",
+			Message:  "no such gateway",
+			Path: []*convergev1.ResourceRef{
+				{Namespace: "default", Kind: "landingzone", Name: "lz"},
+				{Namespace: "default", Kind: "network", Name: "lz-net"},
+			},
+		}, {
+			Resource: &convergev1.ResourceRef{Kind: "vpc", Name: "lz-vpc-1"},
+			Phase:    "Degraded",
+		}},
+	}
+	got := newTask(m).Rollup
+	want := &Rollup{
+		Total: 9, Ready: 4, Reconciling: 1, Degraded: 1, Failed: 2, Deleting: 1, Excluded: 3,
+		Culprits: []Culprit{{
+			Resource: Ref{Namespace: "default", Kind: "route", Name: "lz-route-2"},
+			Phase:    "Failed",
+			Message:  "no such gateway",
+			Path:     []Ref{{Namespace: "default", Kind: "landingzone", Name: "lz"}, {Namespace: "default", Kind: "network", Name: "lz-net"}},
+		}, {
+			Resource: Ref{Kind: "vpc", Name: "lz-vpc-1"},
+			Phase:    "Degraded",
+		}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Rollup = %+v;\nwant %+v", got, want)
 	}
 }

@@ -139,7 +139,7 @@ func TestResults(t *testing.T) {
 		}, failure("status: json: unsupported type", true)},
 		{"huge-status", func(context.Context, *Task) (*Result, error) {
 			return &Result{Status: map[string]string{"blob": strings.Repeat("x", maxStatusBytes)}}, nil
-		}, failure("status: 4194315 bytes encoded, more than the limit of 4194304", true)},
+		}, failure("status: 524299 bytes encoded, more than the limit of 524288", true)},
 		{"invalid-condition", func(context.Context, *Task) (*Result, error) {
 			return &Result{Conditions: []Condition{{Type: "Ready", Status: "yes"}}}, nil
 		}, failure("conditions[0].status", true)},

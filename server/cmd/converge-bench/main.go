@@ -44,9 +44,19 @@ type options struct {
 	top         int
 	profile     string
 	split       bool
+	workload    string
+	fanoutReps  int
+	chainReps   int
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		if err := runBenchWorker(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "converge-bench worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.IntVar(&o.runs, "runs", 3, "repetitions (the report gives the median, min and max)")
 	flag.IntVar(&o.resources, "resources", 100_000, "leaves per W1 run")
@@ -63,6 +73,9 @@ func main() {
 	flag.StringVar(&o.pgSettings, "pg", "", "extra PostgreSQL settings, comma-separated key=value")
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
+	flag.StringVar(&o.workload, "workload", "all", "w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone) or all")
+	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
+	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr)")
 	flag.Parse()
 
@@ -92,8 +105,19 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if o.workload != "w1" && o.workload != "composites" && o.workload != "all" {
+		return fmt.Errorf("-workload %q: use w1, composites or all", o.workload)
+	}
+	doW1, doComposites := o.workload != "composites", o.workload != "w1"
+	var zoneBin string
+	if doComposites {
+		zoneBin = filepath.Join(tmp, "landingzone")
+		if err := goBuild(ctx, zoneBin, "./sdk-go/examples/landingzone"); err != nil {
+			return err
+		}
+	}
 	var riverBin string
-	if o.river {
+	if o.river && doW1 {
 		if riverBin, err = buildRiver(ctx, tmp); err != nil {
 			return fmt.Errorf("building River for the baseline (use -river=false to skip it): %w", err)
 		}
@@ -110,7 +134,22 @@ func run(ctx context.Context, o options) error {
 
 	var w1 []w1Result
 	var rivers []riverResult
-	for r := 1; r <= o.runs; r++ {
+	var comps []compositeResult
+	for r := 1; r <= o.runs && doComposites; r++ {
+		logf("run %d/%d: W2 fan-out, W3 chains", r, o.runs)
+		cr, err := runComposites(ctx, o, cluster, r)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", r, err)
+		}
+		logf("run %d/%d: W4 landing zone", r, o.runs)
+		if err := runZone(ctx, o, cluster, r, zoneBin, &cr); err != nil {
+			return fmt.Errorf("run %d: W4: %w", r, err)
+		}
+		comps = append(comps, cr)
+		logf("run %d/%d: 1→1,000 Ready in %s, chain of 10 in %s, landing zone in %s", r, o.runs,
+			percentile(cr.fanoutReady[1000], 0.5), percentile(cr.chainReady, 0.5), cr.zoneReady)
+	}
+	for r := 1; r <= o.runs && doW1; r++ {
 		logf("run %d/%d: W1 with %d leaves", r, o.runs, o.resources)
 		res, err := runW1(ctx, o, cluster, fmt.Sprintf("bench_%d", r))
 		if err != nil {
@@ -128,7 +167,12 @@ func run(ctx context.Context, o options) error {
 			logf("run %d/%d: River %.0f jobs/s", r, o.runs, rr.rate)
 		}
 	}
-	report(os.Stdout, o, settings, fsync, w1, rivers)
+	if doW1 {
+		report(os.Stdout, o, settings, fsync, w1, rivers)
+	}
+	if doComposites {
+		reportComposites(os.Stdout, o, settings, comps)
+	}
 	return nil
 }
 

@@ -85,3 +85,41 @@ func settingList(s map[string]string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// reportComposites prints W2, W3 and W4 as Markdown.
+func reportComposites(w io.Writer, o options, settings map[string]string, runs []compositeResult) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	var ready1k, rollup1k, ready10k, rollup10k, chain, hops []time.Duration
+	var zones []float64
+	var zoneTimes []float64
+	for _, r := range runs {
+		ready1k = append(ready1k, r.fanoutReady[1000]...)
+		rollup1k = append(rollup1k, r.fanoutRollup[1000]...)
+		ready10k = append(ready10k, r.fanoutReady[10000]...)
+		rollup10k = append(rollup10k, r.fanoutRollup[10000]...)
+		chain = append(chain, r.chainReady...)
+		hops = append(hops, r.chainHops...)
+		zones = append(zones, r.zoneRate)
+		zoneTimes = append(zoneTimes, r.zoneReady.Seconds())
+	}
+	d := func(x time.Duration) string { return fmt.Sprintf("%.0f ms", ms(x)) }
+	p("### W2–W4: composites, %s", time.Now().UTC().Format("2006-01-02"))
+	p("")
+	p("- Machine: %s", machine())
+	p("- PostgreSQL: %s; %s", profileName(o.durable), settingList(settings))
+	p("- One `converge serve --role all`; one Go SDK worker (capacity %d) serving every kind; %d runs on fresh databases; times from database timestamps", o.capacity, len(runs))
+	p("")
+	p("| Workload | Figure | p50 | p99 (max) | Samples | Target |")
+	p("|---|---|---|---|---|---|")
+	p("| W2 1 → 1,000 leaves | root submit → root Ready | %s | %s | %d | ≤ 2 s |", d(percentile(ready1k, 0.5)), d(percentile(ready1k, 0.99)), len(ready1k))
+	p("| W2 1 → 1,000 leaves | rollup: last child Ready → root Ready | %s | %s | %d | p99 ≤ 1 s, aim ≤ 100 ms |", d(percentile(rollup1k, 0.5)), d(percentile(rollup1k, 0.99)), len(rollup1k))
+	p("| W2 1 → 10,000 leaves | root submit → root Ready | %s | %s | %d | ≤ 10 s |", d(percentile(ready10k, 0.5)), d(percentile(ready10k, 0.99)), len(ready10k))
+	p("| W2 1 → 10,000 leaves | rollup: last child Ready → root Ready | %s | %s | %d | p99 ≤ 1 s |", d(percentile(rollup10k, 0.5)), d(percentile(rollup10k, 0.99)), len(rollup10k))
+	p("| W3 chain of 10, one flow per hop | root submit → root Ready | %s | %s | %d | ≤ 0.5 s |", d(percentile(chain, 0.5)), d(percentile(chain, 0.99)), len(chain))
+	p("| W3 chain of 10 | per hop: link Ready → next link Ready | %s | %s | %d | p50 ≤ 30 ms |", d(percentile(hops, 0.5)), d(percentile(hops, 0.99)), len(hops))
+	zt, ztLo, ztHi := median(zoneTimes)
+	zr, zrLo, zrHi := median(zones)
+	p("| W4 landing zone 1 → 1,000 → 1 → 1 (3,001) | root submit → root Ready | %.1f s | %.1f – %.1f s (range) | %d | |", zt, ztLo, ztHi, len(zoneTimes))
+	p("| W4 landing zone | resources Ready per second | %.0f /s | %.0f – %.0f (range) | %d | |", zr, zrLo, zrHi, len(zones))
+	p("")
+}

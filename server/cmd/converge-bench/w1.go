@@ -48,71 +48,12 @@ type snapshot struct {
 
 func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w1Result, error) {
 	var res w1Result
-	if err := cluster.CreateDatabase(ctx, db, ""); err != nil {
-		return res, err
-	}
-	url := cluster.URL(db)
-	pool, err := pgxpool.New(ctx, url)
+	st, err := startStack(ctx, o, cluster, db, o.workerBin, "-kinds", benchKind+":1:reconcile", "-capacity", strconv.Itoa(o.capacity))
 	if err != nil {
 		return res, err
 	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
-		return res, fmt.Errorf("pg_stat_statements: %w", err)
-	}
-	logDir, err := os.MkdirTemp("", "converge-bench-logs-*")
-	if err != nil {
-		return res, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return res, err
-	}
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	role := "all"
-	if o.split {
-		role = "control"
-	}
-	args := []string{"serve", "--database-url", url, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "warn", "--role", role}
-	if o.profile != "" {
-		args = append(args, "--pprof-listen", o.profile)
-	}
-	server, err := start("converge", logDir, o.convergeBin, args...)
-	if err != nil {
-		return res, err
-	}
-	defer server.stop()
-	if err := waitHTTP(ctx, base+"/readyz", server); err != nil {
-		return res, err
-	}
-	workerURL := base
-	brk := server
-	if o.split {
-		// A second replica runs the broker; workers dial it, the load goes
-		// to the control replica, and wake-ups cross by NOTIFY.
-		bport, err := freePort()
-		if err != nil {
-			return res, err
-		}
-		workerURL = "http://127.0.0.1:" + strconv.Itoa(bport)
-		brk, err = start("broker", logDir, o.convergeBin, "serve", "--database-url", url, "--migrate=false",
-			"--listen", "127.0.0.1:"+strconv.Itoa(bport), "--log-level", "warn", "--role", "broker")
-		if err != nil {
-			return res, err
-		}
-		defer brk.stop()
-		if err := waitHTTP(ctx, workerURL+"/readyz", brk); err != nil {
-			return res, err
-		}
-	}
-	worker, err := start("worker", logDir, o.workerBin, "-server", workerURL, "-kinds", benchKind+":1:reconcile",
-		"-capacity", strconv.Itoa(o.capacity))
-	if err != nil {
-		return res, err
-	}
-	defer worker.stop()
-
-	c := client.New(base, client.WithHTTPClient(http.DefaultClient))
+	defer st.close()
+	pool, server, brk, worker, c := st.pool, st.server, st.broker, st.worker, st.client
 	if _, err := c.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: benchManifest()}); err != nil {
 		return res, fmt.Errorf("applying the bench kind: %w", err)
 	}
@@ -181,7 +122,6 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 		return res, err
 	}
 	res.rssConverge, res.rssWorker = peakRSS(server.pid()), peakRSS(worker.pid())
-	_ = os.RemoveAll(filepath.Clean(logDir))
 	return res, nil
 }
 

@@ -264,7 +264,6 @@ func (b *Broker) applyWithRetry(ctx context.Context, outs []store.Outcome) ([]st
 
 // finish acknowledges applied results and forgets their leases.
 func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
-	requeued := false
 	b.mu.Lock()
 	for i, r := range batch {
 		if cur := b.leases[r.lease.TaskID]; cur == r.lease {
@@ -282,7 +281,7 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 					}
 				}
 			case res[i].Superseded:
-				reason, requeued = "the resource changed while the task ran; it runs again at the new generation", true
+				reason = "the resource changed while the task ran; it runs again at the new generation"
 			default:
 				reason = "the lease is no longer current"
 			}
@@ -293,9 +292,9 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 	}
 	b.mu.Unlock()
 	b.bus.Publish(notify.Changes)
-	if requeued {
-		b.bus.Publish(notify.Tasks)
-	}
+	// Applying results may have queued work: a requeued task, or (by the
+	// database's triggers) a rollup, a gate or a teardown.
+	b.bus.Publish(notify.Tasks)
 }
 
 func decodeLabels(raw []byte) map[string]string {

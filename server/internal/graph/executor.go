@@ -96,24 +96,44 @@ func (x *Executor) Run(ctx context.Context) {
 	}
 }
 
-// runAll runs tasks, Parallel at a time.
+// runAll runs tasks: gates together in one transaction, rollups and
+// teardowns Parallel at a time.
 func (x *Executor) runAll(ctx context.Context, tasks []store.InternalTask) {
+	var gates []store.InternalTask
 	sem := make(chan struct{}, x.cfg.Parallel)
 	var wg sync.WaitGroup
 	for _, t := range tasks {
+		if t.Trigger == store.TriggerGate {
+			gates = append(gates, t)
+			continue
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := x.run(ctx, t); err != nil && ctx.Err() == nil {
-				x.log.Warn("graph task failed; it runs again", "trigger", t.Trigger, "resource", t.ResourceID, "err", err)
-				release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_ = x.store.ReleaseLeases(release, []store.Lease{t.Lease})
-				cancel()
-			}
+			x.settle(ctx, []store.InternalTask{t}, x.run(ctx, t))
 		}()
 	}
+	if len(gates) > 0 {
+		_, err := x.store.Gates(ctx, gates, x.decide)
+		x.settle(ctx, gates, err)
+	}
 	wg.Wait()
+}
+
+// settle gives tasks back to run again when they failed.
+func (x *Executor) settle(ctx context.Context, ts []store.InternalTask, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	x.log.Warn("graph tasks failed; they run again", "trigger", ts[0].Trigger, "tasks", len(ts), "err", err)
+	release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	leases := make([]store.Lease, len(ts))
+	for i, t := range ts {
+		leases[i] = t.Lease
+	}
+	_ = x.store.ReleaseLeases(release, leases)
 }
 
 func (x *Executor) run(ctx context.Context, t store.InternalTask) error {
@@ -124,9 +144,6 @@ func (x *Executor) run(ctx context.Context, t store.InternalTask) error {
 			settled = e.SettledReaction()
 		}
 		return x.store.Rollup(ctx, t, settled)
-	case store.TriggerGate:
-		_, err := x.store.Gate(ctx, t, x.decide)
-		return err
 	case store.TriggerTeardown:
 		_, err := x.store.Teardown(ctx, t, func(kind string, version int32) store.TeardownPolicy {
 			if e := x.kinds.Get(kind, version); e != nil {

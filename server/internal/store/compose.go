@@ -140,6 +140,16 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 		if err := applyChildren(ctx, tx, c, parentID, rootID, namespace, existing, refs, &res); err != nil {
 			return err
 		}
+		// Until the rollup has counted the new children, the composite is
+		// not Ready: it becomes Ready only through its rollup.
+		if len(c.Children) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE resources SET subtree = 'pending' WHERE id = $1 AND subtree <> 'pending'`, parentID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `SELECT converge_wake($1::bigint[], 'rollup')`, []int64{parentID}); err != nil {
+			return err
+		}
 		// The composite's own status and synced generation, and the fenced
 		// removal of its task: the one success rule.
 		rows, err := tx.Query(ctx, applySuccessSQL, []int64{c.TaskID}, []int64{c.Epoch}, []int64{c.Generation},

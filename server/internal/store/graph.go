@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Internal task triggers: work the server does itself.
@@ -194,70 +195,126 @@ type GateDecision struct {
 	Spec []byte
 }
 
-// Gate checks a dependent's dependencies and value flows: decide runs
-// inside the transaction with the dependent locked. When it opens, the
-// dependent's spec takes the flowed values (a change bumps its
-// generation) and its reconcile is scheduled.
-func (s *Store) Gate(ctx context.Context, t InternalTask, decide func(GateInput) GateDecision) (scheduled bool, err error) {
+// Gates checks dependents' dependencies and value flows, all in one
+// transaction: decide runs with the dependents locked. A dependent whose
+// gate opens takes the flowed values into its spec (a change bumps its
+// generation) and is scheduled. It returns how many were scheduled.
+func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateInput) GateDecision) (scheduled int, err error) {
+	ids := make([]int64, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ResourceID
+	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		scheduled = false
-		in := GateInput{ID: t.ResourceID}
-		var waiting *string
-		err := tx.QueryRow(ctx, `SELECT kind, kind_version, name, coalesce(desired_spec, spec), spec, waiting,
-			    deletion_requested_at IS NOT NULL
-			FROM resources WHERE id = $1 FOR NO KEY UPDATE`, t.ResourceID).Scan(
-			&in.Kind, &in.Version, &in.Name, &in.Spec, &in.Current, &waiting, &in.Deleting)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && in.Deleting) {
-			return finishInternal(ctx, tx, t)
-		}
+		scheduled = 0
+		rows, err := tx.Query(ctx, `SELECT id, kind, kind_version, name, coalesce(desired_spec, spec), spec, waiting
+			FROM resources WHERE id = ANY($1::bigint[]) AND deletion_requested_at IS NULL
+			ORDER BY id FOR NO KEY UPDATE`, ids)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `
-			SELECT d.namespace, d.kind, d.name, d.phase, d.synced_generation >= d.generation, d.status, d.spec, e.flows
-			FROM edges e JOIN resources d ON d.id = e.dependency_id
-			WHERE e.dependent_id = $1 ORDER BY d.id`, t.ResourceID)
-		if err != nil {
-			return err
-		}
+		inputs := map[int64]*GateInput{}
+		waiting := map[int64]*string{}
+		var order []int64
 		for rows.Next() {
-			var d GateDep
-			if err := rows.Scan(&d.Ref.Namespace, &d.Ref.Kind, &d.Ref.Name, &d.Phase, &d.Synced, &d.Status, &d.Spec, &d.Flows); err != nil {
+			in := &GateInput{}
+			var w *string
+			if err := rows.Scan(&in.ID, &in.Kind, &in.Version, &in.Name, &in.Spec, &in.Current, &w); err != nil {
 				rows.Close()
 				return err
 			}
-			in.Deps = append(in.Deps, d)
+			inputs[in.ID], waiting[in.ID] = in, w
+			order = append(order, in.ID)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		dec := decide(in)
-		if dec.Waiting != "" {
-			if waiting == nil || *waiting != dec.Waiting {
-				if _, err := tx.Exec(ctx, `UPDATE resources SET waiting = $2, resource_version = resource_version + 1,
-					updated_at = now() WHERE id = $1`, t.ResourceID, truncate(dec.Waiting, maxFailureMessage)); err != nil {
-					return err
-				}
-			}
-			return finishInternal(ctx, tx, t)
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE resources SET
-			    generation = generation + CASE WHEN spec <> $2::jsonb THEN 1 ELSE 0 END,
-			    spec = $2::jsonb, waiting = NULL,
-			    resource_version = resource_version + 1, updated_at = now()
-			WHERE id = $1 AND (spec <> $2::jsonb OR waiting IS NOT NULL)`, t.ResourceID, dec.Spec); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, scheduleReconcileSQL, []int64{t.ResourceID})
+		rows, err = tx.Query(ctx, `
+			SELECT e.dependent_id, d.namespace, d.kind, d.name, d.phase, d.synced_generation >= d.generation,
+			       d.status, d.spec, e.flows
+			FROM edges e JOIN resources d ON d.id = e.dependency_id
+			WHERE e.dependent_id = ANY($1::bigint[]) ORDER BY e.dependent_id, d.id`, order)
 		if err != nil {
 			return err
 		}
-		scheduled = tag.RowsAffected() > 0
-		return finishInternal(ctx, tx, t)
+		for rows.Next() {
+			var id int64
+			var d GateDep
+			if err := rows.Scan(&id, &d.Ref.Namespace, &d.Ref.Kind, &d.Ref.Name, &d.Phase, &d.Synced, &d.Status, &d.Spec, &d.Flows); err != nil {
+				rows.Close()
+				return err
+			}
+			inputs[id].Deps = append(inputs[id].Deps, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var waitIDs, openIDs []int64
+		var waitWhy []string
+		var specs [][]byte
+		for _, id := range order {
+			dec := decide(*inputs[id])
+			if dec.Waiting != "" {
+				if w := waiting[id]; w == nil || *w != dec.Waiting {
+					waitIDs, waitWhy = append(waitIDs, id), append(waitWhy, truncate(dec.Waiting, maxFailureMessage))
+				}
+				continue
+			}
+			openIDs, specs = append(openIDs, id), append(specs, dec.Spec)
+		}
+		batch := &pgx.Batch{}
+		if len(waitIDs) > 0 {
+			batch.Queue(`UPDATE resources r SET waiting = w.why, resource_version = r.resource_version + 1, updated_at = now()
+				FROM unnest($1::bigint[], $2::text[]) AS w(id, why) WHERE r.id = w.id`, waitIDs, waitWhy)
+		}
+		if len(openIDs) > 0 {
+			batch.Queue(`
+				UPDATE resources r SET
+				    generation = r.generation + CASE WHEN r.spec <> o.spec THEN 1 ELSE 0 END,
+				    spec = o.spec, waiting = NULL,
+				    resource_version = r.resource_version + 1, updated_at = now()
+				FROM unnest($1::bigint[], $2::jsonb[]) AS o(id, spec)
+				WHERE r.id = o.id AND (r.spec <> o.spec OR r.waiting IS NOT NULL)`, openIDs, specs)
+			batch.Queue(scheduleReconcileSQL, openIDs).Exec(func(tag pgconn.CommandTag) error {
+				scheduled = int(tag.RowsAffected())
+				return nil
+			})
+		}
+		if batch.Len() > 0 {
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+		}
+		return finishInternalAll(ctx, tx, ts)
 	})
 	return scheduled, err
+}
+
+// finishInternalAll is finishInternal for a batch.
+func finishInternalAll(ctx context.Context, tx pgx.Tx, ts []InternalTask) error {
+	ids, epochs := splitLeases(leasesOf(ts))
+	gens := make([]int64, len(ts))
+	for i, t := range ts {
+		gens[i] = t.Generation
+	}
+	_, err := tx.Exec(ctx, `
+		WITH o AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS o(id, epoch, generation)),
+		done AS (
+		    DELETE FROM tasks t USING o WHERE t.id = o.id AND t.epoch = o.epoch AND t.generation = o.generation
+		    RETURNING t.id
+		)
+		UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
+		FROM o WHERE t.id = o.id AND t.epoch = o.epoch AND t.id NOT IN (SELECT id FROM done)`, ids, epochs, gens)
+	return err
+}
+
+func leasesOf(ts []InternalTask) []Lease {
+	out := make([]Lease, len(ts))
+	for i, t := range ts {
+		out[i] = t.Lease
+	}
+	return out
 }
 
 // TeardownPolicy says how a kind is torn down.

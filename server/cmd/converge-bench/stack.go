@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/convergehq/converge/sdk-go/client"
+	"github.com/convergehq/converge/server/internal/devpg"
+)
+
+// stack is one measured setup: a fresh database, the server (one
+// replica, or with -split a control and a broker replica) and a worker.
+type stack struct {
+	db     string
+	pool   *pgxpool.Pool
+	server *proc // serves the API
+	broker *proc // serves workers (the same process unless split)
+	worker *proc
+	client *client.Client
+	logDir string
+}
+
+// startStack creates database db and starts the server and one worker
+// (workerBin with workerArgs, plus -server).
+func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db string, workerBin string, workerArgs ...string) (*stack, error) {
+	if err := cluster.CreateDatabase(ctx, db, ""); err != nil {
+		return nil, err
+	}
+	url := cluster.URL(db)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	s := &stack{db: db, pool: pool}
+	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		s.close()
+		return nil, fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	if s.logDir, err = os.MkdirTemp("", "converge-bench-logs-*"); err != nil {
+		s.close()
+		return nil, err
+	}
+	serve := func(name, role string, extra ...string) (*proc, string, error) {
+		port, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		args := append([]string{"serve", "--database-url", url, "--listen", addr, "--log-level", "warn", "--role", role}, extra...)
+		p, err := start(name, s.logDir, o.convergeBin, args...)
+		if err != nil {
+			return nil, "", err
+		}
+		return p, "http://" + addr, waitHTTP(ctx, "http://"+addr+"/readyz", p)
+	}
+	role := "all"
+	if o.split {
+		role = "control"
+	}
+	var extra []string
+	if o.profile != "" {
+		extra = append(extra, "--pprof-listen", o.profile)
+	}
+	var base string
+	if s.server, base, err = serve("converge", role, extra...); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.broker = s.server
+	workerURL := base
+	if o.split {
+		// A second replica runs the broker; workers dial it, the load goes
+		// to the control replica, and wake-ups cross by NOTIFY.
+		if s.broker, workerURL, err = serve("broker", "broker", "--migrate=false"); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	if s.worker, err = start("worker", s.logDir, workerBin, append(workerArgs, "-server", workerURL)...); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.client = client.New(base, client.WithHTTPClient(http.DefaultClient))
+	return s, nil
+}
+
+func (s *stack) close() {
+	s.worker.stop()
+	if s.broker != s.server {
+		s.broker.stop()
+	}
+	s.server.stop()
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	if s.logDir != "" {
+		_ = os.RemoveAll(s.logDir)
+	}
+}

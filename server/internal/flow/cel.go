@@ -1,0 +1,180 @@
+package flow
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/checker"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/convergehq/converge/server/internal/limits"
+)
+
+// Limits on CEL flows. They bound the time one flow may cost the server
+// however hostile its expression or large its inputs.
+const (
+	// MaxExprLength is the longest expression Compile accepts, in
+	// characters; Flow.expr in the worker protocol has the same limit.
+	MaxExprLength = 4096
+	// MaxEstimatedCost bounds the worst-case cost Compile accepts, in CEL
+	// cost units (about one per operation, plus one per element or
+	// character that an operation on a list or string goes through),
+	// estimated for a status and spec as large as limits.MaxStatusBytes
+	// and limits.MaxSpecBytes allow. One pass over a status list fits; a
+	// pass over a status list nested inside another, or a string operation
+	// on status text repeated for each element of a status list, does not.
+	MaxEstimatedCost = 100_000_000
+	// MaxLoopCost caps the work one evaluation may do in comprehensions
+	// (all, exists, exists_one, map, filter, sortBy). A comprehension costs
+	// the size of the list or map it ranges over times the number of
+	// expression nodes in its condition and step, charged in full before
+	// it starts, so `status.items.map(x, x.name)` costs about 5 per item.
+	// The limit is reached after a few tens of milliseconds of CPU.
+	MaxLoopCost = 1_000_000
+	// MaxRangeSize is the longest list lists.range may build.
+	MaxRangeSize = 100_000
+	// EvalTimeout stops an evaluation with loops still running after this
+	// long. It is a safety net that expressions within the limits above do
+	// not reach.
+	EvalTimeout = time.Second
+)
+
+// interruptEvery is how many comprehension iterations run between checks
+// of EvalTimeout.
+const interruptEvery = 100
+
+// maxInputSize bounds the size (characters, elements or entries) of any
+// string, list or map inside status or spec, for cost estimation.
+const maxInputSize = max(limits.MaxStatusBytes, limits.MaxSpecBytes)
+
+// jsonObject is the declared type of status and spec: JSON objects whose
+// values are checked when the flow runs.
+var jsonObject = cel.MapType(cel.StringType, cel.DynType)
+
+// celEnv is built once: building an environment costs far more than
+// compiling an expression in it, and an Env is safe for concurrent use.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	reg, err := types.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	return cel.NewEnv(
+		cel.CustomTypeProvider(reg),
+		cel.CustomTypeAdapter(jsonAdapter{base: reg}),
+		cel.Variable("status", jsonObject),
+		cel.Variable("spec", jsonObject),
+		cel.OptionalTypes(),
+		ext.Strings(),
+		ext.Lists(ext.ListsMaxRangeSize(MaxRangeSize)),
+		ext.Sets(),
+		ext.Math(),
+		ext.Encoders(),
+		cel.DefaultUTCTimeZone(true),
+		cel.ParserExpressionSizeLimit(MaxExprLength),
+	)
+})
+
+// programOptions apply to every compiled flow.
+var programOptions = []cel.ProgramOption{
+	cel.InterruptCheckFrequency(interruptEvery),
+	cel.EvalOptions(cel.OptOptimize),
+}
+
+// jsonAdapter presents decoded JSON to CEL. Whole numbers become CEL ints
+// and other numbers doubles, whatever the decoder produced (json.Number or
+// float64), so `status.replicas + 1` works. Objects and arrays are wrapped
+// lazily: only the parts an expression touches are converted.
+type jsonAdapter struct {
+	base types.Adapter
+}
+
+// NativeToValue implements types.Adapter.
+func (a jsonAdapter) NativeToValue(v any) ref.Val {
+	switch x := v.(type) {
+	case json.Number:
+		return numberValue(x)
+	case float64:
+		return floatValue(x)
+	case map[string]any:
+		return types.NewStringInterfaceMap(a, x)
+	case []any:
+		return types.NewDynamicList(a, x)
+	}
+	return a.base.NativeToValue(v)
+}
+
+// maxExactInt is the largest magnitude below which every whole float64 is
+// exact.
+const maxExactInt = 1 << 53
+
+func floatValue(f float64) ref.Val {
+	if f == math.Trunc(f) && math.Abs(f) <= maxExactInt {
+		return types.Int(int64(f))
+	}
+	return types.Double(f)
+}
+
+func numberValue(n json.Number) ref.Val {
+	s := string(n)
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return types.Int(i)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err == nil:
+	case errors.Is(err, strconv.ErrRange) && !math.IsInf(f, 0):
+		// Too small: it rounds to zero, as JSON decoders do.
+	case errors.Is(err, strconv.ErrRange):
+		return types.NewErr("number %s is beyond the range of a CEL double", s)
+	default:
+		return types.NewErr("%q is not a number", s)
+	}
+	return floatValue(f)
+}
+
+// inputSizes tells the cost estimator how large status and spec can be.
+type inputSizes struct{}
+
+// EstimateSize implements checker.CostEstimator.
+func (inputSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return &checker.SizeEstimate{Min: 0, Max: maxInputSize}
+}
+
+// EstimateCallCost implements checker.CostEstimator; the library's own
+// estimates apply.
+func (inputSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// vars binds status and spec without allocating a map per evaluation,
+// and carries the evaluation's loop cost.
+type vars struct {
+	status, spec any
+	loopCost     int64
+}
+
+// ResolveName implements interpreter.Activation.
+func (v *vars) ResolveName(name string) (any, bool) {
+	switch name {
+	case "status":
+		return v.status, true
+	case "spec":
+		return v.spec, true
+	case budgetName:
+		return v, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (v *vars) Parent() interpreter.Activation {
+	return nil
+}
