@@ -104,7 +104,8 @@ $$;
 -- transaction: the owners of resources whose phase changed (rollup), the
 -- direct dependents of resources that synced or whose status changed
 -- (gate), and deleting owners and dependencies of resources that are gone
--- (teardown). EXECUTE plans each statement with the transition tables'
+-- (teardown). A dependency's phase change wakes its dependents' gates too,
+-- so what they say they wait for stays true. EXECUTE plans each statement with the transition tables'
 -- real sizes; a plan cached for empty tables would join them quadratically.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION converge_record_changes() RETURNS trigger
@@ -143,8 +144,9 @@ BEGIN
       SELECT converge_wake(array_agg(DISTINCT e.dependent_id), 'gate')
       FROM new_rows n JOIN old_rows o ON o.id = n.id
       JOIN edges e ON e.dependency_id = n.id
-      WHERE n.synced_generation >= n.generation
-        AND (n.synced_generation <> o.synced_generation OR n.status IS DISTINCT FROM o.status)
+      WHERE (n.synced_generation >= n.generation
+             AND (n.synced_generation <> o.synced_generation OR n.status IS DISTINCT FROM o.status))
+         OR n.phase <> o.phase
       HAVING count(*) > 0 $q$;
   ELSE
     EXECUTE $q$

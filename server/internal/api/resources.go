@@ -185,6 +185,11 @@ func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *conv
 			names = append(names, msg)
 		}
 		cond.Message = fmt.Sprintf("%d of %d children ready; %s", out.Rollup.Ready, out.Rollup.Total, strings.Join(names, "; "))
+		for _, c := range out.Conditions {
+			if c.GetType() == "Ready" && c.GetStatus() == "False" && c.GetMessage() == "" {
+				c.Message = cond.Message
+			}
+		}
 	}
 	out.Conditions = append(out.Conditions, cond)
 	return nil

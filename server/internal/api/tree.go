@@ -18,6 +18,17 @@ func (s *Service) culprits(ctx context.Context, id int64) ([]*convergev1.Culprit
 	if err != nil {
 		return nil, err
 	}
+	// A resource waiting for a failed or degraded one is a consequence,
+	// not a culprit: when there are failures, name only them.
+	if len(cs) > 0 && (cs[0].Phase == "Failed" || cs[0].Phase == "Degraded") {
+		kept := cs[:0]
+		for _, c := range cs {
+			if c.Phase == "Failed" || c.Phase == "Degraded" {
+				kept = append(kept, c)
+			}
+		}
+		cs = kept
+	}
 	out := make([]*convergev1.Culprit, len(cs))
 	for i, c := range cs {
 		out[i] = &convergev1.Culprit{Resource: toRef(&c.Ref), Phase: c.Phase, Message: c.Message}

@@ -116,6 +116,12 @@ func (w *waiter) verdict(ctx, parent context.Context, err error, timeout time.Du
 			msg := it.message
 			if it.gone {
 				msg = "deleted while waiting"
+			} else if msg == "" {
+				// A composite fails through its children: the change feed
+				// carries no message, the resource's conditions name them.
+				if r, err := w.a.client.GetResource(parent, &convergev1.GetResourceRequest{Namespace: it.rec.Namespace, Kind: it.rec.Kind, Name: it.rec.Name}); err == nil {
+					msg = resourceMessage(r.GetResource())
+				}
 			}
 			fmt.Fprintf(w.progress, "failed: resource %s: %s\n", it.id(), or(msg, "no message"))
 			failed = append(failed, it.id())

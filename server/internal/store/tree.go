@@ -56,7 +56,7 @@ func (s *Store) Culprits(ctx context.Context, rootID int64, limit int) ([]Culpri
 		FROM walk w JOIN resources r ON r.id = w.id
 		WHERE w.depth > 0
 		  AND NOT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = w.id AND c.`+notReady+`)
-		ORDER BY (r.phase = 'Failed') DESC, w.depth DESC, r.id
+		ORDER BY (r.phase = 'Failed') DESC, (r.phase = 'Degraded') DESC, w.depth DESC, r.id
 		LIMIT $2`, rootID, limit)
 	if err != nil {
 		return nil, err
