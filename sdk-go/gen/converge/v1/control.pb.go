@@ -11,6 +11,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
@@ -405,6 +406,8 @@ type ApplyResourceRequest struct {
 	Spec        *structpb.Struct  `protobuf:"bytes,6,opt,name=spec,proto3" json:"spec,omitempty"`
 	// "delete" or "retain" on deletion; empty: the kind's policy.
 	DeletionPolicy string `protobuf:"bytes,7,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
+	// A named provider config of the kind version, on top of its default.
+	ProviderConfig string `protobuf:"bytes,8,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -484,6 +487,13 @@ func (x *ApplyResourceRequest) GetSpec() *structpb.Struct {
 func (x *ApplyResourceRequest) GetDeletionPolicy() string {
 	if x != nil {
 		return x.DeletionPolicy
+	}
+	return ""
+}
+
+func (x *ApplyResourceRequest) GetProviderConfig() string {
+	if x != nil {
+		return x.ProviderConfig
 	}
 	return ""
 }
@@ -1927,11 +1937,1787 @@ func (x *GraphFlow) GetTo() string {
 	return ""
 }
 
+type UpdateKindPolicyRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Policy      *KindPolicy            `protobuf:"bytes,3,opt,name=policy,proto3" json:"policy,omitempty"`
+	// Fields of policy to change (e.g. "max_inflight"); empty: every field.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,4,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateKindPolicyRequest) Reset() {
+	*x = UpdateKindPolicyRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateKindPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateKindPolicyRequest) ProtoMessage() {}
+
+func (x *UpdateKindPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateKindPolicyRequest.ProtoReflect.Descriptor instead.
+func (*UpdateKindPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *UpdateKindPolicyRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *UpdateKindPolicyRequest) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *UpdateKindPolicyRequest) GetPolicy() *KindPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *UpdateKindPolicyRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
+	}
+	return nil
+}
+
+type UpdateKindPolicyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Manifest      *KindManifest          `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateKindPolicyResponse) Reset() {
+	*x = UpdateKindPolicyResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateKindPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateKindPolicyResponse) ProtoMessage() {}
+
+func (x *UpdateKindPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateKindPolicyResponse.ProtoReflect.Descriptor instead.
+func (*UpdateKindPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *UpdateKindPolicyResponse) GetManifest() *KindManifest {
+	if x != nil {
+		return x.Manifest
+	}
+	return nil
+}
+
+type ApplyProviderConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *ProviderConfig        `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyProviderConfigRequest) Reset() {
+	*x = ApplyProviderConfigRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyProviderConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyProviderConfigRequest) ProtoMessage() {}
+
+func (x *ApplyProviderConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyProviderConfigRequest.ProtoReflect.Descriptor instead.
+func (*ApplyProviderConfigRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ApplyProviderConfigRequest) GetConfig() *ProviderConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type ApplyProviderConfigResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config *ProviderConfig        `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// "created", "configured" or "unchanged".
+	Result        string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyProviderConfigResponse) Reset() {
+	*x = ApplyProviderConfigResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyProviderConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyProviderConfigResponse) ProtoMessage() {}
+
+func (x *ApplyProviderConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyProviderConfigResponse.ProtoReflect.Descriptor instead.
+func (*ApplyProviderConfigResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ApplyProviderConfigResponse) GetConfig() *ProviderConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *ApplyProviderConfigResponse) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+type GetProviderConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion   int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProviderConfigRequest) Reset() {
+	*x = GetProviderConfigRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProviderConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProviderConfigRequest) ProtoMessage() {}
+
+func (x *GetProviderConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProviderConfigRequest.ProtoReflect.Descriptor instead.
+func (*GetProviderConfigRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetProviderConfigRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *GetProviderConfigRequest) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *GetProviderConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetProviderConfigResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *ProviderConfig        `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProviderConfigResponse) Reset() {
+	*x = GetProviderConfigResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProviderConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProviderConfigResponse) ProtoMessage() {}
+
+func (x *GetProviderConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProviderConfigResponse.ProtoReflect.Descriptor instead.
+func (*GetProviderConfigResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetProviderConfigResponse) GetConfig() *ProviderConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type ListProviderConfigsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion   int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProviderConfigsRequest) Reset() {
+	*x = ListProviderConfigsRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProviderConfigsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProviderConfigsRequest) ProtoMessage() {}
+
+func (x *ListProviderConfigsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProviderConfigsRequest.ProtoReflect.Descriptor instead.
+func (*ListProviderConfigsRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListProviderConfigsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListProviderConfigsRequest) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+type ListProviderConfigsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Configs       []*ProviderConfig      `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProviderConfigsResponse) Reset() {
+	*x = ListProviderConfigsResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProviderConfigsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProviderConfigsResponse) ProtoMessage() {}
+
+func (x *ListProviderConfigsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProviderConfigsResponse.ProtoReflect.Descriptor instead.
+func (*ListProviderConfigsResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListProviderConfigsResponse) GetConfigs() []*ProviderConfig {
+	if x != nil {
+		return x.Configs
+	}
+	return nil
+}
+
+type DeleteProviderConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion   int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteProviderConfigRequest) Reset() {
+	*x = DeleteProviderConfigRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteProviderConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteProviderConfigRequest) ProtoMessage() {}
+
+func (x *DeleteProviderConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteProviderConfigRequest.ProtoReflect.Descriptor instead.
+func (*DeleteProviderConfigRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DeleteProviderConfigRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DeleteProviderConfigRequest) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *DeleteProviderConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteProviderConfigResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteProviderConfigResponse) Reset() {
+	*x = DeleteProviderConfigResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteProviderConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteProviderConfigResponse) ProtoMessage() {}
+
+func (x *DeleteProviderConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteProviderConfigResponse.ProtoReflect.Descriptor instead.
+func (*DeleteProviderConfigResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{40}
+}
+
+type ApplyReactorBindingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Binding       *ReactorBinding        `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyReactorBindingRequest) Reset() {
+	*x = ApplyReactorBindingRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyReactorBindingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyReactorBindingRequest) ProtoMessage() {}
+
+func (x *ApplyReactorBindingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyReactorBindingRequest.ProtoReflect.Descriptor instead.
+func (*ApplyReactorBindingRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ApplyReactorBindingRequest) GetBinding() *ReactorBinding {
+	if x != nil {
+		return x.Binding
+	}
+	return nil
+}
+
+type ApplyReactorBindingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Binding       *ReactorBinding        `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	Result        string                 `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyReactorBindingResponse) Reset() {
+	*x = ApplyReactorBindingResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyReactorBindingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyReactorBindingResponse) ProtoMessage() {}
+
+func (x *ApplyReactorBindingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyReactorBindingResponse.ProtoReflect.Descriptor instead.
+func (*ApplyReactorBindingResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ApplyReactorBindingResponse) GetBinding() *ReactorBinding {
+	if x != nil {
+		return x.Binding
+	}
+	return nil
+}
+
+func (x *ApplyReactorBindingResponse) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+type GetReactorBindingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReactorBindingRequest) Reset() {
+	*x = GetReactorBindingRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReactorBindingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReactorBindingRequest) ProtoMessage() {}
+
+func (x *GetReactorBindingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReactorBindingRequest.ProtoReflect.Descriptor instead.
+func (*GetReactorBindingRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *GetReactorBindingRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetReactorBindingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Binding       *ReactorBinding        `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReactorBindingResponse) Reset() {
+	*x = GetReactorBindingResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReactorBindingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReactorBindingResponse) ProtoMessage() {}
+
+func (x *GetReactorBindingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReactorBindingResponse.ProtoReflect.Descriptor instead.
+func (*GetReactorBindingResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *GetReactorBindingResponse) GetBinding() *ReactorBinding {
+	if x != nil {
+		return x.Binding
+	}
+	return nil
+}
+
+type ListReactorBindingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WatchKind     string                 `protobuf:"bytes,1,opt,name=watch_kind,json=watchKind,proto3" json:"watch_kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReactorBindingsRequest) Reset() {
+	*x = ListReactorBindingsRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReactorBindingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReactorBindingsRequest) ProtoMessage() {}
+
+func (x *ListReactorBindingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReactorBindingsRequest.ProtoReflect.Descriptor instead.
+func (*ListReactorBindingsRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListReactorBindingsRequest) GetWatchKind() string {
+	if x != nil {
+		return x.WatchKind
+	}
+	return ""
+}
+
+type ListReactorBindingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bindings      []*ReactorBinding      `protobuf:"bytes,1,rep,name=bindings,proto3" json:"bindings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReactorBindingsResponse) Reset() {
+	*x = ListReactorBindingsResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReactorBindingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReactorBindingsResponse) ProtoMessage() {}
+
+func (x *ListReactorBindingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReactorBindingsResponse.ProtoReflect.Descriptor instead.
+func (*ListReactorBindingsResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ListReactorBindingsResponse) GetBindings() []*ReactorBinding {
+	if x != nil {
+		return x.Bindings
+	}
+	return nil
+}
+
+type DeleteReactorBindingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReactorBindingRequest) Reset() {
+	*x = DeleteReactorBindingRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReactorBindingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReactorBindingRequest) ProtoMessage() {}
+
+func (x *DeleteReactorBindingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReactorBindingRequest.ProtoReflect.Descriptor instead.
+func (*DeleteReactorBindingRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *DeleteReactorBindingRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteReactorBindingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReactorBindingResponse) Reset() {
+	*x = DeleteReactorBindingResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReactorBindingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReactorBindingResponse) ProtoMessage() {}
+
+func (x *DeleteReactorBindingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReactorBindingResponse.ProtoReflect.Descriptor instead.
+func (*DeleteReactorBindingResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{48}
+}
+
+type GetResourceHistoryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// 1..100 (default 20).
+	PageSize      int32  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourceHistoryRequest) Reset() {
+	*x = GetResourceHistoryRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourceHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourceHistoryRequest) ProtoMessage() {}
+
+func (x *GetResourceHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourceHistoryRequest.ProtoReflect.Descriptor instead.
+func (*GetResourceHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *GetResourceHistoryRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetResourceHistoryRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *GetResourceHistoryRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetResourceHistoryRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetResourceHistoryRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type GetResourceHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first.
+	Revisions     []*Revision `protobuf:"bytes,1,rep,name=revisions,proto3" json:"revisions,omitempty"`
+	NextPageToken string      `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many revisions are kept per resource.
+	Keep          int32 `protobuf:"varint,3,opt,name=keep,proto3" json:"keep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourceHistoryResponse) Reset() {
+	*x = GetResourceHistoryResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourceHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourceHistoryResponse) ProtoMessage() {}
+
+func (x *GetResourceHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourceHistoryResponse.ProtoReflect.Descriptor instead.
+func (*GetResourceHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *GetResourceHistoryResponse) GetRevisions() []*Revision {
+	if x != nil {
+		return x.Revisions
+	}
+	return nil
+}
+
+func (x *GetResourceHistoryResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *GetResourceHistoryResponse) GetKeep() int32 {
+	if x != nil {
+		return x.Keep
+	}
+	return 0
+}
+
+type RollbackResourceRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The generation whose spec to apply again.
+	Generation    int64  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackResourceRequest) Reset() {
+	*x = RollbackResourceRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackResourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackResourceRequest) ProtoMessage() {}
+
+func (x *RollbackResourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackResourceRequest.ProtoReflect.Descriptor instead.
+func (*RollbackResourceRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *RollbackResourceRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *RollbackResourceRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *RollbackResourceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RollbackResourceRequest) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *RollbackResourceRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RollbackResourceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackResourceResponse) Reset() {
+	*x = RollbackResourceResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackResourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackResourceResponse) ProtoMessage() {}
+
+func (x *RollbackResourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackResourceResponse.ProtoReflect.Descriptor instead.
+func (*RollbackResourceResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *RollbackResourceResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+type QuarantineResourceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuarantineResourceRequest) Reset() {
+	*x = QuarantineResourceRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuarantineResourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuarantineResourceRequest) ProtoMessage() {}
+
+func (x *QuarantineResourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuarantineResourceRequest.ProtoReflect.Descriptor instead.
+func (*QuarantineResourceRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *QuarantineResourceRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *QuarantineResourceRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *QuarantineResourceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QuarantineResourceRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type QuarantineResourceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuarantineResourceResponse) Reset() {
+	*x = QuarantineResourceResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuarantineResourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuarantineResourceResponse) ProtoMessage() {}
+
+func (x *QuarantineResourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuarantineResourceResponse.ProtoReflect.Descriptor instead.
+func (*QuarantineResourceResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *QuarantineResourceResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+type UnquarantineResourceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnquarantineResourceRequest) Reset() {
+	*x = UnquarantineResourceRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnquarantineResourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnquarantineResourceRequest) ProtoMessage() {}
+
+func (x *UnquarantineResourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnquarantineResourceRequest.ProtoReflect.Descriptor instead.
+func (*UnquarantineResourceRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *UnquarantineResourceRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *UnquarantineResourceRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *UnquarantineResourceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UnquarantineResourceRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type UnquarantineResourceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnquarantineResourceResponse) Reset() {
+	*x = UnquarantineResourceResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnquarantineResourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnquarantineResourceResponse) ProtoMessage() {}
+
+func (x *UnquarantineResourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnquarantineResourceResponse.ProtoReflect.Descriptor instead.
+func (*UnquarantineResourceResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *UnquarantineResourceResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+type ReconcileResourceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconcileResourceRequest) Reset() {
+	*x = ReconcileResourceRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconcileResourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconcileResourceRequest) ProtoMessage() {}
+
+func (x *ReconcileResourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconcileResourceRequest.ProtoReflect.Descriptor instead.
+func (*ReconcileResourceRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ReconcileResourceRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ReconcileResourceRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReconcileResourceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReconcileResourceRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReconcileResourceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconcileResourceResponse) Reset() {
+	*x = ReconcileResourceResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconcileResourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconcileResourceResponse) ProtoMessage() {}
+
+func (x *ReconcileResourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconcileResourceResponse.ProtoReflect.Descriptor instead.
+func (*ReconcileResourceResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ReconcileResourceResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+type InvokeOperationRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Verb      string                 `protobuf:"bytes,4,opt,name=verb,proto3" json:"verb,omitempty"`
+	// Must match the verb's input_schema.
+	Input         *structpb.Struct `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
+	Reason        string           `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvokeOperationRequest) Reset() {
+	*x = InvokeOperationRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvokeOperationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvokeOperationRequest) ProtoMessage() {}
+
+func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvokeOperationRequest.ProtoReflect.Descriptor instead.
+func (*InvokeOperationRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *InvokeOperationRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *InvokeOperationRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *InvokeOperationRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *InvokeOperationRequest) GetVerb() string {
+	if x != nil {
+		return x.Verb
+	}
+	return ""
+}
+
+func (x *InvokeOperationRequest) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *InvokeOperationRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type InvokeOperationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Operation     *Operation             `protobuf:"bytes,1,opt,name=operation,proto3" json:"operation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvokeOperationResponse) Reset() {
+	*x = InvokeOperationResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvokeOperationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvokeOperationResponse) ProtoMessage() {}
+
+func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvokeOperationResponse.ProtoReflect.Descriptor instead.
+func (*InvokeOperationResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *InvokeOperationResponse) GetOperation() *Operation {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
+type GetOperationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOperationRequest) Reset() {
+	*x = GetOperationRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOperationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOperationRequest) ProtoMessage() {}
+
+func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
+func (*GetOperationRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *GetOperationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetOperationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Operation     *Operation             `protobuf:"bytes,1,opt,name=operation,proto3" json:"operation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOperationResponse) Reset() {
+	*x = GetOperationResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOperationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOperationResponse) ProtoMessage() {}
+
+func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOperationResponse.ProtoReflect.Descriptor instead.
+func (*GetOperationResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *GetOperationResponse) GetOperation() *Operation {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
+type ListOperationsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOperationsRequest) Reset() {
+	*x = ListOperationsRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOperationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOperationsRequest) ProtoMessage() {}
+
+func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
+func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ListOperationsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListOperationsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListOperationsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ListOperationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first (at most 100).
+	Operations    []*Operation `protobuf:"bytes,1,rep,name=operations,proto3" json:"operations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOperationsResponse) Reset() {
+	*x = ListOperationsResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOperationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOperationsResponse) ProtoMessage() {}
+
+func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
+func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ListOperationsResponse) GetOperations() []*Operation {
+	if x != nil {
+		return x.Operations
+	}
+	return nil
+}
+
 var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
-	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"Q\n" +
+	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\"Q\n" +
 	"\x10ApplyKindRequest\x12=\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestB\x06\xbaH\x03\xc8\x01\x01R\bmanifest\"b\n" +
 	"\x11ApplyKindResponse\x125\n" +
@@ -1949,7 +3735,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x11DeleteKindRequest\x12\x1d\n" +
 	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\"\x14\n" +
-	"\x12DeleteKindResponse\"\xac\x04\n" +
+	"\x12DeleteKindResponse\"\xde\x04\n" +
 	"\x14ApplyResourceRequest\x12I\n" +
 	"\tnamespace\x18\x01 \x01(\tB+\xbaH(r&\x18?2\"^([a-z0-9]([a-z0-9-]*[a-z0-9])?)?$R\tnamespace\x12\x1d\n" +
 	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12.\n" +
@@ -1957,7 +3743,8 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tB-\xbaH*r(\x10\x01\x18\xfd\x012!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12\x8c\x01\n" +
 	"\x06labels\x18\x05 \x03(\v2-.converge.v1.ApplyResourceRequest.LabelsEntryBE\xbaHB\x9a\x01?\x10@\"4r2\x10\x01\x18\xfd\x012+^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$*\x05r\x03\x18\xfd\x01R\x06labels\x12+\n" +
 	"\x04spec\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12@\n" +
-	"\x0fdeletion_policy\x18\a \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x1a9\n" +
+	"\x0fdeletion_policy\x18\a \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x120\n" +
+	"\x0fprovider_config\x18\b \x01(\tB\a\xbaH\x04r\x02\x18?R\x0eproviderConfig\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
@@ -2075,20 +3862,154 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\tGraphFlow\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x12\n" +
 	"\x04expr\x18\x02 \x01(\tR\x04expr\x12\x0e\n" +
-	"\x02to\x18\x03 \x01(\tR\x02to2\xf4\f\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\"\xda\x01\n" +
+	"\x17UpdateKindPolicyRequest\x12\x1d\n" +
+	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x127\n" +
+	"\x06policy\x18\x03 \x01(\v2\x17.converge.v1.KindPolicyB\x06\xbaH\x03\xc8\x01\x01R\x06policy\x12;\n" +
+	"\vupdate_mask\x18\x04 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"updateMask\"Q\n" +
+	"\x18UpdateKindPolicyResponse\x125\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\"Y\n" +
+	"\x1aApplyProviderConfigRequest\x12;\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigB\x06\xbaH\x03\xc8\x01\x01R\x06config\"j\n" +
+	"\x1bApplyProviderConfigResponse\x123\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigR\x06config\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\"\x84\x01\n" +
+	"\x18GetProviderConfigRequest\x12\x1d\n" +
+	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12\x1d\n" +
+	"\x04name\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"P\n" +
+	"\x19GetProviderConfigResponse\x123\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigR\x06config\"e\n" +
+	"\x1aListProviderConfigsRequest\x12\x1b\n" +
+	"\x04kind\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12*\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\vkindVersion\"T\n" +
+	"\x1bListProviderConfigsResponse\x125\n" +
+	"\aconfigs\x18\x01 \x03(\v2\x1b.converge.v1.ProviderConfigR\aconfigs\"\x87\x01\n" +
+	"\x1bDeleteProviderConfigRequest\x12\x1d\n" +
+	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12\x1d\n" +
+	"\x04name\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"\x1e\n" +
+	"\x1cDeleteProviderConfigResponse\"[\n" +
+	"\x1aApplyReactorBindingRequest\x12=\n" +
+	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingB\x06\xbaH\x03\xc8\x01\x01R\abinding\"l\n" +
+	"\x1bApplyReactorBindingResponse\x125\n" +
+	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingR\abinding\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\"9\n" +
+	"\x18GetReactorBindingRequest\x12\x1d\n" +
+	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"R\n" +
+	"\x19GetReactorBindingResponse\x125\n" +
+	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingR\abinding\"D\n" +
+	"\x1aListReactorBindingsRequest\x12&\n" +
+	"\n" +
+	"watch_kind\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\twatchKind\"V\n" +
+	"\x1bListReactorBindingsResponse\x127\n" +
+	"\bbindings\x18\x01 \x03(\v2\x1b.converge.v1.ReactorBindingR\bbindings\"<\n" +
+	"\x1bDeleteReactorBindingRequest\x12\x1d\n" +
+	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"\x1e\n" +
+	"\x1cDeleteReactorBindingResponse\"\xd2\x01\n" +
+	"\x19GetResourceHistoryRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12&\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\tpageToken\"\x8d\x01\n" +
+	"\x1aGetResourceHistoryResponse\x123\n" +
+	"\trevisions\x18\x01 \x03(\v2\x15.converge.v1.RevisionR\trevisions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x12\n" +
+	"\x04keep\x18\x03 \x01(\x05R\x04keep\"\xca\x01\n" +
+	"\x17RollbackResourceRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12'\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\n" +
+	"generation\x12 \n" +
+	"\x06reason\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"M\n" +
+	"\x18RollbackResourceResponse\x121\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xa5\x01\n" +
+	"\x19QuarantineResourceRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12\"\n" +
+	"\x06reason\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x06reason\"O\n" +
+	"\x1aQuarantineResourceResponse\x121\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xa5\x01\n" +
+	"\x1bUnquarantineResourceRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
+	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"Q\n" +
+	"\x1cUnquarantineResourceResponse\x121\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xa2\x01\n" +
+	"\x18ReconcileResourceRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
+	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"N\n" +
+	"\x19ReconcileResourceResponse\x121\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xee\x01\n" +
+	"\x16InvokeOperationRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12\x1d\n" +
+	"\x04verb\x18\x04 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04verb\x12-\n" +
+	"\x05input\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05input\x12 \n" +
+	"\x06reason\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"O\n" +
+	"\x17InvokeOperationResponse\x124\n" +
+	"\toperation\x18\x01 \x01(\v2\x16.converge.v1.OperationR\toperation\"0\n" +
+	"\x13GetOperationRequest\x12\x19\n" +
+	"\x02id\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x02id\"L\n" +
+	"\x14GetOperationResponse\x124\n" +
+	"\toperation\x18\x01 \x01(\v2\x16.converge.v1.OperationR\toperation\"}\n" +
+	"\x15ListOperationsRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
+	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
+	"\x04name\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"P\n" +
+	"\x16ListOperationsResponse\x126\n" +
+	"\n" +
+	"operations\x18\x01 \x03(\v2\x16.converge.v1.OperationR\n" +
+	"operations2\xae\"\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
 	"\tListKinds\x12\x1d.converge.v1.ListKindsRequest\x1a\x1e.converge.v1.ListKindsResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/kinds\x12\x83\x01\n" +
 	"\n" +
-	"DeleteKind\x12\x1e.converge.v1.DeleteKindRequest\x1a\x1f.converge.v1.DeleteKindResponse\"4\x82\xd3\xe4\x93\x02.*,/api/v1/kinds/{kind}/versions/{kind_version}\x12t\n" +
+	"DeleteKind\x12\x1e.converge.v1.DeleteKindRequest\x1a\x1f.converge.v1.DeleteKindResponse\"4\x82\xd3\xe4\x93\x02.*,/api/v1/kinds/{kind}/versions/{kind_version}\x12\xa4\x01\n" +
+	"\x10UpdateKindPolicy\x12$.converge.v1.UpdateKindPolicyRequest\x1a%.converge.v1.UpdateKindPolicyResponse\"C\x82\xd3\xe4\x93\x02=:\x06policy23/api/v1/kinds/{kind}/versions/{kind_version}/policy\x12\x91\x01\n" +
+	"\x13ApplyProviderConfig\x12'.converge.v1.ApplyProviderConfigRequest\x1a(.converge.v1.ApplyProviderConfigResponse\"'\x82\xd3\xe4\x93\x02!:\x06config\"\x17/api/v1/providerconfigs\x12\xa9\x01\n" +
+	"\x11GetProviderConfig\x12%.converge.v1.GetProviderConfigRequest\x1a&.converge.v1.GetProviderConfigResponse\"E\x82\xd3\xe4\x93\x02?\x12=/api/v1/providerconfigs/{kind}/versions/{kind_version}/{name}\x12\x89\x01\n" +
+	"\x13ListProviderConfigs\x12'.converge.v1.ListProviderConfigsRequest\x1a(.converge.v1.ListProviderConfigsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/providerconfigs\x12\xb2\x01\n" +
+	"\x14DeleteProviderConfig\x12(.converge.v1.DeleteProviderConfigRequest\x1a).converge.v1.DeleteProviderConfigResponse\"E\x82\xd3\xe4\x93\x02?*=/api/v1/providerconfigs/{kind}/versions/{kind_version}/{name}\x12\x92\x01\n" +
+	"\x13ApplyReactorBinding\x12'.converge.v1.ApplyReactorBindingRequest\x1a(.converge.v1.ApplyReactorBindingResponse\"(\x82\xd3\xe4\x93\x02\":\abinding\"\x17/api/v1/reactorbindings\x12\x8a\x01\n" +
+	"\x11GetReactorBinding\x12%.converge.v1.GetReactorBindingRequest\x1a&.converge.v1.GetReactorBindingResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/api/v1/reactorbindings/{name}\x12\x89\x01\n" +
+	"\x13ListReactorBindings\x12'.converge.v1.ListReactorBindingsRequest\x1a(.converge.v1.ListReactorBindingsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/reactorbindings\x12\x93\x01\n" +
+	"\x14DeleteReactorBinding\x12(.converge.v1.DeleteReactorBindingRequest\x1a).converge.v1.DeleteReactorBindingResponse\"&\x82\xd3\xe4\x93\x02 *\x1e/api/v1/reactorbindings/{name}\x12t\n" +
 	"\rApplyResource\x12!.converge.v1.ApplyResourceRequest\x1a\".converge.v1.ApplyResourceResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/resources\x12\x82\x01\n" +
 	"\x0eApplyResources\x12\".converge.v1.ApplyResourcesRequest\x1a#.converge.v1.ApplyResourcesResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/api/v1/resources:batchApply\x12\x90\x01\n" +
 	"\vGetResource\x12\x1f.converge.v1.GetResourceRequest\x1a .converge.v1.GetResourceResponse\">\x82\xd3\xe4\x93\x028\x126/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12q\n" +
 	"\rListResources\x12!.converge.v1.ListResourcesRequest\x1a\".converge.v1.ListResourcesResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/resources\x12\x99\x01\n" +
 	"\x0eDeleteResource\x12\".converge.v1.DeleteResourceRequest\x1a#.converge.v1.DeleteResourceResponse\">\x82\xd3\xe4\x93\x028*6/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12\xa1\x01\n" +
 	"\x0fGetResourceTree\x12#.converge.v1.GetResourceTreeRequest\x1a$.converge.v1.GetResourceTreeResponse\"C\x82\xd3\xe4\x93\x02=\x12;/api/v1/namespaces/{namespace}/resources/{kind}/{name}/tree\x12\xa5\x01\n" +
-	"\x10GetResourceGraph\x12$.converge.v1.GetResourceGraphRequest\x1a%.converge.v1.GetResourceGraphResponse\"D\x82\xd3\xe4\x93\x02>\x12</api/v1/namespaces/{namespace}/resources/{kind}/{name}/graph\x12e\n" +
+	"\x10GetResourceGraph\x12$.converge.v1.GetResourceGraphRequest\x1a%.converge.v1.GetResourceGraphResponse\"D\x82\xd3\xe4\x93\x02>\x12</api/v1/namespaces/{namespace}/resources/{kind}/{name}/graph\x12\xad\x01\n" +
+	"\x12GetResourceHistory\x12&.converge.v1.GetResourceHistoryRequest\x1a'.converge.v1.GetResourceHistoryResponse\"F\x82\xd3\xe4\x93\x02@\x12>/api/v1/namespaces/{namespace}/resources/{kind}/{name}/history\x12\xab\x01\n" +
+	"\x10RollbackResource\x12$.converge.v1.RollbackResourceRequest\x1a%.converge.v1.RollbackResourceResponse\"J\x82\xd3\xe4\x93\x02D:\x01*\"?/api/v1/namespaces/{namespace}/resources/{kind}/{name}/rollback\x12\xb3\x01\n" +
+	"\x12QuarantineResource\x12&.converge.v1.QuarantineResourceRequest\x1a'.converge.v1.QuarantineResourceResponse\"L\x82\xd3\xe4\x93\x02F:\x01*\"A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/quarantine\x12\xbb\x01\n" +
+	"\x14UnquarantineResource\x12(.converge.v1.UnquarantineResourceRequest\x1a).converge.v1.UnquarantineResourceResponse\"N\x82\xd3\xe4\x93\x02H:\x01*\"C/api/v1/namespaces/{namespace}/resources/{kind}/{name}/unquarantine\x12\xaf\x01\n" +
+	"\x11ReconcileResource\x12%.converge.v1.ReconcileResourceRequest\x1a&.converge.v1.ReconcileResourceResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/api/v1/namespaces/{namespace}/resources/{kind}/{name}/reconcile\x12\xaa\x01\n" +
+	"\x0fInvokeOperation\x12#.converge.v1.InvokeOperationRequest\x1a$.converge.v1.InvokeOperationResponse\"L\x82\xd3\xe4\x93\x02F:\x01*\"A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/operations\x12t\n" +
+	"\fGetOperation\x12 .converge.v1.GetOperationRequest\x1a!.converge.v1.GetOperationResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/operations/{id}\x12\xa4\x01\n" +
+	"\x0eListOperations\x12\".converge.v1.ListOperationsRequest\x1a#.converge.v1.ListOperationsResponse\"I\x82\xd3\xe4\x93\x02C\x12A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/operations\x12e\n" +
 	"\n" +
 	"ListEvents\x12\x1e.converge.v1.ListEventsRequest\x1a\x1f.converge.v1.ListEventsResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/events\x12@\n" +
 	"\x05Watch\x12\x19.converge.v1.WatchRequest\x1a\x1a.converge.v1.WatchResponse0\x01B\xae\x01\n" +
@@ -2106,106 +4027,200 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_converge_v1_control_proto_goTypes = []any{
-	(*ApplyKindRequest)(nil),         // 0: converge.v1.ApplyKindRequest
-	(*ApplyKindResponse)(nil),        // 1: converge.v1.ApplyKindResponse
-	(*GetKindRequest)(nil),           // 2: converge.v1.GetKindRequest
-	(*GetKindResponse)(nil),          // 3: converge.v1.GetKindResponse
-	(*ListKindsRequest)(nil),         // 4: converge.v1.ListKindsRequest
-	(*ListKindsResponse)(nil),        // 5: converge.v1.ListKindsResponse
-	(*DeleteKindRequest)(nil),        // 6: converge.v1.DeleteKindRequest
-	(*DeleteKindResponse)(nil),       // 7: converge.v1.DeleteKindResponse
-	(*ApplyResourceRequest)(nil),     // 8: converge.v1.ApplyResourceRequest
-	(*ApplyResourceResponse)(nil),    // 9: converge.v1.ApplyResourceResponse
-	(*ApplyResourcesRequest)(nil),    // 10: converge.v1.ApplyResourcesRequest
-	(*ApplyResourcesResponse)(nil),   // 11: converge.v1.ApplyResourcesResponse
-	(*ApplyResult)(nil),              // 12: converge.v1.ApplyResult
-	(*GetResourceRequest)(nil),       // 13: converge.v1.GetResourceRequest
-	(*GetResourceResponse)(nil),      // 14: converge.v1.GetResourceResponse
-	(*ListResourcesRequest)(nil),     // 15: converge.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),    // 16: converge.v1.ListResourcesResponse
-	(*DeleteResourceRequest)(nil),    // 17: converge.v1.DeleteResourceRequest
-	(*DeleteResourceResponse)(nil),   // 18: converge.v1.DeleteResourceResponse
-	(*ListEventsRequest)(nil),        // 19: converge.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),       // 20: converge.v1.ListEventsResponse
-	(*WatchRequest)(nil),             // 21: converge.v1.WatchRequest
-	(*WatchResponse)(nil),            // 22: converge.v1.WatchResponse
-	(*GetResourceTreeRequest)(nil),   // 23: converge.v1.GetResourceTreeRequest
-	(*GetResourceTreeResponse)(nil),  // 24: converge.v1.GetResourceTreeResponse
-	(*TreeNode)(nil),                 // 25: converge.v1.TreeNode
-	(*GetResourceGraphRequest)(nil),  // 26: converge.v1.GetResourceGraphRequest
-	(*GetResourceGraphResponse)(nil), // 27: converge.v1.GetResourceGraphResponse
-	(*GraphNode)(nil),                // 28: converge.v1.GraphNode
-	(*GraphEdge)(nil),                // 29: converge.v1.GraphEdge
-	(*GraphFlow)(nil),                // 30: converge.v1.GraphFlow
-	nil,                              // 31: converge.v1.ApplyResourceRequest.LabelsEntry
-	(*KindManifest)(nil),             // 32: converge.v1.KindManifest
-	(*structpb.Struct)(nil),          // 33: google.protobuf.Struct
-	(*Resource)(nil),                 // 34: converge.v1.Resource
-	(*Event)(nil),                    // 35: converge.v1.Event
-	(*Change)(nil),                   // 36: converge.v1.Change
-	(*ResourceRef)(nil),              // 37: converge.v1.ResourceRef
-	(*Rollup)(nil),                   // 38: converge.v1.Rollup
-	(*Culprit)(nil),                  // 39: converge.v1.Culprit
+	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
+	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
+	(*GetKindRequest)(nil),               // 2: converge.v1.GetKindRequest
+	(*GetKindResponse)(nil),              // 3: converge.v1.GetKindResponse
+	(*ListKindsRequest)(nil),             // 4: converge.v1.ListKindsRequest
+	(*ListKindsResponse)(nil),            // 5: converge.v1.ListKindsResponse
+	(*DeleteKindRequest)(nil),            // 6: converge.v1.DeleteKindRequest
+	(*DeleteKindResponse)(nil),           // 7: converge.v1.DeleteKindResponse
+	(*ApplyResourceRequest)(nil),         // 8: converge.v1.ApplyResourceRequest
+	(*ApplyResourceResponse)(nil),        // 9: converge.v1.ApplyResourceResponse
+	(*ApplyResourcesRequest)(nil),        // 10: converge.v1.ApplyResourcesRequest
+	(*ApplyResourcesResponse)(nil),       // 11: converge.v1.ApplyResourcesResponse
+	(*ApplyResult)(nil),                  // 12: converge.v1.ApplyResult
+	(*GetResourceRequest)(nil),           // 13: converge.v1.GetResourceRequest
+	(*GetResourceResponse)(nil),          // 14: converge.v1.GetResourceResponse
+	(*ListResourcesRequest)(nil),         // 15: converge.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),        // 16: converge.v1.ListResourcesResponse
+	(*DeleteResourceRequest)(nil),        // 17: converge.v1.DeleteResourceRequest
+	(*DeleteResourceResponse)(nil),       // 18: converge.v1.DeleteResourceResponse
+	(*ListEventsRequest)(nil),            // 19: converge.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),           // 20: converge.v1.ListEventsResponse
+	(*WatchRequest)(nil),                 // 21: converge.v1.WatchRequest
+	(*WatchResponse)(nil),                // 22: converge.v1.WatchResponse
+	(*GetResourceTreeRequest)(nil),       // 23: converge.v1.GetResourceTreeRequest
+	(*GetResourceTreeResponse)(nil),      // 24: converge.v1.GetResourceTreeResponse
+	(*TreeNode)(nil),                     // 25: converge.v1.TreeNode
+	(*GetResourceGraphRequest)(nil),      // 26: converge.v1.GetResourceGraphRequest
+	(*GetResourceGraphResponse)(nil),     // 27: converge.v1.GetResourceGraphResponse
+	(*GraphNode)(nil),                    // 28: converge.v1.GraphNode
+	(*GraphEdge)(nil),                    // 29: converge.v1.GraphEdge
+	(*GraphFlow)(nil),                    // 30: converge.v1.GraphFlow
+	(*UpdateKindPolicyRequest)(nil),      // 31: converge.v1.UpdateKindPolicyRequest
+	(*UpdateKindPolicyResponse)(nil),     // 32: converge.v1.UpdateKindPolicyResponse
+	(*ApplyProviderConfigRequest)(nil),   // 33: converge.v1.ApplyProviderConfigRequest
+	(*ApplyProviderConfigResponse)(nil),  // 34: converge.v1.ApplyProviderConfigResponse
+	(*GetProviderConfigRequest)(nil),     // 35: converge.v1.GetProviderConfigRequest
+	(*GetProviderConfigResponse)(nil),    // 36: converge.v1.GetProviderConfigResponse
+	(*ListProviderConfigsRequest)(nil),   // 37: converge.v1.ListProviderConfigsRequest
+	(*ListProviderConfigsResponse)(nil),  // 38: converge.v1.ListProviderConfigsResponse
+	(*DeleteProviderConfigRequest)(nil),  // 39: converge.v1.DeleteProviderConfigRequest
+	(*DeleteProviderConfigResponse)(nil), // 40: converge.v1.DeleteProviderConfigResponse
+	(*ApplyReactorBindingRequest)(nil),   // 41: converge.v1.ApplyReactorBindingRequest
+	(*ApplyReactorBindingResponse)(nil),  // 42: converge.v1.ApplyReactorBindingResponse
+	(*GetReactorBindingRequest)(nil),     // 43: converge.v1.GetReactorBindingRequest
+	(*GetReactorBindingResponse)(nil),    // 44: converge.v1.GetReactorBindingResponse
+	(*ListReactorBindingsRequest)(nil),   // 45: converge.v1.ListReactorBindingsRequest
+	(*ListReactorBindingsResponse)(nil),  // 46: converge.v1.ListReactorBindingsResponse
+	(*DeleteReactorBindingRequest)(nil),  // 47: converge.v1.DeleteReactorBindingRequest
+	(*DeleteReactorBindingResponse)(nil), // 48: converge.v1.DeleteReactorBindingResponse
+	(*GetResourceHistoryRequest)(nil),    // 49: converge.v1.GetResourceHistoryRequest
+	(*GetResourceHistoryResponse)(nil),   // 50: converge.v1.GetResourceHistoryResponse
+	(*RollbackResourceRequest)(nil),      // 51: converge.v1.RollbackResourceRequest
+	(*RollbackResourceResponse)(nil),     // 52: converge.v1.RollbackResourceResponse
+	(*QuarantineResourceRequest)(nil),    // 53: converge.v1.QuarantineResourceRequest
+	(*QuarantineResourceResponse)(nil),   // 54: converge.v1.QuarantineResourceResponse
+	(*UnquarantineResourceRequest)(nil),  // 55: converge.v1.UnquarantineResourceRequest
+	(*UnquarantineResourceResponse)(nil), // 56: converge.v1.UnquarantineResourceResponse
+	(*ReconcileResourceRequest)(nil),     // 57: converge.v1.ReconcileResourceRequest
+	(*ReconcileResourceResponse)(nil),    // 58: converge.v1.ReconcileResourceResponse
+	(*InvokeOperationRequest)(nil),       // 59: converge.v1.InvokeOperationRequest
+	(*InvokeOperationResponse)(nil),      // 60: converge.v1.InvokeOperationResponse
+	(*GetOperationRequest)(nil),          // 61: converge.v1.GetOperationRequest
+	(*GetOperationResponse)(nil),         // 62: converge.v1.GetOperationResponse
+	(*ListOperationsRequest)(nil),        // 63: converge.v1.ListOperationsRequest
+	(*ListOperationsResponse)(nil),       // 64: converge.v1.ListOperationsResponse
+	nil,                                  // 65: converge.v1.ApplyResourceRequest.LabelsEntry
+	(*KindManifest)(nil),                 // 66: converge.v1.KindManifest
+	(*structpb.Struct)(nil),              // 67: google.protobuf.Struct
+	(*Resource)(nil),                     // 68: converge.v1.Resource
+	(*Event)(nil),                        // 69: converge.v1.Event
+	(*Change)(nil),                       // 70: converge.v1.Change
+	(*ResourceRef)(nil),                  // 71: converge.v1.ResourceRef
+	(*Rollup)(nil),                       // 72: converge.v1.Rollup
+	(*Culprit)(nil),                      // 73: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 74: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 75: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 76: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 77: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 78: converge.v1.Revision
+	(*Operation)(nil),                    // 79: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	32, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	32, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	32, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	32, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	31, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	33, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	34, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	66, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	66, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	66, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	66, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	65, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	67, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	68, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
 	8,  // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12, // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	34, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	34, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	34, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	35, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	36, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	68, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	68, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	68, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	69, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	70, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
 	25, // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	37, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	38, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	71, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	72, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
 	25, // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
 	28, // 18: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
 	29, // 19: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	39, // 20: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	37, // 21: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	37, // 22: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	37, // 23: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	73, // 20: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	71, // 21: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	71, // 22: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	71, // 23: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
 	30, // 24: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	0,  // 25: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,  // 26: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,  // 27: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,  // 28: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	8,  // 29: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10, // 30: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13, // 31: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15, // 32: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17, // 33: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23, // 34: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26, // 35: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	19, // 36: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21, // 37: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	1,  // 38: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,  // 39: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,  // 40: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,  // 41: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	9,  // 42: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11, // 43: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14, // 44: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16, // 45: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18, // 46: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24, // 47: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27, // 48: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	20, // 49: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22, // 50: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	38, // [38:51] is the sub-list for method output_type
-	25, // [25:38] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	74, // 25: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	75, // 26: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	66, // 27: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	76, // 28: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	76, // 29: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	76, // 30: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	76, // 31: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	77, // 32: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	77, // 33: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	77, // 34: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	77, // 35: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	78, // 36: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	68, // 37: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	68, // 38: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	68, // 39: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	68, // 40: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	67, // 41: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	79, // 42: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	79, // 43: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	79, // 44: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	0,  // 45: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,  // 46: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,  // 47: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,  // 48: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	31, // 49: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	33, // 50: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	35, // 51: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	37, // 52: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	39, // 53: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	41, // 54: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	43, // 55: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	45, // 56: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	47, // 57: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,  // 58: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10, // 59: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13, // 60: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15, // 61: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17, // 62: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23, // 63: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26, // 64: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	49, // 65: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	51, // 66: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	53, // 67: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	55, // 68: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	57, // 69: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	59, // 70: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	61, // 71: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	63, // 72: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19, // 73: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21, // 74: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	1,  // 75: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,  // 76: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,  // 77: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,  // 78: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	32, // 79: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	34, // 80: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	36, // 81: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	38, // 82: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	40, // 83: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	42, // 84: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	44, // 85: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	46, // 86: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	48, // 87: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,  // 88: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11, // 89: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14, // 90: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16, // 91: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18, // 92: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24, // 93: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27, // 94: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	50, // 95: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	52, // 96: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	54, // 97: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	56, // 98: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	58, // 99: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	60, // 100: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	62, // 101: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	64, // 102: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20, // 103: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22, // 104: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	75, // [75:105] is the sub-list for method output_type
+	45, // [45:75] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -2220,7 +4235,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -493,6 +493,9 @@ type Resource struct {
 	Waiting string `protobuf:"bytes,23,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	// "delete" or "retain" (see KindPolicy.deletion_policy); empty: the kind's.
 	DeletionPolicy string `protobuf:"bytes,24,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
+	// The named provider config this resource uses on top of its kind's
+	// default config; empty: the default alone.
+	ProviderConfig string `protobuf:"bytes,25,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -691,6 +694,13 @@ func (x *Resource) GetWaiting() string {
 func (x *Resource) GetDeletionPolicy() string {
 	if x != nil {
 		return x.DeletionPolicy
+	}
+	return ""
+}
+
+func (x *Resource) GetProviderConfig() string {
+	if x != nil {
+		return x.ProviderConfig
 	}
 	return ""
 }
@@ -1377,6 +1387,470 @@ func (x *Change) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// A provider config: settings the workers of one kind version need (an
+// account, a region, credentials' names). "default" is the kind version's
+// default; a resource may name another one, whose keys override the
+// default's (per key, at the top level).
+type ProviderConfig struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Name        string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Must match the kind's config_schema (for an override: merged onto the default).
+	Config      *structpb.Struct `protobuf:"bytes,4,opt,name=config,proto3" json:"config,omitempty"`
+	Description string           `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// Output only.
+	Revision int64 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Output only.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Output only.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderConfig) Reset() {
+	*x = ProviderConfig{}
+	mi := &file_converge_v1_types_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderConfig) ProtoMessage() {}
+
+func (x *ProviderConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderConfig.ProtoReflect.Descriptor instead.
+func (*ProviderConfig) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ProviderConfig) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ProviderConfig) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *ProviderConfig) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProviderConfig) GetConfig() *structpb.Struct {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *ProviderConfig) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ProviderConfig) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ProviderConfig) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ProviderConfig) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// A reactor binding: when a resource of watch_kind goes through one of
+// transitions (and matches label_selector), the reactor kind's worker is
+// told, at least once, with a dedup token.
+type ReactorBinding struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	WatchKind string                 `protobuf:"bytes,2,opt,name=watch_kind,json=watchKind,proto3" json:"watch_kind,omitempty"`
+	// 0: every version of watch_kind.
+	WatchKindVersion int32 `protobuf:"varint,3,opt,name=watch_kind_version,json=watchKindVersion,proto3" json:"watch_kind_version,omitempty"`
+	// Any of created, synced, degraded, failed, deleted.
+	Transitions []string `protobuf:"bytes,4,rep,name=transitions,proto3" json:"transitions,omitempty"`
+	// Only resources whose labels match (empty: all).
+	LabelSelector      string `protobuf:"bytes,5,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	ReactorKind        string `protobuf:"bytes,6,opt,name=reactor_kind,json=reactorKind,proto3" json:"reactor_kind,omitempty"`
+	ReactorKindVersion int32  `protobuf:"varint,7,opt,name=reactor_kind_version,json=reactorKindVersion,proto3" json:"reactor_kind_version,omitempty"`
+	// A disabled binding delivers nothing.
+	Disabled bool `protobuf:"varint,8,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	// Output only.
+	Revision int64 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Output only.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Output only.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReactorBinding) Reset() {
+	*x = ReactorBinding{}
+	mi := &file_converge_v1_types_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReactorBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReactorBinding) ProtoMessage() {}
+
+func (x *ReactorBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReactorBinding.ProtoReflect.Descriptor instead.
+func (*ReactorBinding) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReactorBinding) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReactorBinding) GetWatchKind() string {
+	if x != nil {
+		return x.WatchKind
+	}
+	return ""
+}
+
+func (x *ReactorBinding) GetWatchKindVersion() int32 {
+	if x != nil {
+		return x.WatchKindVersion
+	}
+	return 0
+}
+
+func (x *ReactorBinding) GetTransitions() []string {
+	if x != nil {
+		return x.Transitions
+	}
+	return nil
+}
+
+func (x *ReactorBinding) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *ReactorBinding) GetReactorKind() string {
+	if x != nil {
+		return x.ReactorKind
+	}
+	return ""
+}
+
+func (x *ReactorBinding) GetReactorKindVersion() int32 {
+	if x != nil {
+		return x.ReactorKindVersion
+	}
+	return 0
+}
+
+func (x *ReactorBinding) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
+func (x *ReactorBinding) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ReactorBinding) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ReactorBinding) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// One revision of a resource's spec.
+type Revision struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Generation  int64                  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Spec        *structpb.Struct       `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// apply, compose, flow or rollback.
+	Source        string                 `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	Actor         string                 `protobuf:"bytes,5,opt,name=actor,proto3" json:"actor,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revision) Reset() {
+	*x = Revision{}
+	mi := &file_converge_v1_types_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revision) ProtoMessage() {}
+
+func (x *Revision) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revision.ProtoReflect.Descriptor instead.
+func (*Revision) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Revision) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Revision) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *Revision) GetSpec() *structpb.Struct {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Revision) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Revision) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *Revision) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+// An operation verb invoked on a resource: asynchronous, with a state and
+// an output.
+type Operation struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Resource *ResourceRef           `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Verb     string                 `protobuf:"bytes,3,opt,name=verb,proto3" json:"verb,omitempty"`
+	Input    *structpb.Struct       `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	// pending, running, succeeded or failed.
+	State  string           `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Output *structpb.Struct `protobuf:"bytes,6,opt,name=output,proto3" json:"output,omitempty"`
+	// Why it failed, if it did.
+	Message       string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	Actor         string                 `protobuf:"bytes,8,opt,name=actor,proto3" json:"actor,omitempty"`
+	Reason        string                 `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Attempts      int32                  `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Operation) Reset() {
+	*x = Operation{}
+	mi := &file_converge_v1_types_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Operation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Operation) ProtoMessage() {}
+
+func (x *Operation) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Operation.ProtoReflect.Descriptor instead.
+func (*Operation) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Operation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Operation) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *Operation) GetVerb() string {
+	if x != nil {
+		return x.Verb
+	}
+	return ""
+}
+
+func (x *Operation) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *Operation) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Operation) GetOutput() *structpb.Struct {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *Operation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Operation) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *Operation) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Operation) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
+func (x *Operation) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *Operation) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
 var File_converge_v1_types_proto protoreflect.FileDescriptor
 
 const file_converge_v1_types_proto_rawDesc = "" +
@@ -1426,7 +1900,7 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\rOperationDecl\x127\n" +
 	"\x04verb\x18\x01 \x01(\tB#\xbaH r\x1e\x10\x01\x18?2\x18^[a-zA-Z][a-zA-Z0-9_-]*$R\x04verb\x12*\n" +
 	"\vdescription\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\x12:\n" +
-	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\x9d\b\n" +
+	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\xc6\b\n" +
 	"\bResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -1460,7 +1934,8 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\x04root\x18\x15 \x01(\v2\x18.converge.v1.ResourceRefR\x04root\x12+\n" +
 	"\x06rollup\x18\x16 \x01(\v2\x13.converge.v1.RollupR\x06rollup\x12\x18\n" +
 	"\awaiting\x18\x17 \x01(\tR\awaiting\x12'\n" +
-	"\x0fdeletion_policy\x18\x18 \x01(\tR\x0edeletionPolicy\x1a9\n" +
+	"\x0fdeletion_policy\x18\x18 \x01(\tR\x0edeletionPolicy\x12'\n" +
+	"\x0fprovider_config\x18\x19 \x01(\tR\x0eproviderConfig\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"s\n" +
@@ -1530,7 +2005,59 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\x11synced_generation\x18\v \x01(\x03R\x10syncedGeneration\x12)\n" +
 	"\x10resource_version\x18\f \x01(\x03R\x0fresourceVersion\x12\x18\n" +
 	"\amessage\x18\r \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x04timeB\xac\x01\n" +
+	"\x04time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x90\x03\n" +
+	"\x0eProviderConfig\x12\x1d\n" +
+	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12.\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12@\n" +
+	"\x04name\x18\x03 \x01(\tB,\xbaH)r'\x10\x01\x18?2!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12/\n" +
+	"\x06config\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06config\x12*\n" +
+	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\x12\x1a\n" +
+	"\brevision\x18\n" +
+	" \x01(\x03R\brevision\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xe3\x04\n" +
+	"\x0eReactorBinding\x12@\n" +
+	"\x04name\x18\x01 \x01(\tB,\xbaH)r'\x10\x01\x18?2!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12(\n" +
+	"\n" +
+	"watch_kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\twatchKind\x129\n" +
+	"\x12watch_kind_version\x18\x03 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x00R\x10watchKindVersion\x12^\n" +
+	"\vtransitions\x18\x04 \x03(\tB<\xbaH9\x92\x016\b\x01\x10\x05\x18\x01\".r,R\acreatedR\x06syncedR\bdegradedR\x06failedR\adeletedR\vtransitions\x12/\n" +
+	"\x0elabel_selector\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12,\n" +
+	"\freactor_kind\x18\x06 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\vreactorKind\x12=\n" +
+	"\x14reactor_kind_version\x18\a \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\x12reactorKindVersion\x12\x1a\n" +
+	"\bdisabled\x18\b \x01(\bR\bdisabled\x12\x1a\n" +
+	"\brevision\x18\n" +
+	" \x01(\x03R\brevision\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xd8\x01\n" +
+	"\bRevision\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x03R\n" +
+	"generation\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12+\n" +
+	"\x04spec\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x14\n" +
+	"\x05actor\x18\x05 \x01(\tR\x05actor\x12.\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xbb\x03\n" +
+	"\tOperation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x124\n" +
+	"\bresource\x18\x02 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12\x12\n" +
+	"\x04verb\x18\x03 \x01(\tR\x04verb\x12-\n" +
+	"\x05input\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05input\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12/\n" +
+	"\x06output\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x06output\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\x12\x14\n" +
+	"\x05actor\x18\b \x01(\tR\x05actor\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12=\n" +
+	"\frequested_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12;\n" +
+	"\vfinished_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x12\x1a\n" +
+	"\battempts\x18\f \x01(\x05R\battemptsB\xac\x01\n" +
 	"\x0fcom.converge.v1B\n" +
 	"TypesProtoP\x01Z@github.com/convergehq/converge/sdk-go/gen/converge/v1;convergev1\xa2\x02\x03CXX\xaa\x02\vConverge.V1\xca\x02\vConverge\\V1\xe2\x02\x17Converge\\V1\\GPBMetadata\xea\x02\fConverge::V1b\x06proto3"
 
@@ -1546,7 +2073,7 @@ func file_converge_v1_types_proto_rawDescGZIP() []byte {
 	return file_converge_v1_types_proto_rawDescData
 }
 
-var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_converge_v1_types_proto_goTypes = []any{
 	(*KindManifest)(nil),          // 0: converge.v1.KindManifest
 	(*Reaction)(nil),              // 1: converge.v1.Reaction
@@ -1560,43 +2087,59 @@ var file_converge_v1_types_proto_goTypes = []any{
 	(*Condition)(nil),             // 9: converge.v1.Condition
 	(*Event)(nil),                 // 10: converge.v1.Event
 	(*Change)(nil),                // 11: converge.v1.Change
-	nil,                           // 12: converge.v1.Resource.LabelsEntry
-	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*ProviderConfig)(nil),        // 12: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),        // 13: converge.v1.ReactorBinding
+	(*Revision)(nil),              // 14: converge.v1.Revision
+	(*Operation)(nil),             // 15: converge.v1.Operation
+	nil,                           // 16: converge.v1.Resource.LabelsEntry
+	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_converge_v1_types_proto_depIdxs = []int32{
-	13, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
-	13, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
-	13, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
+	17, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
+	17, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
+	17, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
 	1,  // 3: converge.v1.KindManifest.reactions:type_name -> converge.v1.Reaction
 	2,  // 4: converge.v1.KindManifest.policy:type_name -> converge.v1.KindPolicy
 	3,  // 5: converge.v1.KindManifest.operations:type_name -> converge.v1.OperationDecl
-	14, // 6: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
-	14, // 7: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 8: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
-	12, // 9: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
-	13, // 10: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
-	13, // 11: converge.v1.Resource.status:type_name -> google.protobuf.Struct
+	18, // 6: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
+	18, // 7: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
+	17, // 8: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
+	16, // 9: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
+	17, // 10: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
+	17, // 11: converge.v1.Resource.status:type_name -> google.protobuf.Struct
 	9,  // 12: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
 	8,  // 13: converge.v1.Resource.failure:type_name -> converge.v1.Failure
-	14, // 14: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	14, // 15: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 16: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
+	18, // 14: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	18, // 15: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 16: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
 	5,  // 17: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
 	5,  // 18: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
 	6,  // 19: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
 	7,  // 20: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
 	5,  // 21: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
 	5,  // 22: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
-	14, // 23: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
-	14, // 24: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	14, // 25: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
-	14, // 26: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	18, // 23: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
+	18, // 24: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	18, // 25: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
+	18, // 26: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
+	17, // 27: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
+	18, // 28: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
+	18, // 29: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 30: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
+	18, // 31: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
+	17, // 32: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
+	18, // 33: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
+	5,  // 34: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
+	17, // 35: converge.v1.Operation.input:type_name -> google.protobuf.Struct
+	17, // 36: converge.v1.Operation.output:type_name -> google.protobuf.Struct
+	18, // 37: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
+	18, // 38: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_types_proto_init() }
@@ -1610,7 +2153,7 @@ func file_converge_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_types_proto_rawDesc), len(file_converge_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

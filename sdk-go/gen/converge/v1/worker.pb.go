@@ -32,6 +32,7 @@ type WorkerMessage struct {
 	//	*WorkerMessage_Heartbeat
 	//	*WorkerMessage_Drain
 	//	*WorkerMessage_ComposeChunk
+	//	*WorkerMessage_Readiness
 	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -119,6 +120,15 @@ func (x *WorkerMessage) GetComposeChunk() *ComposeChunk {
 	return nil
 }
 
+func (x *WorkerMessage) GetReadiness() *Readiness {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMessage_Readiness); ok {
+			return x.Readiness
+		}
+	}
+	return nil
+}
+
 type isWorkerMessage_Msg interface {
 	isWorkerMessage_Msg()
 }
@@ -146,6 +156,13 @@ type WorkerMessage_ComposeChunk struct {
 	ComposeChunk *ComposeChunk `protobuf:"bytes,5,opt,name=compose_chunk,json=composeChunk,proto3,oneof"`
 }
 
+type WorkerMessage_Readiness struct {
+	// Which reactions the worker can serve right now (e.g. not before it
+	// has the default config it needs). Reactions reported not ready get no
+	// tasks; their resources wait, parked.
+	Readiness *Readiness `protobuf:"bytes,6,opt,name=readiness,proto3,oneof"`
+}
+
 func (*WorkerMessage_Subscribe) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Results) isWorkerMessage_Msg() {}
@@ -155,6 +172,112 @@ func (*WorkerMessage_Heartbeat) isWorkerMessage_Msg() {}
 func (*WorkerMessage_Drain) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_ComposeChunk) isWorkerMessage_Msg() {}
+
+func (*WorkerMessage_Readiness) isWorkerMessage_Msg() {}
+
+type Readiness struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reactions     []*ReactionReadiness   `protobuf:"bytes,1,rep,name=reactions,proto3" json:"reactions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Readiness) Reset() {
+	*x = Readiness{}
+	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Readiness) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Readiness) ProtoMessage() {}
+
+func (x *Readiness) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Readiness.ProtoReflect.Descriptor instead.
+func (*Readiness) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Readiness) GetReactions() []*ReactionReadiness {
+	if x != nil {
+		return x.Reactions
+	}
+	return nil
+}
+
+type ReactionReadiness struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reaction      *ReactionRef           `protobuf:"bytes,1,opt,name=reaction,proto3" json:"reaction,omitempty"`
+	Ready         bool                   `protobuf:"varint,2,opt,name=ready,proto3" json:"ready,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReactionReadiness) Reset() {
+	*x = ReactionReadiness{}
+	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReactionReadiness) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReactionReadiness) ProtoMessage() {}
+
+func (x *ReactionReadiness) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReactionReadiness.ProtoReflect.Descriptor instead.
+func (*ReactionReadiness) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReactionReadiness) GetReaction() *ReactionRef {
+	if x != nil {
+		return x.Reaction
+	}
+	return nil
+}
+
+func (x *ReactionReadiness) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *ReactionReadiness) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
 
 // A large composition travels in parts: ComposeChunk messages for the
 // lease, then the TaskResult (which may carry a last part). The server
@@ -171,7 +294,7 @@ type ComposeChunk struct {
 
 func (x *ComposeChunk) Reset() {
 	*x = ComposeChunk{}
-	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	mi := &file_converge_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -183,7 +306,7 @@ func (x *ComposeChunk) String() string {
 func (*ComposeChunk) ProtoMessage() {}
 
 func (x *ComposeChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	mi := &file_converge_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -196,7 +319,7 @@ func (x *ComposeChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeChunk.ProtoReflect.Descriptor instead.
 func (*ComposeChunk) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ComposeChunk) GetLease() *Lease {
@@ -238,7 +361,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +373,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +386,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Subscribe) GetWorkerName() string {
@@ -312,7 +435,7 @@ type ReactionRef struct {
 
 func (x *ReactionRef) Reset() {
 	*x = ReactionRef{}
-	mi := &file_converge_v1_worker_proto_msgTypes[3]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +447,7 @@ func (x *ReactionRef) String() string {
 func (*ReactionRef) ProtoMessage() {}
 
 func (x *ReactionRef) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[3]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +460,7 @@ func (x *ReactionRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactionRef.ProtoReflect.Descriptor instead.
 func (*ReactionRef) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReactionRef) GetKind() string {
@@ -376,7 +499,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +511,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -401,7 +524,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Lease) GetTaskId() int64 {
@@ -436,7 +559,7 @@ type Results struct {
 
 func (x *Results) Reset() {
 	*x = Results{}
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +571,7 @@ func (x *Results) String() string {
 func (*Results) ProtoMessage() {}
 
 func (x *Results) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -461,7 +584,7 @@ func (x *Results) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Results.ProtoReflect.Descriptor instead.
 func (*Results) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Results) GetResults() []*TaskResult {
@@ -485,7 +608,7 @@ type TaskResult struct {
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +620,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +633,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TaskResult) GetLease() *Lease {
@@ -574,13 +697,15 @@ type Success struct {
 	Composition *Composition `protobuf:"bytes,4,opt,name=composition,proto3" json:"composition,omitempty"`
 	// How many ComposeChunk messages came before this result.
 	ComposeChunks int32 `protobuf:"varint,5,opt,name=compose_chunks,json=composeChunks,proto3" json:"compose_chunks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// For operation reactions: the operation's output, a JSON object.
+	OperationOutput []byte `protobuf:"bytes,6,opt,name=operation_output,json=operationOutput,proto3" json:"operation_output,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Success) Reset() {
 	*x = Success{}
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -592,7 +717,7 @@ func (x *Success) String() string {
 func (*Success) ProtoMessage() {}
 
 func (x *Success) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -605,7 +730,7 @@ func (x *Success) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Success.ProtoReflect.Descriptor instead.
 func (*Success) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Success) GetStatus() []byte {
@@ -643,6 +768,13 @@ func (x *Success) GetComposeChunks() int32 {
 	return 0
 }
 
+func (x *Success) GetOperationOutput() []byte {
+	if x != nil {
+		return x.OperationOutput
+	}
+	return nil
+}
+
 // Children, the edges among them and the outside resources they read.
 type Composition struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -657,7 +789,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +801,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +814,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Composition) GetChildren() []*Child {
@@ -721,7 +853,7 @@ type Child struct {
 
 func (x *Child) Reset() {
 	*x = Child{}
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +865,7 @@ func (x *Child) String() string {
 func (*Child) ProtoMessage() {}
 
 func (x *Child) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +878,7 @@ func (x *Child) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Child.ProtoReflect.Descriptor instead.
 func (*Child) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Child) GetKind() string {
@@ -800,7 +932,7 @@ type Edge struct {
 
 func (x *Edge) Reset() {
 	*x = Edge{}
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +944,7 @@ func (x *Edge) String() string {
 func (*Edge) ProtoMessage() {}
 
 func (x *Edge) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +957,7 @@ func (x *Edge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Edge.ProtoReflect.Descriptor instead.
 func (*Edge) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Edge) GetDependent() *ResourceRef {
@@ -864,7 +996,7 @@ type Flow struct {
 
 func (x *Flow) Reset() {
 	*x = Flow{}
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1008,7 @@ func (x *Flow) String() string {
 func (*Flow) ProtoMessage() {}
 
 func (x *Flow) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1021,7 @@ func (x *Flow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flow.ProtoReflect.Descriptor instead.
 func (*Flow) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Flow) GetSource() isFlow_Source {
@@ -954,7 +1086,7 @@ type TaskError struct {
 
 func (x *TaskError) Reset() {
 	*x = TaskError{}
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1098,7 @@ func (x *TaskError) String() string {
 func (*TaskError) ProtoMessage() {}
 
 func (x *TaskError) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1111,7 @@ func (x *TaskError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskError.ProtoReflect.Descriptor instead.
 func (*TaskError) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TaskError) GetMessage() string {
@@ -1006,7 +1138,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1150,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1163,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Heartbeat) GetInFlight() []*Lease {
@@ -1049,7 +1181,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1193,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1206,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 type ServerMessage struct {
@@ -1085,6 +1217,7 @@ type ServerMessage struct {
 	//	*ServerMessage_Tasks
 	//	*ServerMessage_Cancel
 	//	*ServerMessage_Acks
+	//	*ServerMessage_Configs
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1092,7 +1225,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_converge_v1_worker_proto_msgTypes[15]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1104,7 +1237,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[15]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1117,7 +1250,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -1163,6 +1296,15 @@ func (x *ServerMessage) GetAcks() *Acks {
 	return nil
 }
 
+func (x *ServerMessage) GetConfigs() *Configs {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Configs); ok {
+			return x.Configs
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -1183,6 +1325,12 @@ type ServerMessage_Acks struct {
 	Acks *Acks `protobuf:"bytes,4,opt,name=acks,proto3,oneof"`
 }
 
+type ServerMessage_Configs struct {
+	// The default provider configs of the kinds the worker serves: sent
+	// right after Subscribed, and again whenever one changes.
+	Configs *Configs `protobuf:"bytes,5,opt,name=configs,proto3,oneof"`
+}
+
 func (*ServerMessage_Subscribed) isServerMessage_Msg() {}
 
 func (*ServerMessage_Tasks) isServerMessage_Msg() {}
@@ -1190,6 +1338,122 @@ func (*ServerMessage_Tasks) isServerMessage_Msg() {}
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
 
 func (*ServerMessage_Acks) isServerMessage_Msg() {}
+
+func (*ServerMessage_Configs) isServerMessage_Msg() {}
+
+type Configs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Configs       []*KindConfig          `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Configs) Reset() {
+	*x = Configs{}
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Configs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Configs) ProtoMessage() {}
+
+func (x *Configs) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Configs.ProtoReflect.Descriptor instead.
+func (*Configs) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Configs) GetConfigs() []*KindConfig {
+	if x != nil {
+		return x.Configs
+	}
+	return nil
+}
+
+// A kind version's default provider config.
+type KindConfig struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	// JSON object; empty when the kind version has no default config.
+	Config        []byte `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
+	Revision      int64  `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindConfig) Reset() {
+	*x = KindConfig{}
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindConfig) ProtoMessage() {}
+
+func (x *KindConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindConfig.ProtoReflect.Descriptor instead.
+func (*KindConfig) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *KindConfig) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindConfig) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *KindConfig) GetConfig() []byte {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *KindConfig) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
 
 // Tasks travel in batches: whatever the server claimed for this worker
 // at once, within the message size limit.
@@ -1202,7 +1466,7 @@ type Tasks struct {
 
 func (x *Tasks) Reset() {
 	*x = Tasks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[16]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1478,7 @@ func (x *Tasks) String() string {
 func (*Tasks) ProtoMessage() {}
 
 func (x *Tasks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[16]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1491,7 @@ func (x *Tasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tasks.ProtoReflect.Descriptor instead.
 func (*Tasks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Tasks) GetTasks() []*Task {
@@ -1246,7 +1510,7 @@ type Acks struct {
 
 func (x *Acks) Reset() {
 	*x = Acks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1522,7 @@ func (x *Acks) String() string {
 func (*Acks) ProtoMessage() {}
 
 func (x *Acks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1535,7 @@ func (x *Acks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Acks.ProtoReflect.Descriptor instead.
 func (*Acks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Acks) GetAcks() []*ResultAck {
@@ -1304,7 +1568,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1580,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1593,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Subscribed) GetSessionId() string {
@@ -1401,14 +1665,21 @@ type Task struct {
 	// The kind manifest revision the task was claimed under.
 	ManifestRevision int64 `protobuf:"varint,10,opt,name=manifest_revision,json=manifestRevision,proto3" json:"manifest_revision,omitempty"`
 	// For childrenSettled: the composite's children, summarised.
-	Rollup        *Rollup `protobuf:"bytes,11,opt,name=rollup,proto3" json:"rollup,omitempty"`
+	Rollup *Rollup `protobuf:"bytes,11,opt,name=rollup,proto3" json:"rollup,omitempty"`
+	// The resource's effective provider config: the kind version's default
+	// with the resource's named config's keys on top. JSON object.
+	Config []byte `protobuf:"bytes,12,opt,name=config,proto3" json:"config,omitempty"`
+	// For operation reactions: the operation to run.
+	Operation *OperationTask `protobuf:"bytes,13,opt,name=operation,proto3" json:"operation,omitempty"`
+	// For reactor reactions: what happened to the watched resource.
+	Reactor       *ReactorTask `protobuf:"bytes,14,opt,name=reactor,proto3" json:"reactor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	mi := &file_converge_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1691,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	mi := &file_converge_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1704,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Task) GetLease() *Lease {
@@ -1513,6 +1784,182 @@ func (x *Task) GetRollup() *Rollup {
 	return nil
 }
 
+func (x *Task) GetConfig() []byte {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *Task) GetOperation() *OperationTask {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
+func (x *Task) GetReactor() *ReactorTask {
+	if x != nil {
+		return x.Reactor
+	}
+	return nil
+}
+
+type OperationTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Verb  string                 `protobuf:"bytes,2,opt,name=verb,proto3" json:"verb,omitempty"`
+	// JSON object, valid under the verb's input_schema.
+	Input         []byte `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperationTask) Reset() {
+	*x = OperationTask{}
+	mi := &file_converge_v1_worker_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperationTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperationTask) ProtoMessage() {}
+
+func (x *OperationTask) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperationTask.ProtoReflect.Descriptor instead.
+func (*OperationTask) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *OperationTask) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *OperationTask) GetVerb() string {
+	if x != nil {
+		return x.Verb
+	}
+	return ""
+}
+
+func (x *OperationTask) GetInput() []byte {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+type ReactorTask struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Binding string                 `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	// created, synced, degraded, failed or deleted.
+	Transition         string       `protobuf:"bytes,2,opt,name=transition,proto3" json:"transition,omitempty"`
+	Watched            *ResourceRef `protobuf:"bytes,3,opt,name=watched,proto3" json:"watched,omitempty"`
+	WatchedKindVersion int32        `protobuf:"varint,4,opt,name=watched_kind_version,json=watchedKindVersion,proto3" json:"watched_kind_version,omitempty"`
+	WatchedGeneration  int64        `protobuf:"varint,5,opt,name=watched_generation,json=watchedGeneration,proto3" json:"watched_generation,omitempty"`
+	WatchedPhase       string       `protobuf:"bytes,6,opt,name=watched_phase,json=watchedPhase,proto3" json:"watched_phase,omitempty"`
+	// The watched resource's status when it happened (JSON object).
+	WatchedStatus []byte `protobuf:"bytes,7,opt,name=watched_status,json=watchedStatus,proto3" json:"watched_status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReactorTask) Reset() {
+	*x = ReactorTask{}
+	mi := &file_converge_v1_worker_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReactorTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReactorTask) ProtoMessage() {}
+
+func (x *ReactorTask) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReactorTask.ProtoReflect.Descriptor instead.
+func (*ReactorTask) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ReactorTask) GetBinding() string {
+	if x != nil {
+		return x.Binding
+	}
+	return ""
+}
+
+func (x *ReactorTask) GetTransition() string {
+	if x != nil {
+		return x.Transition
+	}
+	return ""
+}
+
+func (x *ReactorTask) GetWatched() *ResourceRef {
+	if x != nil {
+		return x.Watched
+	}
+	return nil
+}
+
+func (x *ReactorTask) GetWatchedKindVersion() int32 {
+	if x != nil {
+		return x.WatchedKindVersion
+	}
+	return 0
+}
+
+func (x *ReactorTask) GetWatchedGeneration() int64 {
+	if x != nil {
+		return x.WatchedGeneration
+	}
+	return 0
+}
+
+func (x *ReactorTask) GetWatchedPhase() string {
+	if x != nil {
+		return x.WatchedPhase
+	}
+	return ""
+}
+
+func (x *ReactorTask) GetWatchedStatus() []byte {
+	if x != nil {
+		return x.WatchedStatus
+	}
+	return nil
+}
+
 type TaskResource struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Namespace  string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -1530,7 +1977,7 @@ type TaskResource struct {
 
 func (x *TaskResource) Reset() {
 	*x = TaskResource{}
-	mi := &file_converge_v1_worker_proto_msgTypes[20]
+	mi := &file_converge_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1989,7 @@ func (x *TaskResource) String() string {
 func (*TaskResource) ProtoMessage() {}
 
 func (x *TaskResource) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[20]
+	mi := &file_converge_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +2002,7 @@ func (x *TaskResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResource.ProtoReflect.Descriptor instead.
 func (*TaskResource) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TaskResource) GetNamespace() string {
@@ -1617,7 +2064,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_converge_v1_worker_proto_msgTypes[21]
+	mi := &file_converge_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +2076,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[21]
+	mi := &file_converge_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +2089,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Cancel) GetLease() *Lease {
@@ -1671,7 +2118,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_converge_v1_worker_proto_msgTypes[22]
+	mi := &file_converge_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +2130,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[22]
+	mi := &file_converge_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +2143,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResultAck) GetLease() *Lease {
@@ -1724,14 +2171,21 @@ var File_converge_v1_worker_proto protoreflect.FileDescriptor
 
 const file_converge_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xad\x02\n" +
+	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe5\x02\n" +
 	"\rWorkerMessage\x126\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x16.converge.v1.SubscribeH\x00R\tsubscribe\x120\n" +
 	"\aresults\x18\x02 \x01(\v2\x14.converge.v1.ResultsH\x00R\aresults\x126\n" +
 	"\theartbeat\x18\x03 \x01(\v2\x16.converge.v1.HeartbeatH\x00R\theartbeat\x12*\n" +
 	"\x05drain\x18\x04 \x01(\v2\x12.converge.v1.DrainH\x00R\x05drain\x12@\n" +
-	"\rcompose_chunk\x18\x05 \x01(\v2\x19.converge.v1.ComposeChunkH\x00R\fcomposeChunkB\f\n" +
-	"\x03msg\x12\x05\xbaH\x02\b\x01\"\x95\x01\n" +
+	"\rcompose_chunk\x18\x05 \x01(\v2\x19.converge.v1.ComposeChunkH\x00R\fcomposeChunk\x126\n" +
+	"\treadiness\x18\x06 \x01(\v2\x16.converge.v1.ReadinessH\x00R\treadinessB\f\n" +
+	"\x03msg\x12\x05\xbaH\x02\b\x01\"V\n" +
+	"\tReadiness\x12I\n" +
+	"\treactions\x18\x01 \x03(\v2\x1e.converge.v1.ReactionReadinessB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\bR\treactions\"\x89\x01\n" +
+	"\x11ReactionReadiness\x12<\n" +
+	"\breaction\x18\x01 \x01(\v2\x18.converge.v1.ReactionRefB\x06\xbaH\x03\xc8\x01\x01R\breaction\x12\x14\n" +
+	"\x05ready\x18\x02 \x01(\bR\x05ready\x12 \n" +
+	"\x06reason\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"\x95\x01\n" +
 	"\fComposeChunk\x120\n" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseB\x06\xbaH\x03\xc8\x01\x01R\x05lease\x12\x1d\n" +
 	"\x05index\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\x05index\x124\n" +
@@ -1761,7 +2215,7 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseB\x06\xbaH\x03\xc8\x01\x01R\x05lease\x120\n" +
 	"\asuccess\x18\x02 \x01(\v2\x14.converge.v1.SuccessH\x00R\asuccess\x12.\n" +
 	"\x05error\x18\x03 \x01(\v2\x16.converge.v1.TaskErrorH\x00R\x05errorB\x10\n" +
-	"\aoutcome\x12\x05\xbaH\x02\b\x01\"\xed\x01\n" +
+	"\aoutcome\x12\x05\xbaH\x02\b\x01\"\x98\x02\n" +
 	"\aSuccess\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\fR\x06status\x12\x1c\n" +
 	"\tunhealthy\x18\x02 \x01(\bR\tunhealthy\x12@\n" +
@@ -1769,7 +2223,8 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"conditions\x18\x03 \x03(\v2\x16.converge.v1.ConditionB\b\xbaH\x05\x92\x01\x02\x10@R\n" +
 	"conditions\x12:\n" +
 	"\vcomposition\x18\x04 \x01(\v2\x18.converge.v1.CompositionR\vcomposition\x12.\n" +
-	"\x0ecompose_chunks\x18\x05 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\rcomposeChunks\"\xc0\x01\n" +
+	"\x0ecompose_chunks\x18\x05 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\rcomposeChunks\x12)\n" +
+	"\x10operation_output\x18\x06 \x01(\fR\x0foperationOutput\"\xc0\x01\n" +
 	"\vComposition\x129\n" +
 	"\bchildren\x18\x01 \x03(\v2\x12.converge.v1.ChildB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\bchildren\x122\n" +
 	"\x05edges\x18\x02 \x03(\v2\x11.converge.v1.EdgeB\t\xbaH\x06\x92\x01\x03\x10\x88'R\x05edges\x12B\n" +
@@ -1802,15 +2257,24 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\bterminal\x18\x02 \x01(\bR\bterminal\"G\n" +
 	"\tHeartbeat\x12:\n" +
 	"\tin_flight\x18\x01 \x03(\v2\x12.converge.v1.LeaseB\t\xbaH\x06\x92\x01\x03\x10\x90NR\binFlight\"\a\n" +
-	"\x05Drain\"\xd5\x01\n" +
+	"\x05Drain\"\x87\x02\n" +
 	"\rServerMessage\x129\n" +
 	"\n" +
 	"subscribed\x18\x01 \x01(\v2\x17.converge.v1.SubscribedH\x00R\n" +
 	"subscribed\x12*\n" +
 	"\x05tasks\x18\x02 \x01(\v2\x12.converge.v1.TasksH\x00R\x05tasks\x12-\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x13.converge.v1.CancelH\x00R\x06cancel\x12'\n" +
-	"\x04acks\x18\x04 \x01(\v2\x11.converge.v1.AcksH\x00R\x04acksB\x05\n" +
-	"\x03msg\"0\n" +
+	"\x04acks\x18\x04 \x01(\v2\x11.converge.v1.AcksH\x00R\x04acks\x120\n" +
+	"\aconfigs\x18\x05 \x01(\v2\x14.converge.v1.ConfigsH\x00R\aconfigsB\x05\n" +
+	"\x03msg\"<\n" +
+	"\aConfigs\x121\n" +
+	"\aconfigs\x18\x01 \x03(\v2\x17.converge.v1.KindConfigR\aconfigs\"w\n" +
+	"\n" +
+	"KindConfig\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12\x16\n" +
+	"\x06config\x18\x03 \x01(\fR\x06config\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\"0\n" +
 	"\x05Tasks\x12'\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x11.converge.v1.TaskR\x05tasks\"2\n" +
 	"\x04Acks\x12*\n" +
@@ -1824,7 +2288,7 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\x12,\n" +
 	"\aadopted\x18\x05 \x03(\v2\x12.converge.v1.LeaseR\aadopted\x12&\n" +
 	"\x04lost\x18\x06 \x03(\v2\x12.converge.v1.LeaseR\x04lost\x12\x1a\n" +
-	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xa1\x03\n" +
+	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xa7\x04\n" +
 	"\x04Task\x12(\n" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseR\x05lease\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -1838,7 +2302,24 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"dedupToken\x12+\n" +
 	"\x11manifest_revision\x18\n" +
 	" \x01(\x03R\x10manifestRevision\x12+\n" +
-	"\x06rollup\x18\v \x01(\v2\x13.converge.v1.RollupR\x06rollup\"\x98\x02\n" +
+	"\x06rollup\x18\v \x01(\v2\x13.converge.v1.RollupR\x06rollup\x12\x16\n" +
+	"\x06config\x18\f \x01(\fR\x06config\x128\n" +
+	"\toperation\x18\r \x01(\v2\x1a.converge.v1.OperationTaskR\toperation\x122\n" +
+	"\areactor\x18\x0e \x01(\v2\x18.converge.v1.ReactorTaskR\areactor\"I\n" +
+	"\rOperationTask\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04verb\x18\x02 \x01(\tR\x04verb\x12\x14\n" +
+	"\x05input\x18\x03 \x01(\fR\x05input\"\xa8\x02\n" +
+	"\vReactorTask\x12\x18\n" +
+	"\abinding\x18\x01 \x01(\tR\abinding\x12\x1e\n" +
+	"\n" +
+	"transition\x18\x02 \x01(\tR\n" +
+	"transition\x122\n" +
+	"\awatched\x18\x03 \x01(\v2\x18.converge.v1.ResourceRefR\awatched\x120\n" +
+	"\x14watched_kind_version\x18\x04 \x01(\x05R\x12watchedKindVersion\x12-\n" +
+	"\x12watched_generation\x18\x05 \x01(\x03R\x11watchedGeneration\x12#\n" +
+	"\rwatched_phase\x18\x06 \x01(\tR\fwatchedPhase\x12%\n" +
+	"\x0ewatched_status\x18\a \x01(\fR\rwatchedStatus\"\x98\x02\n" +
 	"\fTaskResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -1875,84 +2356,98 @@ func file_converge_v1_worker_proto_rawDescGZIP() []byte {
 	return file_converge_v1_worker_proto_rawDescData
 }
 
-var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_converge_v1_worker_proto_goTypes = []any{
 	(*WorkerMessage)(nil),         // 0: converge.v1.WorkerMessage
-	(*ComposeChunk)(nil),          // 1: converge.v1.ComposeChunk
-	(*Subscribe)(nil),             // 2: converge.v1.Subscribe
-	(*ReactionRef)(nil),           // 3: converge.v1.ReactionRef
-	(*Lease)(nil),                 // 4: converge.v1.Lease
-	(*Results)(nil),               // 5: converge.v1.Results
-	(*TaskResult)(nil),            // 6: converge.v1.TaskResult
-	(*Success)(nil),               // 7: converge.v1.Success
-	(*Composition)(nil),           // 8: converge.v1.Composition
-	(*Child)(nil),                 // 9: converge.v1.Child
-	(*Edge)(nil),                  // 10: converge.v1.Edge
-	(*Flow)(nil),                  // 11: converge.v1.Flow
-	(*TaskError)(nil),             // 12: converge.v1.TaskError
-	(*Heartbeat)(nil),             // 13: converge.v1.Heartbeat
-	(*Drain)(nil),                 // 14: converge.v1.Drain
-	(*ServerMessage)(nil),         // 15: converge.v1.ServerMessage
-	(*Tasks)(nil),                 // 16: converge.v1.Tasks
-	(*Acks)(nil),                  // 17: converge.v1.Acks
-	(*Subscribed)(nil),            // 18: converge.v1.Subscribed
-	(*Task)(nil),                  // 19: converge.v1.Task
-	(*TaskResource)(nil),          // 20: converge.v1.TaskResource
-	(*Cancel)(nil),                // 21: converge.v1.Cancel
-	(*ResultAck)(nil),             // 22: converge.v1.ResultAck
-	nil,                           // 23: converge.v1.Child.LabelsEntry
-	nil,                           // 24: converge.v1.TaskResource.LabelsEntry
-	(*Condition)(nil),             // 25: converge.v1.Condition
-	(*ResourceRef)(nil),           // 26: converge.v1.ResourceRef
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
-	(*Rollup)(nil),                // 28: converge.v1.Rollup
+	(*Readiness)(nil),             // 1: converge.v1.Readiness
+	(*ReactionReadiness)(nil),     // 2: converge.v1.ReactionReadiness
+	(*ComposeChunk)(nil),          // 3: converge.v1.ComposeChunk
+	(*Subscribe)(nil),             // 4: converge.v1.Subscribe
+	(*ReactionRef)(nil),           // 5: converge.v1.ReactionRef
+	(*Lease)(nil),                 // 6: converge.v1.Lease
+	(*Results)(nil),               // 7: converge.v1.Results
+	(*TaskResult)(nil),            // 8: converge.v1.TaskResult
+	(*Success)(nil),               // 9: converge.v1.Success
+	(*Composition)(nil),           // 10: converge.v1.Composition
+	(*Child)(nil),                 // 11: converge.v1.Child
+	(*Edge)(nil),                  // 12: converge.v1.Edge
+	(*Flow)(nil),                  // 13: converge.v1.Flow
+	(*TaskError)(nil),             // 14: converge.v1.TaskError
+	(*Heartbeat)(nil),             // 15: converge.v1.Heartbeat
+	(*Drain)(nil),                 // 16: converge.v1.Drain
+	(*ServerMessage)(nil),         // 17: converge.v1.ServerMessage
+	(*Configs)(nil),               // 18: converge.v1.Configs
+	(*KindConfig)(nil),            // 19: converge.v1.KindConfig
+	(*Tasks)(nil),                 // 20: converge.v1.Tasks
+	(*Acks)(nil),                  // 21: converge.v1.Acks
+	(*Subscribed)(nil),            // 22: converge.v1.Subscribed
+	(*Task)(nil),                  // 23: converge.v1.Task
+	(*OperationTask)(nil),         // 24: converge.v1.OperationTask
+	(*ReactorTask)(nil),           // 25: converge.v1.ReactorTask
+	(*TaskResource)(nil),          // 26: converge.v1.TaskResource
+	(*Cancel)(nil),                // 27: converge.v1.Cancel
+	(*ResultAck)(nil),             // 28: converge.v1.ResultAck
+	nil,                           // 29: converge.v1.Child.LabelsEntry
+	nil,                           // 30: converge.v1.TaskResource.LabelsEntry
+	(*Condition)(nil),             // 31: converge.v1.Condition
+	(*ResourceRef)(nil),           // 32: converge.v1.ResourceRef
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*Rollup)(nil),                // 34: converge.v1.Rollup
 }
 var file_converge_v1_worker_proto_depIdxs = []int32{
-	2,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
-	5,  // 1: converge.v1.WorkerMessage.results:type_name -> converge.v1.Results
-	13, // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
-	14, // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
-	1,  // 4: converge.v1.WorkerMessage.compose_chunk:type_name -> converge.v1.ComposeChunk
-	4,  // 5: converge.v1.ComposeChunk.lease:type_name -> converge.v1.Lease
-	8,  // 6: converge.v1.ComposeChunk.part:type_name -> converge.v1.Composition
-	3,  // 7: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
-	4,  // 8: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
-	6,  // 9: converge.v1.Results.results:type_name -> converge.v1.TaskResult
-	4,  // 10: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
-	7,  // 11: converge.v1.TaskResult.success:type_name -> converge.v1.Success
-	12, // 12: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
-	25, // 13: converge.v1.Success.conditions:type_name -> converge.v1.Condition
-	8,  // 14: converge.v1.Success.composition:type_name -> converge.v1.Composition
-	9,  // 15: converge.v1.Composition.children:type_name -> converge.v1.Child
-	10, // 16: converge.v1.Composition.edges:type_name -> converge.v1.Edge
-	26, // 17: converge.v1.Composition.references:type_name -> converge.v1.ResourceRef
-	23, // 18: converge.v1.Child.labels:type_name -> converge.v1.Child.LabelsEntry
-	26, // 19: converge.v1.Edge.dependent:type_name -> converge.v1.ResourceRef
-	26, // 20: converge.v1.Edge.dependency:type_name -> converge.v1.ResourceRef
-	11, // 21: converge.v1.Edge.flows:type_name -> converge.v1.Flow
-	4,  // 22: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
-	18, // 23: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
-	16, // 24: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
-	21, // 25: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
-	17, // 26: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
-	19, // 27: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
-	22, // 28: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
-	4,  // 29: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
-	4,  // 30: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
-	4,  // 31: converge.v1.Task.lease:type_name -> converge.v1.Lease
-	20, // 32: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
-	27, // 33: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
-	28, // 34: converge.v1.Task.rollup:type_name -> converge.v1.Rollup
-	24, // 35: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
-	4,  // 36: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
-	4,  // 37: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
-	0,  // 38: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
-	15, // 39: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
-	39, // [39:40] is the sub-list for method output_type
-	38, // [38:39] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	4,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
+	7,  // 1: converge.v1.WorkerMessage.results:type_name -> converge.v1.Results
+	15, // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
+	16, // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
+	3,  // 4: converge.v1.WorkerMessage.compose_chunk:type_name -> converge.v1.ComposeChunk
+	1,  // 5: converge.v1.WorkerMessage.readiness:type_name -> converge.v1.Readiness
+	2,  // 6: converge.v1.Readiness.reactions:type_name -> converge.v1.ReactionReadiness
+	5,  // 7: converge.v1.ReactionReadiness.reaction:type_name -> converge.v1.ReactionRef
+	6,  // 8: converge.v1.ComposeChunk.lease:type_name -> converge.v1.Lease
+	10, // 9: converge.v1.ComposeChunk.part:type_name -> converge.v1.Composition
+	5,  // 10: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
+	6,  // 11: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
+	8,  // 12: converge.v1.Results.results:type_name -> converge.v1.TaskResult
+	6,  // 13: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
+	9,  // 14: converge.v1.TaskResult.success:type_name -> converge.v1.Success
+	14, // 15: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
+	31, // 16: converge.v1.Success.conditions:type_name -> converge.v1.Condition
+	10, // 17: converge.v1.Success.composition:type_name -> converge.v1.Composition
+	11, // 18: converge.v1.Composition.children:type_name -> converge.v1.Child
+	12, // 19: converge.v1.Composition.edges:type_name -> converge.v1.Edge
+	32, // 20: converge.v1.Composition.references:type_name -> converge.v1.ResourceRef
+	29, // 21: converge.v1.Child.labels:type_name -> converge.v1.Child.LabelsEntry
+	32, // 22: converge.v1.Edge.dependent:type_name -> converge.v1.ResourceRef
+	32, // 23: converge.v1.Edge.dependency:type_name -> converge.v1.ResourceRef
+	13, // 24: converge.v1.Edge.flows:type_name -> converge.v1.Flow
+	6,  // 25: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
+	22, // 26: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
+	20, // 27: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
+	27, // 28: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
+	21, // 29: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
+	18, // 30: converge.v1.ServerMessage.configs:type_name -> converge.v1.Configs
+	19, // 31: converge.v1.Configs.configs:type_name -> converge.v1.KindConfig
+	23, // 32: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
+	28, // 33: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
+	6,  // 34: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
+	6,  // 35: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
+	6,  // 36: converge.v1.Task.lease:type_name -> converge.v1.Lease
+	26, // 37: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
+	33, // 38: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
+	34, // 39: converge.v1.Task.rollup:type_name -> converge.v1.Rollup
+	24, // 40: converge.v1.Task.operation:type_name -> converge.v1.OperationTask
+	25, // 41: converge.v1.Task.reactor:type_name -> converge.v1.ReactorTask
+	32, // 42: converge.v1.ReactorTask.watched:type_name -> converge.v1.ResourceRef
+	30, // 43: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
+	6,  // 44: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
+	6,  // 45: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
+	0,  // 46: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
+	17, // 47: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
+	47, // [47:48] is the sub-list for method output_type
+	46, // [46:47] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_worker_proto_init() }
@@ -1967,20 +2462,22 @@ func file_converge_v1_worker_proto_init() {
 		(*WorkerMessage_Heartbeat)(nil),
 		(*WorkerMessage_Drain)(nil),
 		(*WorkerMessage_ComposeChunk)(nil),
+		(*WorkerMessage_Readiness)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[6].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[8].OneofWrappers = []any{
 		(*TaskResult_Success)(nil),
 		(*TaskResult_Error)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[11].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[13].OneofWrappers = []any{
 		(*Flow_From)(nil),
 		(*Flow_Expr)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[15].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[17].OneofWrappers = []any{
 		(*ServerMessage_Subscribed)(nil),
 		(*ServerMessage_Tasks)(nil),
 		(*ServerMessage_Cancel)(nil),
 		(*ServerMessage_Acks)(nil),
+		(*ServerMessage_Configs)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1988,7 +2485,7 @@ func file_converge_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_worker_proto_rawDesc), len(file_converge_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

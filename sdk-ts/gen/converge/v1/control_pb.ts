@@ -5,17 +5,18 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
-import type { Change, Culprit, Event, KindManifest, Resource, ResourceRef, Rollup } from "./types_pb.js";
+import type { Change, Culprit, Event, KindManifest, KindPolicy, Operation, ProviderConfig, ReactorBinding, Resource, ResourceRef, Revision, Rollup } from "./types_pb.js";
 import { file_converge_v1_types } from "./types_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { FieldMask } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file converge/v1/control.proto.
  */
 export const file_converge_v1_control: GenFile = /*@__PURE__*/
-  fileDesc("Chljb252ZXJnZS92MS9jb250cm9sLnByb3RvEgtjb252ZXJnZS52MSJHChBBcHBseUtpbmRSZXF1ZXN0EjMKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0Qga6SAPIAQEiUAoRQXBwbHlLaW5kUmVzcG9uc2USKwoIbWFuaWZlc3QYASABKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QSDgoGcmVzdWx0GAIgASgJIkgKDkdldEtpbmRSZXF1ZXN0EhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIdCgxraW5kX3ZlcnNpb24YAiABKAVCB7pIBBoCKAEiPgoPR2V0S2luZFJlc3BvbnNlEisKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0IikKEExpc3RLaW5kc1JlcXVlc3QSFQoEa2luZBgBIAEoCUIHukgEcgIYPyJBChFMaXN0S2luZHNSZXNwb25zZRIsCgltYW5pZmVzdHMYASADKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QiSwoRRGVsZXRlS2luZFJlcXVlc3QSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/Eh0KDGtpbmRfdmVyc2lvbhgCIAEoBUIHukgEGgIoASIUChJEZWxldGVLaW5kUmVzcG9uc2Ui3gMKFEFwcGx5UmVzb3VyY2VSZXF1ZXN0Ej4KCW5hbWVzcGFjZRgBIAEoCUIrukgociYYPzIiXihbYS16MC05XShbYS16MC05LV0qW2EtejAtOV0pPyk/JBIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAMgASgFQgu6SAgaBhj//wEoARI7CgRuYW1lGAQgASgJQi26SCpyKBABGP0BMiFeW2EtejAtOV0oW2EtejAtOS5fLV0qW2EtejAtOV0pPyQShAEKBmxhYmVscxgFIAMoCzItLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0LkxhYmVsc0VudHJ5QkW6SEKaAT8QQCI0cjIQARj9ATIrXltBLVphLXowLTldKFtBLVphLXowLTkuXy8tXSpbQS1aYS16MC05XSk/JCoFcgMY/QESJQoEc3BlYxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoPZGVsZXRpb25fcG9saWN5GAcgASgJQhe6SBRyElIAUgZkZWxldGVSBnJldGFpbhotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlAKFUFwcGx5UmVzb3VyY2VSZXNwb25zZRInCghyZXNvdXJjZRgBIAEoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlEg4KBnJlc3VsdBgCIAEoCSJaChVBcHBseVJlc291cmNlc1JlcXVlc3QSQQoJcmVzb3VyY2VzGAEgAygLMiEuY29udmVyZ2UudjEuQXBwbHlSZXNvdXJjZVJlcXVlc3RCC7pICJIBBQgBEOgHIkMKFkFwcGx5UmVzb3VyY2VzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLmNvbnZlcmdlLnYxLkFwcGx5UmVzdWx0Im0KC0FwcGx5UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRraW5kGAIgASgJEgwKBG5hbWUYAyABKAkSCwoDdWlkGAQgASgJEhIKCmdlbmVyYXRpb24YBSABKAMSDgoGcmVzdWx0GAYgASgJImMKEkdldFJlc291cmNlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QEiPgoTR2V0UmVzb3VyY2VSZXNwb25zZRInCghyZXNvdXJjZRgBIAEoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlIr0CChRMaXN0UmVzb3VyY2VzUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFQoEa2luZBgCIAEoCUIHukgEcgIYPxIdCgxraW5kX3ZlcnNpb24YAyABKAVCB7pIBBoCKAASYwoGcGhhc2VzGAQgAygJQlO6SFCSAU0QByJJckdSCERlbGV0aW5nUgtRdWFyYW50aW5lZFIGRmFpbGVkUghPcnBoYW5lZFIIRGVncmFkZWRSBVJlYWR5UgtSZWNvbmNpbGluZxIgCg5sYWJlbF9zZWxlY3RvchgFIAEoCUIIukgFcgMYgCASHQoJcGFnZV9zaXplGAYgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YByABKAlCCLpIBXIDGIAIEg8KB3N1bW1hcnkYCCABKAgicAoVTGlzdFJlc291cmNlc1Jlc3BvbnNlEigKCXJlc291cmNlcxgBIAMoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIUCgx3YXRjaF9jdXJzb3IYAyABKAkiZgoVRGVsZXRlUmVzb3VyY2VSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SGAoEbmFtZRgDIAEoCUIKukgHcgUQARj9ASJBChZEZWxldGVSZXNvdXJjZVJlc3BvbnNlEicKCHJlc291cmNlGAEgASgLMhUuY29udmVyZ2UudjEuUmVzb3VyY2UimwEKEUxpc3RFdmVudHNSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIVCgRraW5kGAIgASgJQge6SARyAhg/EhYKBG5hbWUYAyABKAlCCLpIBXIDGP0BEh0KCXBhZ2Vfc2l6ZRgEIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAUgASgJQgi6SAVyAxiACCJRChJMaXN0RXZlbnRzUmVzcG9uc2USIgoGZXZlbnRzGAEgAygLMhIuY29udmVyZ2UudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInMKDFdhdGNoUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFQoEa2luZBgCIAEoCUIHukgEcgIYPxIWCgRuYW1lGAMgASgJQgi6SAVyAxj9ARIYCgZjdXJzb3IYBCABKAlCCLpIBXIDGIAIIlgKDVdhdGNoUmVzcG9uc2USJAoHY2hhbmdlcxgBIAMoCzITLmNvbnZlcmdlLnYxLkNoYW5nZRIRCgloZWFydGJlYXQYAiABKAgSDgoGY3Vyc29yGAMgASgJIqgBChZHZXRSZXNvdXJjZVRyZWVSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SGAoEbmFtZRgDIAEoCUIKukgHcgUQARj9ARIYCgVkZXB0aBgEIAEoBUIJukgGGgQYCigAEiUKEWNoaWxkcmVuX3Blcl9ub2RlGAUgASgFQgq6SAcaBRjoBygAIj4KF0dldFJlc291cmNlVHJlZVJlc3BvbnNlEiMKBHJvb3QYASABKAsyFS5jb252ZXJnZS52MS5UcmVlTm9kZSLqAQoIVHJlZU5vZGUSKgoIcmVzb3VyY2UYASABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIUCgxraW5kX3ZlcnNpb24YAiABKAUSDQoFcGhhc2UYAyABKAkSDwoHbWVzc2FnZRgEIAEoCRIXCg9vbl9jdWxwcml0X3BhdGgYBSABKAgSIwoGcm9sbHVwGAYgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEicKCGNoaWxkcmVuGAcgAygLMhUuY29udmVyZ2UudjEuVHJlZU5vZGUSFQoNbW9yZV9jaGlsZHJlbhgIIAEoBSKHAQoXR2V0UmVzb3VyY2VHcmFwaFJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BEh0KCW1heF9ub2RlcxgEIAEoBUIKukgHGgUYkE4oACKkAQoYR2V0UmVzb3VyY2VHcmFwaFJlc3BvbnNlEiUKBW5vZGVzGAEgAygLMhYuY29udmVyZ2UudjEuR3JhcGhOb2RlEiUKBWVkZ2VzGAIgAygLMhYuY29udmVyZ2UudjEuR3JhcGhFZGdlEhIKCm1vcmVfbm9kZXMYAyABKAUSJgoIY3VscHJpdHMYBCADKAsyFC5jb252ZXJnZS52MS5DdWxwcml0In8KCUdyYXBoTm9kZRIqCghyZXNvdXJjZRgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEhQKDGtpbmRfdmVyc2lvbhgCIAEoBRINCgVwaGFzZRgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEhAKCGV4dGVybmFsGAUgASgIIqABCglHcmFwaEVkZ2USKwoJZGVwZW5kZW50GAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSLAoKZGVwZW5kZW5jeRgCIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEiUKBWZsb3dzGAMgAygLMhYuY29udmVyZ2UudjEuR3JhcGhGbG93EhEKCXNhdGlzZmllZBgEIAEoCCIzCglHcmFwaEZsb3cSDAoEZnJvbRgBIAEoCRIMCgRleHByGAIgASgJEgoKAnRvGAMgASgJMvQMCg5Db250cm9sU2VydmljZRJrCglBcHBseUtpbmQSHS5jb252ZXJnZS52MS5BcHBseUtpbmRSZXF1ZXN0Gh4uY29udmVyZ2UudjEuQXBwbHlLaW5kUmVzcG9uc2UiH4LT5JMCGToIbWFuaWZlc3QiDS9hcGkvdjEva2luZHMSegoHR2V0S2luZBIbLmNvbnZlcmdlLnYxLkdldEtpbmRSZXF1ZXN0GhwuY29udmVyZ2UudjEuR2V0S2luZFJlc3BvbnNlIjSC0+STAi4SLC9hcGkvdjEva2luZHMve2tpbmR9L3ZlcnNpb25zL3traW5kX3ZlcnNpb259EmEKCUxpc3RLaW5kcxIdLmNvbnZlcmdlLnYxLkxpc3RLaW5kc1JlcXVlc3QaHi5jb252ZXJnZS52MS5MaXN0S2luZHNSZXNwb25zZSIVgtPkkwIPEg0vYXBpL3YxL2tpbmRzEoMBCgpEZWxldGVLaW5kEh4uY29udmVyZ2UudjEuRGVsZXRlS2luZFJlcXVlc3QaHy5jb252ZXJnZS52MS5EZWxldGVLaW5kUmVzcG9uc2UiNILT5JMCLiosL2FwaS92MS9raW5kcy97a2luZH0vdmVyc2lvbnMve2tpbmRfdmVyc2lvbn0SdAoNQXBwbHlSZXNvdXJjZRIhLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0GiIuY29udmVyZ2UudjEuQXBwbHlSZXNvdXJjZVJlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvcmVzb3VyY2VzEoIBCg5BcHBseVJlc291cmNlcxIiLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VzUmVxdWVzdBojLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VzUmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS92MS9yZXNvdXJjZXM6YmF0Y2hBcHBseRKQAQoLR2V0UmVzb3VyY2USHy5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVJlcXVlc3QaIC5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVJlc3BvbnNlIj6C0+STAjgSNi9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfRJxCg1MaXN0UmVzb3VyY2VzEiEuY29udmVyZ2UudjEuTGlzdFJlc291cmNlc1JlcXVlc3QaIi5jb252ZXJnZS52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS9yZXNvdXJjZXMSmQEKDkRlbGV0ZVJlc291cmNlEiIuY29udmVyZ2UudjEuRGVsZXRlUmVzb3VyY2VSZXF1ZXN0GiMuY29udmVyZ2UudjEuRGVsZXRlUmVzb3VyY2VSZXNwb25zZSI+gtPkkwI4KjYvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0SoQEKD0dldFJlc291cmNlVHJlZRIjLmNvbnZlcmdlLnYxLkdldFJlc291cmNlVHJlZVJlcXVlc3QaJC5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVRyZWVSZXNwb25zZSJDgtPkkwI9EjsvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0vdHJlZRKlAQoQR2V0UmVzb3VyY2VHcmFwaBIkLmNvbnZlcmdlLnYxLkdldFJlc291cmNlR3JhcGhSZXF1ZXN0GiUuY29udmVyZ2UudjEuR2V0UmVzb3VyY2VHcmFwaFJlc3BvbnNlIkSC0+STAj4SPC9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfS9ncmFwaBJlCgpMaXN0RXZlbnRzEh4uY29udmVyZ2UudjEuTGlzdEV2ZW50c1JlcXVlc3QaHy5jb252ZXJnZS52MS5MaXN0RXZlbnRzUmVzcG9uc2UiFoLT5JMCEBIOL2FwaS92MS9ldmVudHMSQAoFV2F0Y2gSGS5jb252ZXJnZS52MS5XYXRjaFJlcXVlc3QaGi5jb252ZXJnZS52MS5XYXRjaFJlc3BvbnNlMAFCrgEKD2NvbS5jb252ZXJnZS52MUIMQ29udHJvbFByb3RvUAFaQGdpdGh1Yi5jb20vY29udmVyZ2VocS9jb252ZXJnZS9zZGstZ28vZ2VuL2NvbnZlcmdlL3YxO2NvbnZlcmdldjGiAgNDWFiqAgtDb252ZXJnZS5WMcoCC0NvbnZlcmdlXFYx4gIXQ29udmVyZ2VcVjFcR1BCTWV0YWRhdGHqAgxDb252ZXJnZTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_converge_v1_types, file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Chljb252ZXJnZS92MS9jb250cm9sLnByb3RvEgtjb252ZXJnZS52MSJHChBBcHBseUtpbmRSZXF1ZXN0EjMKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0Qga6SAPIAQEiUAoRQXBwbHlLaW5kUmVzcG9uc2USKwoIbWFuaWZlc3QYASABKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QSDgoGcmVzdWx0GAIgASgJIkgKDkdldEtpbmRSZXF1ZXN0EhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIdCgxraW5kX3ZlcnNpb24YAiABKAVCB7pIBBoCKAEiPgoPR2V0S2luZFJlc3BvbnNlEisKCG1hbmlmZXN0GAEgASgLMhkuY29udmVyZ2UudjEuS2luZE1hbmlmZXN0IikKEExpc3RLaW5kc1JlcXVlc3QSFQoEa2luZBgBIAEoCUIHukgEcgIYPyJBChFMaXN0S2luZHNSZXNwb25zZRIsCgltYW5pZmVzdHMYASADKAsyGS5jb252ZXJnZS52MS5LaW5kTWFuaWZlc3QiSwoRRGVsZXRlS2luZFJlcXVlc3QSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/Eh0KDGtpbmRfdmVyc2lvbhgCIAEoBUIHukgEGgIoASIUChJEZWxldGVLaW5kUmVzcG9uc2UigAQKFEFwcGx5UmVzb3VyY2VSZXF1ZXN0Ej4KCW5hbWVzcGFjZRgBIAEoCUIrukgociYYPzIiXihbYS16MC05XShbYS16MC05LV0qW2EtejAtOV0pPyk/JBIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAMgASgFQgu6SAgaBhj//wEoARI7CgRuYW1lGAQgASgJQi26SCpyKBABGP0BMiFeW2EtejAtOV0oW2EtejAtOS5fLV0qW2EtejAtOV0pPyQShAEKBmxhYmVscxgFIAMoCzItLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0LkxhYmVsc0VudHJ5QkW6SEKaAT8QQCI0cjIQARj9ATIrXltBLVphLXowLTldKFtBLVphLXowLTkuXy8tXSpbQS1aYS16MC05XSk/JCoFcgMY/QESJQoEc3BlYxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoPZGVsZXRpb25fcG9saWN5GAcgASgJQhe6SBRyElIAUgZkZWxldGVSBnJldGFpbhIgCg9wcm92aWRlcl9jb25maWcYCCABKAlCB7pIBHICGD8aLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJQChVBcHBseVJlc291cmNlUmVzcG9uc2USJwoIcmVzb3VyY2UYASABKAsyFS5jb252ZXJnZS52MS5SZXNvdXJjZRIOCgZyZXN1bHQYAiABKAkiWgoVQXBwbHlSZXNvdXJjZXNSZXF1ZXN0EkEKCXJlc291cmNlcxgBIAMoCzIhLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0Qgu6SAiSAQUIARDoByJDChZBcHBseVJlc291cmNlc1Jlc3BvbnNlEikKB3Jlc3VsdHMYASADKAsyGC5jb252ZXJnZS52MS5BcHBseVJlc3VsdCJtCgtBcHBseVJlc3VsdBIRCgluYW1lc3BhY2UYASABKAkSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEgsKA3VpZBgEIAEoCRISCgpnZW5lcmF0aW9uGAUgASgDEg4KBnJlc3VsdBgGIAEoCSJjChJHZXRSZXNvdXJjZVJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BIj4KE0dldFJlc291cmNlUmVzcG9uc2USJwoIcmVzb3VyY2UYASABKAsyFS5jb252ZXJnZS52MS5SZXNvdXJjZSK9AgoUTGlzdFJlc291cmNlc1JlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhUKBGtpbmQYAiABKAlCB7pIBHICGD8SHQoMa2luZF92ZXJzaW9uGAMgASgFQge6SAQaAigAEmMKBnBoYXNlcxgEIAMoCUJTukhQkgFNEAciSXJHUghEZWxldGluZ1ILUXVhcmFudGluZWRSBkZhaWxlZFIIT3JwaGFuZWRSCERlZ3JhZGVkUgVSZWFkeVILUmVjb25jaWxpbmcSIAoObGFiZWxfc2VsZWN0b3IYBSABKAlCCLpIBXIDGIAgEh0KCXBhZ2Vfc2l6ZRgGIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAcgASgJQgi6SAVyAxiACBIPCgdzdW1tYXJ5GAggASgIInAKFUxpc3RSZXNvdXJjZXNSZXNwb25zZRIoCglyZXNvdXJjZXMYASADKAsyFS5jb252ZXJnZS52MS5SZXNvdXJjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFAoMd2F0Y2hfY3Vyc29yGAMgASgJImYKFURlbGV0ZVJlc291cmNlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QEiQQoWRGVsZXRlUmVzb3VyY2VSZXNwb25zZRInCghyZXNvdXJjZRgBIAEoCzIVLmNvbnZlcmdlLnYxLlJlc291cmNlIpsBChFMaXN0RXZlbnRzUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFQoEa2luZBgCIAEoCUIHukgEcgIYPxIWCgRuYW1lGAMgASgJQgi6SAVyAxj9ARIdCglwYWdlX3NpemUYBCABKAVCCrpIBxoFGOgHKAASHAoKcGFnZV90b2tlbhgFIAEoCUIIukgFcgMYgAgiUQoSTGlzdEV2ZW50c1Jlc3BvbnNlEiIKBmV2ZW50cxgBIAMoCzISLmNvbnZlcmdlLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzCgxXYXRjaFJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhUKBGtpbmQYAiABKAlCB7pIBHICGD8SFgoEbmFtZRgDIAEoCUIIukgFcgMY/QESGAoGY3Vyc29yGAQgASgJQgi6SAVyAxiACCJYCg1XYXRjaFJlc3BvbnNlEiQKB2NoYW5nZXMYASADKAsyEy5jb252ZXJnZS52MS5DaGFuZ2USEQoJaGVhcnRiZWF0GAIgASgIEg4KBmN1cnNvchgDIAEoCSKoAQoWR2V0UmVzb3VyY2VUcmVlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QESGAoFZGVwdGgYBCABKAVCCbpIBhoEGAooABIlChFjaGlsZHJlbl9wZXJfbm9kZRgFIAEoBUIKukgHGgUY6AcoACI+ChdHZXRSZXNvdXJjZVRyZWVSZXNwb25zZRIjCgRyb290GAEgASgLMhUuY29udmVyZ2UudjEuVHJlZU5vZGUi6gEKCFRyZWVOb2RlEioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSFAoMa2luZF92ZXJzaW9uGAIgASgFEg0KBXBoYXNlGAMgASgJEg8KB21lc3NhZ2UYBCABKAkSFwoPb25fY3VscHJpdF9wYXRoGAUgASgIEiMKBnJvbGx1cBgGIAEoCzITLmNvbnZlcmdlLnYxLlJvbGx1cBInCghjaGlsZHJlbhgHIAMoCzIVLmNvbnZlcmdlLnYxLlRyZWVOb2RlEhUKDW1vcmVfY2hpbGRyZW4YCCABKAUihwEKF0dldFJlc291cmNlR3JhcGhSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SGAoEbmFtZRgDIAEoCUIKukgHcgUQARj9ARIdCgltYXhfbm9kZXMYBCABKAVCCrpIBxoFGJBOKAAipAEKGEdldFJlc291cmNlR3JhcGhSZXNwb25zZRIlCgVub2RlcxgBIAMoCzIWLmNvbnZlcmdlLnYxLkdyYXBoTm9kZRIlCgVlZGdlcxgCIAMoCzIWLmNvbnZlcmdlLnYxLkdyYXBoRWRnZRISCgptb3JlX25vZGVzGAMgASgFEiYKCGN1bHByaXRzGAQgAygLMhQuY29udmVyZ2UudjEuQ3VscHJpdCJ/CglHcmFwaE5vZGUSKgoIcmVzb3VyY2UYASABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIUCgxraW5kX3ZlcnNpb24YAiABKAUSDQoFcGhhc2UYAyABKAkSDwoHbWVzc2FnZRgEIAEoCRIQCghleHRlcm5hbBgFIAEoCCKgAQoJR3JhcGhFZGdlEisKCWRlcGVuZGVudBgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEiwKCmRlcGVuZGVuY3kYAiABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIlCgVmbG93cxgDIAMoCzIWLmNvbnZlcmdlLnYxLkdyYXBoRmxvdxIRCglzYXRpc2ZpZWQYBCABKAgiMwoJR3JhcGhGbG93EgwKBGZyb20YASABKAkSDAoEZXhwchgCIAEoCRIKCgJ0bxgDIAEoCSKzAQoXVXBkYXRlS2luZFBvbGljeVJlcXVlc3QSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/Eh0KDGtpbmRfdmVyc2lvbhgCIAEoBUIHukgEGgIoARIvCgZwb2xpY3kYAyABKAsyFy5jb252ZXJnZS52MS5LaW5kUG9saWN5Qga6SAPIAQESLwoLdXBkYXRlX21hc2sYBCABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkcKGFVwZGF0ZUtpbmRQb2xpY3lSZXNwb25zZRIrCghtYW5pZmVzdBgBIAEoCzIZLmNvbnZlcmdlLnYxLktpbmRNYW5pZmVzdCJRChpBcHBseVByb3ZpZGVyQ29uZmlnUmVxdWVzdBIzCgZjb25maWcYASABKAsyGy5jb252ZXJnZS52MS5Qcm92aWRlckNvbmZpZ0IGukgDyAEBIloKG0FwcGx5UHJvdmlkZXJDb25maWdSZXNwb25zZRIrCgZjb25maWcYASABKAsyGy5jb252ZXJnZS52MS5Qcm92aWRlckNvbmZpZxIOCgZyZXN1bHQYAiABKAkiawoYR2V0UHJvdmlkZXJDb25maWdSZXF1ZXN0EhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIdCgxraW5kX3ZlcnNpb24YAiABKAVCB7pIBBoCKAESFwoEbmFtZRgDIAEoCUIJukgGcgQQARg/IkgKGUdldFByb3ZpZGVyQ29uZmlnUmVzcG9uc2USKwoGY29uZmlnGAEgASgLMhsuY29udmVyZ2UudjEuUHJvdmlkZXJDb25maWciUgoaTGlzdFByb3ZpZGVyQ29uZmlnc1JlcXVlc3QSFQoEa2luZBgBIAEoCUIHukgEcgIYPxIdCgxraW5kX3ZlcnNpb24YAiABKAVCB7pIBBoCKAAiSwobTGlzdFByb3ZpZGVyQ29uZmlnc1Jlc3BvbnNlEiwKB2NvbmZpZ3MYASADKAsyGy5jb252ZXJnZS52MS5Qcm92aWRlckNvbmZpZyJuChtEZWxldGVQcm92aWRlckNvbmZpZ1JlcXVlc3QSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/Eh0KDGtpbmRfdmVyc2lvbhgCIAEoBUIHukgEGgIoARIXCgRuYW1lGAMgASgJQgm6SAZyBBABGD8iHgocRGVsZXRlUHJvdmlkZXJDb25maWdSZXNwb25zZSJSChpBcHBseVJlYWN0b3JCaW5kaW5nUmVxdWVzdBI0CgdiaW5kaW5nGAEgASgLMhsuY29udmVyZ2UudjEuUmVhY3RvckJpbmRpbmdCBrpIA8gBASJbChtBcHBseVJlYWN0b3JCaW5kaW5nUmVzcG9uc2USLAoHYmluZGluZxgBIAEoCzIbLmNvbnZlcmdlLnYxLlJlYWN0b3JCaW5kaW5nEg4KBnJlc3VsdBgCIAEoCSIzChhHZXRSZWFjdG9yQmluZGluZ1JlcXVlc3QSFwoEbmFtZRgBIAEoCUIJukgGcgQQARg/IkkKGUdldFJlYWN0b3JCaW5kaW5nUmVzcG9uc2USLAoHYmluZGluZxgBIAEoCzIbLmNvbnZlcmdlLnYxLlJlYWN0b3JCaW5kaW5nIjkKGkxpc3RSZWFjdG9yQmluZGluZ3NSZXF1ZXN0EhsKCndhdGNoX2tpbmQYASABKAlCB7pIBHICGD8iTAobTGlzdFJlYWN0b3JCaW5kaW5nc1Jlc3BvbnNlEi0KCGJpbmRpbmdzGAEgAygLMhsuY29udmVyZ2UudjEuUmVhY3RvckJpbmRpbmciNgobRGVsZXRlUmVhY3RvckJpbmRpbmdSZXF1ZXN0EhcKBG5hbWUYASABKAlCCbpIBnIEEAEYPyIeChxEZWxldGVSZWFjdG9yQmluZGluZ1Jlc3BvbnNlIqYBChlHZXRSZXNvdXJjZUhpc3RvcnlSZXF1ZXN0EhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SGAoEbmFtZRgDIAEoCUIKukgHcgUQARj9ARIcCglwYWdlX3NpemUYBCABKAVCCbpIBhoEGGQoABIcCgpwYWdlX3Rva2VuGAUgASgJQgi6SAVyAxiACCJtChpHZXRSZXNvdXJjZUhpc3RvcnlSZXNwb25zZRIoCglyZXZpc2lvbnMYASADKAsyFS5jb252ZXJnZS52MS5SZXZpc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSDAoEa2VlcBgDIAEoBSKfAQoXUm9sbGJhY2tSZXNvdXJjZVJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BEhsKCmdlbmVyYXRpb24YBCABKANCB7pIBCICKAESGAoGcmVhc29uGAUgASgJQgi6SAVyAxiACCJDChhSb2xsYmFja1Jlc291cmNlUmVzcG9uc2USJwoIcmVzb3VyY2UYASABKAsyFS5jb252ZXJnZS52MS5SZXNvdXJjZSKGAQoZUXVhcmFudGluZVJlc291cmNlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QESGgoGcmVhc29uGAQgASgJQgq6SAdyBRABGIAIIkUKGlF1YXJhbnRpbmVSZXNvdXJjZVJlc3BvbnNlEicKCHJlc291cmNlGAEgASgLMhUuY29udmVyZ2UudjEuUmVzb3VyY2UihgEKG1VucXVhcmFudGluZVJlc291cmNlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QESGAoGcmVhc29uGAQgASgJQgi6SAVyAxiACCJHChxVbnF1YXJhbnRpbmVSZXNvdXJjZVJlc3BvbnNlEicKCHJlc291cmNlGAEgASgLMhUuY29udmVyZ2UudjEuUmVzb3VyY2UigwEKGFJlY29uY2lsZVJlc291cmNlUmVxdWVzdBIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QESGAoGcmVhc29uGAQgASgJQgi6SAVyAxiACCJEChlSZWNvbmNpbGVSZXNvdXJjZVJlc3BvbnNlEicKCHJlc291cmNlGAEgASgLMhUuY29udmVyZ2UudjEuUmVzb3VyY2UiwgEKFkludm9rZU9wZXJhdGlvblJlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BEhcKBHZlcmIYBCABKAlCCbpIBnIEEAEYPxImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGAoGcmVhc29uGAYgASgJQgi6SAVyAxiACCJEChdJbnZva2VPcGVyYXRpb25SZXNwb25zZRIpCglvcGVyYXRpb24YASABKAsyFi5jb252ZXJnZS52MS5PcGVyYXRpb24iLAoTR2V0T3BlcmF0aW9uUmVxdWVzdBIVCgJpZBgBIAEoCUIJukgGcgQQARhAIkEKFEdldE9wZXJhdGlvblJlc3BvbnNlEikKCW9wZXJhdGlvbhgBIAEoCzIWLmNvbnZlcmdlLnYxLk9wZXJhdGlvbiJmChVMaXN0T3BlcmF0aW9uc1JlcXVlc3QSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BIkQKFkxpc3RPcGVyYXRpb25zUmVzcG9uc2USKgoKb3BlcmF0aW9ucxgBIAMoCzIWLmNvbnZlcmdlLnYxLk9wZXJhdGlvbjKuIgoOQ29udHJvbFNlcnZpY2USawoJQXBwbHlLaW5kEh0uY29udmVyZ2UudjEuQXBwbHlLaW5kUmVxdWVzdBoeLmNvbnZlcmdlLnYxLkFwcGx5S2luZFJlc3BvbnNlIh+C0+STAhk6CG1hbmlmZXN0Ig0vYXBpL3YxL2tpbmRzEnoKB0dldEtpbmQSGy5jb252ZXJnZS52MS5HZXRLaW5kUmVxdWVzdBocLmNvbnZlcmdlLnYxLkdldEtpbmRSZXNwb25zZSI0gtPkkwIuEiwvYXBpL3YxL2tpbmRzL3traW5kfS92ZXJzaW9ucy97a2luZF92ZXJzaW9ufRJhCglMaXN0S2luZHMSHS5jb252ZXJnZS52MS5MaXN0S2luZHNSZXF1ZXN0Gh4uY29udmVyZ2UudjEuTGlzdEtpbmRzUmVzcG9uc2UiFYLT5JMCDxINL2FwaS92MS9raW5kcxKDAQoKRGVsZXRlS2luZBIeLmNvbnZlcmdlLnYxLkRlbGV0ZUtpbmRSZXF1ZXN0Gh8uY29udmVyZ2UudjEuRGVsZXRlS2luZFJlc3BvbnNlIjSC0+STAi4qLC9hcGkvdjEva2luZHMve2tpbmR9L3ZlcnNpb25zL3traW5kX3ZlcnNpb259EqQBChBVcGRhdGVLaW5kUG9saWN5EiQuY29udmVyZ2UudjEuVXBkYXRlS2luZFBvbGljeVJlcXVlc3QaJS5jb252ZXJnZS52MS5VcGRhdGVLaW5kUG9saWN5UmVzcG9uc2UiQ4LT5JMCPToGcG9saWN5MjMvYXBpL3YxL2tpbmRzL3traW5kfS92ZXJzaW9ucy97a2luZF92ZXJzaW9ufS9wb2xpY3kSkQEKE0FwcGx5UHJvdmlkZXJDb25maWcSJy5jb252ZXJnZS52MS5BcHBseVByb3ZpZGVyQ29uZmlnUmVxdWVzdBooLmNvbnZlcmdlLnYxLkFwcGx5UHJvdmlkZXJDb25maWdSZXNwb25zZSIngtPkkwIhOgZjb25maWciFy9hcGkvdjEvcHJvdmlkZXJjb25maWdzEqkBChFHZXRQcm92aWRlckNvbmZpZxIlLmNvbnZlcmdlLnYxLkdldFByb3ZpZGVyQ29uZmlnUmVxdWVzdBomLmNvbnZlcmdlLnYxLkdldFByb3ZpZGVyQ29uZmlnUmVzcG9uc2UiRYLT5JMCPxI9L2FwaS92MS9wcm92aWRlcmNvbmZpZ3Mve2tpbmR9L3ZlcnNpb25zL3traW5kX3ZlcnNpb259L3tuYW1lfRKJAQoTTGlzdFByb3ZpZGVyQ29uZmlncxInLmNvbnZlcmdlLnYxLkxpc3RQcm92aWRlckNvbmZpZ3NSZXF1ZXN0GiguY29udmVyZ2UudjEuTGlzdFByb3ZpZGVyQ29uZmlnc1Jlc3BvbnNlIh+C0+STAhkSFy9hcGkvdjEvcHJvdmlkZXJjb25maWdzErIBChREZWxldGVQcm92aWRlckNvbmZpZxIoLmNvbnZlcmdlLnYxLkRlbGV0ZVByb3ZpZGVyQ29uZmlnUmVxdWVzdBopLmNvbnZlcmdlLnYxLkRlbGV0ZVByb3ZpZGVyQ29uZmlnUmVzcG9uc2UiRYLT5JMCPyo9L2FwaS92MS9wcm92aWRlcmNvbmZpZ3Mve2tpbmR9L3ZlcnNpb25zL3traW5kX3ZlcnNpb259L3tuYW1lfRKSAQoTQXBwbHlSZWFjdG9yQmluZGluZxInLmNvbnZlcmdlLnYxLkFwcGx5UmVhY3RvckJpbmRpbmdSZXF1ZXN0GiguY29udmVyZ2UudjEuQXBwbHlSZWFjdG9yQmluZGluZ1Jlc3BvbnNlIiiC0+STAiI6B2JpbmRpbmciFy9hcGkvdjEvcmVhY3RvcmJpbmRpbmdzEooBChFHZXRSZWFjdG9yQmluZGluZxIlLmNvbnZlcmdlLnYxLkdldFJlYWN0b3JCaW5kaW5nUmVxdWVzdBomLmNvbnZlcmdlLnYxLkdldFJlYWN0b3JCaW5kaW5nUmVzcG9uc2UiJoLT5JMCIBIeL2FwaS92MS9yZWFjdG9yYmluZGluZ3Mve25hbWV9EokBChNMaXN0UmVhY3RvckJpbmRpbmdzEicuY29udmVyZ2UudjEuTGlzdFJlYWN0b3JCaW5kaW5nc1JlcXVlc3QaKC5jb252ZXJnZS52MS5MaXN0UmVhY3RvckJpbmRpbmdzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS9yZWFjdG9yYmluZGluZ3MSkwEKFERlbGV0ZVJlYWN0b3JCaW5kaW5nEiguY29udmVyZ2UudjEuRGVsZXRlUmVhY3RvckJpbmRpbmdSZXF1ZXN0GikuY29udmVyZ2UudjEuRGVsZXRlUmVhY3RvckJpbmRpbmdSZXNwb25zZSImgtPkkwIgKh4vYXBpL3YxL3JlYWN0b3JiaW5kaW5ncy97bmFtZX0SdAoNQXBwbHlSZXNvdXJjZRIhLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VSZXF1ZXN0GiIuY29udmVyZ2UudjEuQXBwbHlSZXNvdXJjZVJlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvcmVzb3VyY2VzEoIBCg5BcHBseVJlc291cmNlcxIiLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VzUmVxdWVzdBojLmNvbnZlcmdlLnYxLkFwcGx5UmVzb3VyY2VzUmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS92MS9yZXNvdXJjZXM6YmF0Y2hBcHBseRKQAQoLR2V0UmVzb3VyY2USHy5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVJlcXVlc3QaIC5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVJlc3BvbnNlIj6C0+STAjgSNi9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfRJxCg1MaXN0UmVzb3VyY2VzEiEuY29udmVyZ2UudjEuTGlzdFJlc291cmNlc1JlcXVlc3QaIi5jb252ZXJnZS52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS9yZXNvdXJjZXMSmQEKDkRlbGV0ZVJlc291cmNlEiIuY29udmVyZ2UudjEuRGVsZXRlUmVzb3VyY2VSZXF1ZXN0GiMuY29udmVyZ2UudjEuRGVsZXRlUmVzb3VyY2VSZXNwb25zZSI+gtPkkwI4KjYvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0SoQEKD0dldFJlc291cmNlVHJlZRIjLmNvbnZlcmdlLnYxLkdldFJlc291cmNlVHJlZVJlcXVlc3QaJC5jb252ZXJnZS52MS5HZXRSZXNvdXJjZVRyZWVSZXNwb25zZSJDgtPkkwI9EjsvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0vdHJlZRKlAQoQR2V0UmVzb3VyY2VHcmFwaBIkLmNvbnZlcmdlLnYxLkdldFJlc291cmNlR3JhcGhSZXF1ZXN0GiUuY29udmVyZ2UudjEuR2V0UmVzb3VyY2VHcmFwaFJlc3BvbnNlIkSC0+STAj4SPC9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfS9ncmFwaBKtAQoSR2V0UmVzb3VyY2VIaXN0b3J5EiYuY29udmVyZ2UudjEuR2V0UmVzb3VyY2VIaXN0b3J5UmVxdWVzdBonLmNvbnZlcmdlLnYxLkdldFJlc291cmNlSGlzdG9yeVJlc3BvbnNlIkaC0+STAkASPi9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfS9oaXN0b3J5EqsBChBSb2xsYmFja1Jlc291cmNlEiQuY29udmVyZ2UudjEuUm9sbGJhY2tSZXNvdXJjZVJlcXVlc3QaJS5jb252ZXJnZS52MS5Sb2xsYmFja1Jlc291cmNlUmVzcG9uc2UiSoLT5JMCRDoBKiI/L2FwaS92MS9uYW1lc3BhY2VzL3tuYW1lc3BhY2V9L3Jlc291cmNlcy97a2luZH0ve25hbWV9L3JvbGxiYWNrErMBChJRdWFyYW50aW5lUmVzb3VyY2USJi5jb252ZXJnZS52MS5RdWFyYW50aW5lUmVzb3VyY2VSZXF1ZXN0GicuY29udmVyZ2UudjEuUXVhcmFudGluZVJlc291cmNlUmVzcG9uc2UiTILT5JMCRjoBKiJBL2FwaS92MS9uYW1lc3BhY2VzL3tuYW1lc3BhY2V9L3Jlc291cmNlcy97a2luZH0ve25hbWV9L3F1YXJhbnRpbmUSuwEKFFVucXVhcmFudGluZVJlc291cmNlEiguY29udmVyZ2UudjEuVW5xdWFyYW50aW5lUmVzb3VyY2VSZXF1ZXN0GikuY29udmVyZ2UudjEuVW5xdWFyYW50aW5lUmVzb3VyY2VSZXNwb25zZSJOgtPkkwJIOgEqIkMvYXBpL3YxL25hbWVzcGFjZXMve25hbWVzcGFjZX0vcmVzb3VyY2VzL3traW5kfS97bmFtZX0vdW5xdWFyYW50aW5lEq8BChFSZWNvbmNpbGVSZXNvdXJjZRIlLmNvbnZlcmdlLnYxLlJlY29uY2lsZVJlc291cmNlUmVxdWVzdBomLmNvbnZlcmdlLnYxLlJlY29uY2lsZVJlc291cmNlUmVzcG9uc2UiS4LT5JMCRToBKiJAL2FwaS92MS9uYW1lc3BhY2VzL3tuYW1lc3BhY2V9L3Jlc291cmNlcy97a2luZH0ve25hbWV9L3JlY29uY2lsZRKqAQoPSW52b2tlT3BlcmF0aW9uEiMuY29udmVyZ2UudjEuSW52b2tlT3BlcmF0aW9uUmVxdWVzdBokLmNvbnZlcmdlLnYxLkludm9rZU9wZXJhdGlvblJlc3BvbnNlIkyC0+STAkY6ASoiQS9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfS9vcGVyYXRpb25zEnQKDEdldE9wZXJhdGlvbhIgLmNvbnZlcmdlLnYxLkdldE9wZXJhdGlvblJlcXVlc3QaIS5jb252ZXJnZS52MS5HZXRPcGVyYXRpb25SZXNwb25zZSIfgtPkkwIZEhcvYXBpL3YxL29wZXJhdGlvbnMve2lkfRKkAQoOTGlzdE9wZXJhdGlvbnMSIi5jb252ZXJnZS52MS5MaXN0T3BlcmF0aW9uc1JlcXVlc3QaIy5jb252ZXJnZS52MS5MaXN0T3BlcmF0aW9uc1Jlc3BvbnNlIkmC0+STAkMSQS9hcGkvdjEvbmFtZXNwYWNlcy97bmFtZXNwYWNlfS9yZXNvdXJjZXMve2tpbmR9L3tuYW1lfS9vcGVyYXRpb25zEmUKCkxpc3RFdmVudHMSHi5jb252ZXJnZS52MS5MaXN0RXZlbnRzUmVxdWVzdBofLmNvbnZlcmdlLnYxLkxpc3RFdmVudHNSZXNwb25zZSIWgtPkkwIQEg4vYXBpL3YxL2V2ZW50cxJACgVXYXRjaBIZLmNvbnZlcmdlLnYxLldhdGNoUmVxdWVzdBoaLmNvbnZlcmdlLnYxLldhdGNoUmVzcG9uc2UwAUKuAQoPY29tLmNvbnZlcmdlLnYxQgxDb250cm9sUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_converge_v1_types, file_google_api_annotations, file_google_protobuf_field_mask, file_google_protobuf_struct]);
 
 /**
  * @generated from message converge.v1.ApplyKindRequest
@@ -210,6 +211,13 @@ export type ApplyResourceRequest = Message<"converge.v1.ApplyResourceRequest"> &
    * @generated from field: string deletion_policy = 7;
    */
   deletionPolicy: string;
+
+  /**
+   * A named provider config of the kind version, on top of its default.
+   *
+   * @generated from field: string provider_config = 8;
+   */
+  providerConfig: string;
 };
 
 /**
@@ -928,6 +936,772 @@ export const GraphFlowSchema: GenMessage<GraphFlow> = /*@__PURE__*/
   messageDesc(file_converge_v1_control, 30);
 
 /**
+ * @generated from message converge.v1.UpdateKindPolicyRequest
+ */
+export type UpdateKindPolicyRequest = Message<"converge.v1.UpdateKindPolicyRequest"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: converge.v1.KindPolicy policy = 3;
+   */
+  policy?: KindPolicy | undefined;
+
+  /**
+   * Fields of policy to change (e.g. "max_inflight"); empty: every field.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 4;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message converge.v1.UpdateKindPolicyRequest.
+ * Use `create(UpdateKindPolicyRequestSchema)` to create a new message.
+ */
+export const UpdateKindPolicyRequestSchema: GenMessage<UpdateKindPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 31);
+
+/**
+ * @generated from message converge.v1.UpdateKindPolicyResponse
+ */
+export type UpdateKindPolicyResponse = Message<"converge.v1.UpdateKindPolicyResponse"> & {
+  /**
+   * @generated from field: converge.v1.KindManifest manifest = 1;
+   */
+  manifest?: KindManifest | undefined;
+};
+
+/**
+ * Describes the message converge.v1.UpdateKindPolicyResponse.
+ * Use `create(UpdateKindPolicyResponseSchema)` to create a new message.
+ */
+export const UpdateKindPolicyResponseSchema: GenMessage<UpdateKindPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 32);
+
+/**
+ * @generated from message converge.v1.ApplyProviderConfigRequest
+ */
+export type ApplyProviderConfigRequest = Message<"converge.v1.ApplyProviderConfigRequest"> & {
+  /**
+   * @generated from field: converge.v1.ProviderConfig config = 1;
+   */
+  config?: ProviderConfig | undefined;
+};
+
+/**
+ * Describes the message converge.v1.ApplyProviderConfigRequest.
+ * Use `create(ApplyProviderConfigRequestSchema)` to create a new message.
+ */
+export const ApplyProviderConfigRequestSchema: GenMessage<ApplyProviderConfigRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 33);
+
+/**
+ * @generated from message converge.v1.ApplyProviderConfigResponse
+ */
+export type ApplyProviderConfigResponse = Message<"converge.v1.ApplyProviderConfigResponse"> & {
+  /**
+   * @generated from field: converge.v1.ProviderConfig config = 1;
+   */
+  config?: ProviderConfig | undefined;
+
+  /**
+   * "created", "configured" or "unchanged".
+   *
+   * @generated from field: string result = 2;
+   */
+  result: string;
+};
+
+/**
+ * Describes the message converge.v1.ApplyProviderConfigResponse.
+ * Use `create(ApplyProviderConfigResponseSchema)` to create a new message.
+ */
+export const ApplyProviderConfigResponseSchema: GenMessage<ApplyProviderConfigResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 34);
+
+/**
+ * @generated from message converge.v1.GetProviderConfigRequest
+ */
+export type GetProviderConfigRequest = Message<"converge.v1.GetProviderConfigRequest"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message converge.v1.GetProviderConfigRequest.
+ * Use `create(GetProviderConfigRequestSchema)` to create a new message.
+ */
+export const GetProviderConfigRequestSchema: GenMessage<GetProviderConfigRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 35);
+
+/**
+ * @generated from message converge.v1.GetProviderConfigResponse
+ */
+export type GetProviderConfigResponse = Message<"converge.v1.GetProviderConfigResponse"> & {
+  /**
+   * @generated from field: converge.v1.ProviderConfig config = 1;
+   */
+  config?: ProviderConfig | undefined;
+};
+
+/**
+ * Describes the message converge.v1.GetProviderConfigResponse.
+ * Use `create(GetProviderConfigResponseSchema)` to create a new message.
+ */
+export const GetProviderConfigResponseSchema: GenMessage<GetProviderConfigResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 36);
+
+/**
+ * @generated from message converge.v1.ListProviderConfigsRequest
+ */
+export type ListProviderConfigsRequest = Message<"converge.v1.ListProviderConfigsRequest"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+};
+
+/**
+ * Describes the message converge.v1.ListProviderConfigsRequest.
+ * Use `create(ListProviderConfigsRequestSchema)` to create a new message.
+ */
+export const ListProviderConfigsRequestSchema: GenMessage<ListProviderConfigsRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 37);
+
+/**
+ * @generated from message converge.v1.ListProviderConfigsResponse
+ */
+export type ListProviderConfigsResponse = Message<"converge.v1.ListProviderConfigsResponse"> & {
+  /**
+   * @generated from field: repeated converge.v1.ProviderConfig configs = 1;
+   */
+  configs: ProviderConfig[];
+};
+
+/**
+ * Describes the message converge.v1.ListProviderConfigsResponse.
+ * Use `create(ListProviderConfigsResponseSchema)` to create a new message.
+ */
+export const ListProviderConfigsResponseSchema: GenMessage<ListProviderConfigsResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 38);
+
+/**
+ * @generated from message converge.v1.DeleteProviderConfigRequest
+ */
+export type DeleteProviderConfigRequest = Message<"converge.v1.DeleteProviderConfigRequest"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message converge.v1.DeleteProviderConfigRequest.
+ * Use `create(DeleteProviderConfigRequestSchema)` to create a new message.
+ */
+export const DeleteProviderConfigRequestSchema: GenMessage<DeleteProviderConfigRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 39);
+
+/**
+ * @generated from message converge.v1.DeleteProviderConfigResponse
+ */
+export type DeleteProviderConfigResponse = Message<"converge.v1.DeleteProviderConfigResponse"> & {
+};
+
+/**
+ * Describes the message converge.v1.DeleteProviderConfigResponse.
+ * Use `create(DeleteProviderConfigResponseSchema)` to create a new message.
+ */
+export const DeleteProviderConfigResponseSchema: GenMessage<DeleteProviderConfigResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 40);
+
+/**
+ * @generated from message converge.v1.ApplyReactorBindingRequest
+ */
+export type ApplyReactorBindingRequest = Message<"converge.v1.ApplyReactorBindingRequest"> & {
+  /**
+   * @generated from field: converge.v1.ReactorBinding binding = 1;
+   */
+  binding?: ReactorBinding | undefined;
+};
+
+/**
+ * Describes the message converge.v1.ApplyReactorBindingRequest.
+ * Use `create(ApplyReactorBindingRequestSchema)` to create a new message.
+ */
+export const ApplyReactorBindingRequestSchema: GenMessage<ApplyReactorBindingRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 41);
+
+/**
+ * @generated from message converge.v1.ApplyReactorBindingResponse
+ */
+export type ApplyReactorBindingResponse = Message<"converge.v1.ApplyReactorBindingResponse"> & {
+  /**
+   * @generated from field: converge.v1.ReactorBinding binding = 1;
+   */
+  binding?: ReactorBinding | undefined;
+
+  /**
+   * @generated from field: string result = 2;
+   */
+  result: string;
+};
+
+/**
+ * Describes the message converge.v1.ApplyReactorBindingResponse.
+ * Use `create(ApplyReactorBindingResponseSchema)` to create a new message.
+ */
+export const ApplyReactorBindingResponseSchema: GenMessage<ApplyReactorBindingResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 42);
+
+/**
+ * @generated from message converge.v1.GetReactorBindingRequest
+ */
+export type GetReactorBindingRequest = Message<"converge.v1.GetReactorBindingRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message converge.v1.GetReactorBindingRequest.
+ * Use `create(GetReactorBindingRequestSchema)` to create a new message.
+ */
+export const GetReactorBindingRequestSchema: GenMessage<GetReactorBindingRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 43);
+
+/**
+ * @generated from message converge.v1.GetReactorBindingResponse
+ */
+export type GetReactorBindingResponse = Message<"converge.v1.GetReactorBindingResponse"> & {
+  /**
+   * @generated from field: converge.v1.ReactorBinding binding = 1;
+   */
+  binding?: ReactorBinding | undefined;
+};
+
+/**
+ * Describes the message converge.v1.GetReactorBindingResponse.
+ * Use `create(GetReactorBindingResponseSchema)` to create a new message.
+ */
+export const GetReactorBindingResponseSchema: GenMessage<GetReactorBindingResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 44);
+
+/**
+ * @generated from message converge.v1.ListReactorBindingsRequest
+ */
+export type ListReactorBindingsRequest = Message<"converge.v1.ListReactorBindingsRequest"> & {
+  /**
+   * @generated from field: string watch_kind = 1;
+   */
+  watchKind: string;
+};
+
+/**
+ * Describes the message converge.v1.ListReactorBindingsRequest.
+ * Use `create(ListReactorBindingsRequestSchema)` to create a new message.
+ */
+export const ListReactorBindingsRequestSchema: GenMessage<ListReactorBindingsRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 45);
+
+/**
+ * @generated from message converge.v1.ListReactorBindingsResponse
+ */
+export type ListReactorBindingsResponse = Message<"converge.v1.ListReactorBindingsResponse"> & {
+  /**
+   * @generated from field: repeated converge.v1.ReactorBinding bindings = 1;
+   */
+  bindings: ReactorBinding[];
+};
+
+/**
+ * Describes the message converge.v1.ListReactorBindingsResponse.
+ * Use `create(ListReactorBindingsResponseSchema)` to create a new message.
+ */
+export const ListReactorBindingsResponseSchema: GenMessage<ListReactorBindingsResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 46);
+
+/**
+ * @generated from message converge.v1.DeleteReactorBindingRequest
+ */
+export type DeleteReactorBindingRequest = Message<"converge.v1.DeleteReactorBindingRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message converge.v1.DeleteReactorBindingRequest.
+ * Use `create(DeleteReactorBindingRequestSchema)` to create a new message.
+ */
+export const DeleteReactorBindingRequestSchema: GenMessage<DeleteReactorBindingRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 47);
+
+/**
+ * @generated from message converge.v1.DeleteReactorBindingResponse
+ */
+export type DeleteReactorBindingResponse = Message<"converge.v1.DeleteReactorBindingResponse"> & {
+};
+
+/**
+ * Describes the message converge.v1.DeleteReactorBindingResponse.
+ * Use `create(DeleteReactorBindingResponseSchema)` to create a new message.
+ */
+export const DeleteReactorBindingResponseSchema: GenMessage<DeleteReactorBindingResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 48);
+
+/**
+ * @generated from message converge.v1.GetResourceHistoryRequest
+ */
+export type GetResourceHistoryRequest = Message<"converge.v1.GetResourceHistoryRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * 1..100 (default 20).
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message converge.v1.GetResourceHistoryRequest.
+ * Use `create(GetResourceHistoryRequestSchema)` to create a new message.
+ */
+export const GetResourceHistoryRequestSchema: GenMessage<GetResourceHistoryRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 49);
+
+/**
+ * @generated from message converge.v1.GetResourceHistoryResponse
+ */
+export type GetResourceHistoryResponse = Message<"converge.v1.GetResourceHistoryResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated converge.v1.Revision revisions = 1;
+   */
+  revisions: Revision[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * How many revisions are kept per resource.
+   *
+   * @generated from field: int32 keep = 3;
+   */
+  keep: number;
+};
+
+/**
+ * Describes the message converge.v1.GetResourceHistoryResponse.
+ * Use `create(GetResourceHistoryResponseSchema)` to create a new message.
+ */
+export const GetResourceHistoryResponseSchema: GenMessage<GetResourceHistoryResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 50);
+
+/**
+ * @generated from message converge.v1.RollbackResourceRequest
+ */
+export type RollbackResourceRequest = Message<"converge.v1.RollbackResourceRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * The generation whose spec to apply again.
+   *
+   * @generated from field: int64 generation = 4;
+   */
+  generation: bigint;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message converge.v1.RollbackResourceRequest.
+ * Use `create(RollbackResourceRequestSchema)` to create a new message.
+ */
+export const RollbackResourceRequestSchema: GenMessage<RollbackResourceRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 51);
+
+/**
+ * @generated from message converge.v1.RollbackResourceResponse
+ */
+export type RollbackResourceResponse = Message<"converge.v1.RollbackResourceResponse"> & {
+  /**
+   * @generated from field: converge.v1.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message converge.v1.RollbackResourceResponse.
+ * Use `create(RollbackResourceResponseSchema)` to create a new message.
+ */
+export const RollbackResourceResponseSchema: GenMessage<RollbackResourceResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 52);
+
+/**
+ * @generated from message converge.v1.QuarantineResourceRequest
+ */
+export type QuarantineResourceRequest = Message<"converge.v1.QuarantineResourceRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message converge.v1.QuarantineResourceRequest.
+ * Use `create(QuarantineResourceRequestSchema)` to create a new message.
+ */
+export const QuarantineResourceRequestSchema: GenMessage<QuarantineResourceRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 53);
+
+/**
+ * @generated from message converge.v1.QuarantineResourceResponse
+ */
+export type QuarantineResourceResponse = Message<"converge.v1.QuarantineResourceResponse"> & {
+  /**
+   * @generated from field: converge.v1.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message converge.v1.QuarantineResourceResponse.
+ * Use `create(QuarantineResourceResponseSchema)` to create a new message.
+ */
+export const QuarantineResourceResponseSchema: GenMessage<QuarantineResourceResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 54);
+
+/**
+ * @generated from message converge.v1.UnquarantineResourceRequest
+ */
+export type UnquarantineResourceRequest = Message<"converge.v1.UnquarantineResourceRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message converge.v1.UnquarantineResourceRequest.
+ * Use `create(UnquarantineResourceRequestSchema)` to create a new message.
+ */
+export const UnquarantineResourceRequestSchema: GenMessage<UnquarantineResourceRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 55);
+
+/**
+ * @generated from message converge.v1.UnquarantineResourceResponse
+ */
+export type UnquarantineResourceResponse = Message<"converge.v1.UnquarantineResourceResponse"> & {
+  /**
+   * @generated from field: converge.v1.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message converge.v1.UnquarantineResourceResponse.
+ * Use `create(UnquarantineResourceResponseSchema)` to create a new message.
+ */
+export const UnquarantineResourceResponseSchema: GenMessage<UnquarantineResourceResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 56);
+
+/**
+ * @generated from message converge.v1.ReconcileResourceRequest
+ */
+export type ReconcileResourceRequest = Message<"converge.v1.ReconcileResourceRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message converge.v1.ReconcileResourceRequest.
+ * Use `create(ReconcileResourceRequestSchema)` to create a new message.
+ */
+export const ReconcileResourceRequestSchema: GenMessage<ReconcileResourceRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 57);
+
+/**
+ * @generated from message converge.v1.ReconcileResourceResponse
+ */
+export type ReconcileResourceResponse = Message<"converge.v1.ReconcileResourceResponse"> & {
+  /**
+   * @generated from field: converge.v1.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message converge.v1.ReconcileResourceResponse.
+ * Use `create(ReconcileResourceResponseSchema)` to create a new message.
+ */
+export const ReconcileResourceResponseSchema: GenMessage<ReconcileResourceResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 58);
+
+/**
+ * @generated from message converge.v1.InvokeOperationRequest
+ */
+export type InvokeOperationRequest = Message<"converge.v1.InvokeOperationRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string verb = 4;
+   */
+  verb: string;
+
+  /**
+   * Must match the verb's input_schema.
+   *
+   * @generated from field: google.protobuf.Struct input = 5;
+   */
+  input?: JsonObject | undefined;
+
+  /**
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message converge.v1.InvokeOperationRequest.
+ * Use `create(InvokeOperationRequestSchema)` to create a new message.
+ */
+export const InvokeOperationRequestSchema: GenMessage<InvokeOperationRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 59);
+
+/**
+ * @generated from message converge.v1.InvokeOperationResponse
+ */
+export type InvokeOperationResponse = Message<"converge.v1.InvokeOperationResponse"> & {
+  /**
+   * @generated from field: converge.v1.Operation operation = 1;
+   */
+  operation?: Operation | undefined;
+};
+
+/**
+ * Describes the message converge.v1.InvokeOperationResponse.
+ * Use `create(InvokeOperationResponseSchema)` to create a new message.
+ */
+export const InvokeOperationResponseSchema: GenMessage<InvokeOperationResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 60);
+
+/**
+ * @generated from message converge.v1.GetOperationRequest
+ */
+export type GetOperationRequest = Message<"converge.v1.GetOperationRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message converge.v1.GetOperationRequest.
+ * Use `create(GetOperationRequestSchema)` to create a new message.
+ */
+export const GetOperationRequestSchema: GenMessage<GetOperationRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 61);
+
+/**
+ * @generated from message converge.v1.GetOperationResponse
+ */
+export type GetOperationResponse = Message<"converge.v1.GetOperationResponse"> & {
+  /**
+   * @generated from field: converge.v1.Operation operation = 1;
+   */
+  operation?: Operation | undefined;
+};
+
+/**
+ * Describes the message converge.v1.GetOperationResponse.
+ * Use `create(GetOperationResponseSchema)` to create a new message.
+ */
+export const GetOperationResponseSchema: GenMessage<GetOperationResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 62);
+
+/**
+ * @generated from message converge.v1.ListOperationsRequest
+ */
+export type ListOperationsRequest = Message<"converge.v1.ListOperationsRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message converge.v1.ListOperationsRequest.
+ * Use `create(ListOperationsRequestSchema)` to create a new message.
+ */
+export const ListOperationsRequestSchema: GenMessage<ListOperationsRequest> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 63);
+
+/**
+ * @generated from message converge.v1.ListOperationsResponse
+ */
+export type ListOperationsResponse = Message<"converge.v1.ListOperationsResponse"> & {
+  /**
+   * Newest first (at most 100).
+   *
+   * @generated from field: repeated converge.v1.Operation operations = 1;
+   */
+  operations: Operation[];
+};
+
+/**
+ * Describes the message converge.v1.ListOperationsResponse.
+ * Use `create(ListOperationsResponseSchema)` to create a new message.
+ */
+export const ListOperationsResponseSchema: GenMessage<ListOperationsResponse> = /*@__PURE__*/
+  messageDesc(file_converge_v1_control, 64);
+
+/**
  * ControlService is the API people and tools use: kinds, resources,
  * events and a watch stream of changes. Every RPC is also served as
  * REST+JSON under /api/v1 (see /openapi.json).
@@ -970,6 +1744,85 @@ export const ControlService: GenService<{
     methodKind: "unary";
     input: typeof DeleteKindRequestSchema;
     output: typeof DeleteKindResponseSchema;
+  },
+  /**
+   * Change a kind version's policy (caps, intervals, grace windows) live,
+   * without re-applying its manifest.
+   *
+   * @generated from rpc converge.v1.ControlService.UpdateKindPolicy
+   */
+  updateKindPolicy: {
+    methodKind: "unary";
+    input: typeof UpdateKindPolicyRequestSchema;
+    output: typeof UpdateKindPolicyResponseSchema;
+  },
+  /**
+   * Create or update a provider config (validated by the kind's config_schema).
+   *
+   * @generated from rpc converge.v1.ControlService.ApplyProviderConfig
+   */
+  applyProviderConfig: {
+    methodKind: "unary";
+    input: typeof ApplyProviderConfigRequestSchema;
+    output: typeof ApplyProviderConfigResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.GetProviderConfig
+   */
+  getProviderConfig: {
+    methodKind: "unary";
+    input: typeof GetProviderConfigRequestSchema;
+    output: typeof GetProviderConfigResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.ListProviderConfigs
+   */
+  listProviderConfigs: {
+    methodKind: "unary";
+    input: typeof ListProviderConfigsRequestSchema;
+    output: typeof ListProviderConfigsResponseSchema;
+  },
+  /**
+   * Refused while resources use the config.
+   *
+   * @generated from rpc converge.v1.ControlService.DeleteProviderConfig
+   */
+  deleteProviderConfig: {
+    methodKind: "unary";
+    input: typeof DeleteProviderConfigRequestSchema;
+    output: typeof DeleteProviderConfigResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.ApplyReactorBinding
+   */
+  applyReactorBinding: {
+    methodKind: "unary";
+    input: typeof ApplyReactorBindingRequestSchema;
+    output: typeof ApplyReactorBindingResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.GetReactorBinding
+   */
+  getReactorBinding: {
+    methodKind: "unary";
+    input: typeof GetReactorBindingRequestSchema;
+    output: typeof GetReactorBindingResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.ListReactorBindings
+   */
+  listReactorBindings: {
+    methodKind: "unary";
+    input: typeof ListReactorBindingsRequestSchema;
+    output: typeof ListReactorBindingsResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.DeleteReactorBinding
+   */
+  deleteReactorBinding: {
+    methodKind: "unary";
+    input: typeof DeleteReactorBindingRequestSchema;
+    output: typeof DeleteReactorBindingResponseSchema;
   },
   /**
    * Create or update one resource, keyed by namespace/kind/name.
@@ -1037,6 +1890,82 @@ export const ControlService: GenService<{
     methodKind: "unary";
     input: typeof GetResourceGraphRequestSchema;
     output: typeof GetResourceGraphResponseSchema;
+  },
+  /**
+   * A resource's spec revisions, newest first.
+   *
+   * @generated from rpc converge.v1.ControlService.GetResourceHistory
+   */
+  getResourceHistory: {
+    methodKind: "unary";
+    input: typeof GetResourceHistoryRequestSchema;
+    output: typeof GetResourceHistoryResponseSchema;
+  },
+  /**
+   * Apply an earlier revision's spec again, as a new generation.
+   *
+   * @generated from rpc converge.v1.ControlService.RollbackResource
+   */
+  rollbackResource: {
+    methodKind: "unary";
+    input: typeof RollbackResourceRequestSchema;
+    output: typeof RollbackResourceResponseSchema;
+  },
+  /**
+   * Freeze a resource: no work runs for it, and its ancestors stop counting
+   * or waiting for it.
+   *
+   * @generated from rpc converge.v1.ControlService.QuarantineResource
+   */
+  quarantineResource: {
+    methodKind: "unary";
+    input: typeof QuarantineResourceRequestSchema;
+    output: typeof QuarantineResourceResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.UnquarantineResource
+   */
+  unquarantineResource: {
+    methodKind: "unary";
+    input: typeof UnquarantineResourceRequestSchema;
+    output: typeof UnquarantineResourceResponseSchema;
+  },
+  /**
+   * Run the resource's reconcile now at its current generation, even if it
+   * is synced or failed terminally.
+   *
+   * @generated from rpc converge.v1.ControlService.ReconcileResource
+   */
+  reconcileResource: {
+    methodKind: "unary";
+    input: typeof ReconcileResourceRequestSchema;
+    output: typeof ReconcileResourceResponseSchema;
+  },
+  /**
+   * Invoke an operation verb the kind declares; it runs asynchronously.
+   *
+   * @generated from rpc converge.v1.ControlService.InvokeOperation
+   */
+  invokeOperation: {
+    methodKind: "unary";
+    input: typeof InvokeOperationRequestSchema;
+    output: typeof InvokeOperationResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.GetOperation
+   */
+  getOperation: {
+    methodKind: "unary";
+    input: typeof GetOperationRequestSchema;
+    output: typeof GetOperationResponseSchema;
+  },
+  /**
+   * @generated from rpc converge.v1.ControlService.ListOperations
+   */
+  listOperations: {
+    methodKind: "unary";
+    input: typeof ListOperationsRequestSchema;
+    output: typeof ListOperationsResponseSchema;
   },
   /**
    * @generated from rpc converge.v1.ControlService.ListEvents

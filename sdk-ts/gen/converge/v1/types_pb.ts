@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/types.proto.
  */
 export const file_converge_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEi/AQKDEtpbmRNYW5pZmVzdBI5CgRraW5kGAEgASgJQiu6SChyJhABGD8yIF5bYS16XVthLXowLTldKihbLi1dW2EtejAtOV0rKSokEiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESHQoLZGVzY3JpcHRpb24YAyABKAlCCLpIBXIDGIAgEhcKBW93bmVyGAQgASgJQgi6SAVyAxj9ARIsCgtzcGVjX3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNc3RhdHVzX3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNY29uZmlnX3NjaGVtYRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoJcmVhY3Rpb25zGAggAygLMhUuY29udmVyZ2UudjEuUmVhY3Rpb25CCLpIBZIBAhAgEicKBnBvbGljeRgJIAEoCzIXLmNvbnZlcmdlLnYxLktpbmRQb2xpY3kSGwoJZmluYWxpemVyGAogASgJQgi6SAVyAxj9ARIiCgd3b3JrZXJzGAsgAygJQhG6SA6SAQsQQCIHcgUQARiABBI4CgpvcGVyYXRpb25zGAwgAygLMhouY29udmVyZ2UudjEuT3BlcmF0aW9uRGVjbEIIukgFkgECECASEAoIcmV2aXNpb24YFCABKAMSLgoKY3JlYXRlZF9hdBgVIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgWIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAizAIKCFJlYWN0aW9uEjEKBG5hbWUYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEmAKB3RyaWdnZXIYAiABKAlCT7pITHJKUgpzcGVjQ2hhbmdlUg9jaGlsZHJlblNldHRsZWRSD2RlbGV0ZVJlcXVlc3RlZFIJb3BlcmF0aW9uUgdyZWFjdG9yUgZyZXN5bmMSdQoFZW1pdHMYAyADKAlCZrpIY5IBYAgBEAgYASJYclZSCGNoaWxkcmVuUgVlZGdlc1IHY29uZmlnc1IGc3RhdHVzUgpjb25kaXRpb25zUglmaW5hbGl6ZXJSD29wZXJhdGlvbk91dHB1dFIKc2lkZUVmZmVjdBIVCgR2ZXJiGAQgASgJQge6SARyAhg/Eh0KC2Rlc2NyaXB0aW9uGAUgASgJQgi6SAVyAxiACCLBAgoKS2luZFBvbGljeRIhCgxtYXhfaW5mbGlnaHQYASABKAVCC7pICBoGGMCEPSgAEioKFXRhc2tfZGVhZGxpbmVfc2Vjb25kcxgCIAEoBUILukgIGgYYgKMFKAASLQoXcmVzeW5jX2ludGVydmFsX3NlY29uZHMYAyABKAVCDLpICRoHGICangEoABIZChFyZXN5bmNfcmVjb21wb3NlcxgEIAEoCBIqChRvcnBoYW5fZ3JhY2Vfc2Vjb25kcxgFIAEoBUIMukgJGgcYgJqeASgAEisKFm1heF90cmFuc2llbnRfYXR0ZW1wdHMYBiABKAVCC7pICBoGGMCEPSgAEg8KB3JldGlyZWQYByABKAgSMAoPZGVsZXRpb25fcG9saWN5GAggASgJQhe6SBRyElIAUgZkZWxldGVSBnJldGFpbiKQAQoNT3BlcmF0aW9uRGVjbBIxCgR2ZXJiGAEgASgJQiO6SCByHhABGD8yGF5bYS16QS1aXVthLXpBLVowLTlfLV0qJBIdCgtkZXNjcmlwdGlvbhgCIAEoCUIIukgFcgMYgAgSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKZBgoIUmVzb3VyY2USEQoJbmFtZXNwYWNlGAEgASgJEgwKBGtpbmQYAiABKAkSFAoMa2luZF92ZXJzaW9uGAMgASgFEgwKBG5hbWUYBCABKAkSMQoGbGFiZWxzGAUgAygLMiEuY29udmVyZ2UudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSJQoEc3BlYxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGc3RhdHVzGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVwaGFzZRgIIAEoCRISCgpnZW5lcmF0aW9uGAkgASgDEhkKEXN5bmNlZF9nZW5lcmF0aW9uGAogASgDEg8KB2hlYWx0aHkYCyABKAgSKgoKY29uZGl0aW9ucxgMIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbhIlCgdmYWlsdXJlGA0gASgLMhQuY29udmVyZ2UudjEuRmFpbHVyZRILCgN1aWQYDiABKAkSGAoQcmVzb3VyY2VfdmVyc2lvbhgPIAEoAxISCgpyZWNvbmNpbGVzGBAgASgDEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjkKFWRlbGV0aW9uX3JlcXVlc3RlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoFb3duZXIYFCABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhImCgRyb290GBUgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSIwoGcm9sbHVwGBYgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEg8KB3dhaXRpbmcYFyABKAkSFwoPZGVsZXRpb25fcG9saWN5GBggASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiXAoLUmVzb3VyY2VSZWYSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BIqkBCgZSb2xsdXASDQoFdG90YWwYASABKAUSDQoFcmVhZHkYAiABKAUSEwoLcmVjb25jaWxpbmcYAyABKAUSEAoIZGVncmFkZWQYBCABKAUSDgoGZmFpbGVkGAUgASgFEhAKCGRlbGV0aW5nGAYgASgFEhAKCGV4Y2x1ZGVkGAcgASgFEiYKCGN1bHByaXRzGAggAygLMhQuY29udmVyZ2UudjEuQ3VscHJpdCJ9CgdDdWxwcml0EioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDQoFcGhhc2UYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRImCgRwYXRoGAQgAygLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYigAEKB0ZhaWx1cmUSDwoHbWVzc2FnZRgBIAEoCRIQCghhdHRlbXB0cxgCIAEoBRIQCgh0ZXJtaW5hbBgDIAEoCBISCgpnZW5lcmF0aW9uGAQgASgDEiwKCHJldHJ5X2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL5AQoJQ29uZGl0aW9uEjIKBHR5cGUYASABKAlCJLpIIXIfEAEYPzIZXltBLVphLXpdW0EtWmEtejAtOV8uLV0qJBIrCgZzdGF0dXMYAiABKAlCG7pIGHIWUgRUcnVlUgVGYWxzZVIHVW5rbm93bhIYCgZyZWFzb24YAyABKAlCCLpIBXIDGIABEhoKB21lc3NhZ2UYBCABKAlCCbpIBnIEGICAAhI4ChRsYXN0X3RyYW5zaXRpb25fdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTb2JzZXJ2ZWRfZ2VuZXJhdGlvbhgGIAEoAyLLAQoFRXZlbnQSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSDAoEbmFtZRgFIAEoCRILCgN1aWQYBiABKAkSDAoEdHlwZRgHIAEoCRIOCgZyZWFzb24YCCABKAkSDwoHbWVzc2FnZRgJIAEoCRINCgVhY3RvchgKIAEoCRISCgpnZW5lcmF0aW9uGAsgASgDIqMCCgZDaGFuZ2USDgoGY3Vyc29yGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSFAoMa2luZF92ZXJzaW9uGAUgASgFEgwKBG5hbWUYBiABKAkSCwoDdWlkGAcgASgJEg0KBXBoYXNlGAggASgJEhYKDnByZXZpb3VzX3BoYXNlGAkgASgJEhIKCmdlbmVyYXRpb24YCiABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCyABKAMSGAoQcmVzb3VyY2VfdmVyc2lvbhgMIAEoAxIPCgdtZXNzYWdlGA0gASgJEigKBHRpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQqwBCg9jb20uY29udmVyZ2UudjFCClR5cGVzUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEi/AQKDEtpbmRNYW5pZmVzdBI5CgRraW5kGAEgASgJQiu6SChyJhABGD8yIF5bYS16XVthLXowLTldKihbLi1dW2EtejAtOV0rKSokEiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESHQoLZGVzY3JpcHRpb24YAyABKAlCCLpIBXIDGIAgEhcKBW93bmVyGAQgASgJQgi6SAVyAxj9ARIsCgtzcGVjX3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNc3RhdHVzX3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNY29uZmlnX3NjaGVtYRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoJcmVhY3Rpb25zGAggAygLMhUuY29udmVyZ2UudjEuUmVhY3Rpb25CCLpIBZIBAhAgEicKBnBvbGljeRgJIAEoCzIXLmNvbnZlcmdlLnYxLktpbmRQb2xpY3kSGwoJZmluYWxpemVyGAogASgJQgi6SAVyAxj9ARIiCgd3b3JrZXJzGAsgAygJQhG6SA6SAQsQQCIHcgUQARiABBI4CgpvcGVyYXRpb25zGAwgAygLMhouY29udmVyZ2UudjEuT3BlcmF0aW9uRGVjbEIIukgFkgECECASEAoIcmV2aXNpb24YFCABKAMSLgoKY3JlYXRlZF9hdBgVIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgWIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAizAIKCFJlYWN0aW9uEjEKBG5hbWUYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEmAKB3RyaWdnZXIYAiABKAlCT7pITHJKUgpzcGVjQ2hhbmdlUg9jaGlsZHJlblNldHRsZWRSD2RlbGV0ZVJlcXVlc3RlZFIJb3BlcmF0aW9uUgdyZWFjdG9yUgZyZXN5bmMSdQoFZW1pdHMYAyADKAlCZrpIY5IBYAgBEAgYASJYclZSCGNoaWxkcmVuUgVlZGdlc1IHY29uZmlnc1IGc3RhdHVzUgpjb25kaXRpb25zUglmaW5hbGl6ZXJSD29wZXJhdGlvbk91dHB1dFIKc2lkZUVmZmVjdBIVCgR2ZXJiGAQgASgJQge6SARyAhg/Eh0KC2Rlc2NyaXB0aW9uGAUgASgJQgi6SAVyAxiACCLBAgoKS2luZFBvbGljeRIhCgxtYXhfaW5mbGlnaHQYASABKAVCC7pICBoGGMCEPSgAEioKFXRhc2tfZGVhZGxpbmVfc2Vjb25kcxgCIAEoBUILukgIGgYYgKMFKAASLQoXcmVzeW5jX2ludGVydmFsX3NlY29uZHMYAyABKAVCDLpICRoHGICangEoABIZChFyZXN5bmNfcmVjb21wb3NlcxgEIAEoCBIqChRvcnBoYW5fZ3JhY2Vfc2Vjb25kcxgFIAEoBUIMukgJGgcYgJqeASgAEisKFm1heF90cmFuc2llbnRfYXR0ZW1wdHMYBiABKAVCC7pICBoGGMCEPSgAEg8KB3JldGlyZWQYByABKAgSMAoPZGVsZXRpb25fcG9saWN5GAggASgJQhe6SBRyElIAUgZkZWxldGVSBnJldGFpbiKQAQoNT3BlcmF0aW9uRGVjbBIxCgR2ZXJiGAEgASgJQiO6SCByHhABGD8yGF5bYS16QS1aXVthLXpBLVowLTlfLV0qJBIdCgtkZXNjcmlwdGlvbhgCIAEoCUIIukgFcgMYgAgSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKyBgoIUmVzb3VyY2USEQoJbmFtZXNwYWNlGAEgASgJEgwKBGtpbmQYAiABKAkSFAoMa2luZF92ZXJzaW9uGAMgASgFEgwKBG5hbWUYBCABKAkSMQoGbGFiZWxzGAUgAygLMiEuY29udmVyZ2UudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSJQoEc3BlYxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGc3RhdHVzGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVwaGFzZRgIIAEoCRISCgpnZW5lcmF0aW9uGAkgASgDEhkKEXN5bmNlZF9nZW5lcmF0aW9uGAogASgDEg8KB2hlYWx0aHkYCyABKAgSKgoKY29uZGl0aW9ucxgMIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbhIlCgdmYWlsdXJlGA0gASgLMhQuY29udmVyZ2UudjEuRmFpbHVyZRILCgN1aWQYDiABKAkSGAoQcmVzb3VyY2VfdmVyc2lvbhgPIAEoAxISCgpyZWNvbmNpbGVzGBAgASgDEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjkKFWRlbGV0aW9uX3JlcXVlc3RlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoFb3duZXIYFCABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhImCgRyb290GBUgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSIwoGcm9sbHVwGBYgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEg8KB3dhaXRpbmcYFyABKAkSFwoPZGVsZXRpb25fcG9saWN5GBggASgJEhcKD3Byb3ZpZGVyX2NvbmZpZxgZIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlwKC1Jlc291cmNlUmVmEhoKCW5hbWVzcGFjZRgBIAEoCUIHukgEcgIYPxIXCgRraW5kGAIgASgJQgm6SAZyBBABGD8SGAoEbmFtZRgDIAEoCUIKukgHcgUQARj9ASKpAQoGUm9sbHVwEg0KBXRvdGFsGAEgASgFEg0KBXJlYWR5GAIgASgFEhMKC3JlY29uY2lsaW5nGAMgASgFEhAKCGRlZ3JhZGVkGAQgASgFEg4KBmZhaWxlZBgFIAEoBRIQCghkZWxldGluZxgGIAEoBRIQCghleGNsdWRlZBgHIAEoBRImCghjdWxwcml0cxgIIAMoCzIULmNvbnZlcmdlLnYxLkN1bHByaXQifQoHQ3VscHJpdBIqCghyZXNvdXJjZRgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEg0KBXBoYXNlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSJgoEcGF0aBgEIAMoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmIoABCgdGYWlsdXJlEg8KB21lc3NhZ2UYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEAoIdGVybWluYWwYAyABKAgSEgoKZ2VuZXJhdGlvbhgEIAEoAxIsCghyZXRyeV9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi+QEKCUNvbmRpdGlvbhIyCgR0eXBlGAEgASgJQiS6SCFyHxABGD8yGV5bQS1aYS16XVtBLVphLXowLTlfLi1dKiQSKwoGc3RhdHVzGAIgASgJQhu6SBhyFlIEVHJ1ZVIFRmFsc2VSB1Vua25vd24SGAoGcmVhc29uGAMgASgJQgi6SAVyAxiAARIaCgdtZXNzYWdlGAQgASgJQgm6SAZyBBiAgAISOAoUbGFzdF90cmFuc2l0aW9uX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE29ic2VydmVkX2dlbmVyYXRpb24YBiABKAMiywEKBUV2ZW50EgoKAmlkGAEgASgDEigKBHRpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCW5hbWVzcGFjZRgDIAEoCRIMCgRraW5kGAQgASgJEgwKBG5hbWUYBSABKAkSCwoDdWlkGAYgASgJEgwKBHR5cGUYByABKAkSDgoGcmVhc29uGAggASgJEg8KB21lc3NhZ2UYCSABKAkSDQoFYWN0b3IYCiABKAkSEgoKZ2VuZXJhdGlvbhgLIAEoAyKjAgoGQ2hhbmdlEg4KBmN1cnNvchgBIAEoCRIMCgR0eXBlGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRIMCgRraW5kGAQgASgJEhQKDGtpbmRfdmVyc2lvbhgFIAEoBRIMCgRuYW1lGAYgASgJEgsKA3VpZBgHIAEoCRINCgVwaGFzZRgIIAEoCRIWCg5wcmV2aW91c19waGFzZRgJIAEoCRISCgpnZW5lcmF0aW9uGAogASgDEhkKEXN5bmNlZF9nZW5lcmF0aW9uGAsgASgDEhgKEHJlc291cmNlX3ZlcnNpb24YDCABKAMSDwoHbWVzc2FnZRgNIAEoCRIoCgR0aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLCAgoOUHJvdmlkZXJDb25maWcSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESOgoEbmFtZRgDIAEoCUIsukgpcicQARg/MiFeW2EtejAtOV0oW2EtejAtOS5fLV0qW2EtejAtOV0pPyQSJwoGY29uZmlnGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIdCgtkZXNjcmlwdGlvbhgFIAEoCUIIukgFcgMYgAgSEAoIcmV2aXNpb24YCiABKAMSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi2QMKDlJlYWN0b3JCaW5kaW5nEjoKBG5hbWUYASABKAlCLLpIKXInEAEYPzIhXlthLXowLTldKFthLXowLTkuXy1dKlthLXowLTldKT8kEh0KCndhdGNoX2tpbmQYAiABKAlCCbpIBnIEEAEYPxInChJ3YXRjaF9raW5kX3ZlcnNpb24YAyABKAVCC7pICBoGGP//ASgAElEKC3RyYW5zaXRpb25zGAQgAygJQjy6SDmSATYIARAFGAEiLnIsUgdjcmVhdGVkUgZzeW5jZWRSCGRlZ3JhZGVkUgZmYWlsZWRSB2RlbGV0ZWQSIAoObGFiZWxfc2VsZWN0b3IYBSABKAlCCLpIBXIDGIAgEh8KDHJlYWN0b3Jfa2luZBgGIAEoCUIJukgGcgQQARg/EikKFHJlYWN0b3Jfa2luZF92ZXJzaW9uGAcgASgFQgu6SAgaBhj//wEoARIQCghkaXNhYmxlZBgIIAEoCBIQCghyZXZpc2lvbhgKIAEoAxIuCgpjcmVhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKkAQoIUmV2aXNpb24SEgoKZ2VuZXJhdGlvbhgBIAEoAxIUCgxraW5kX3ZlcnNpb24YAiABKAUSJQoEc3BlYxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAQgASgJEg0KBWFjdG9yGAUgASgJEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wItYCCglPcGVyYXRpb24SCgoCaWQYASABKAkSKgoIcmVzb3VyY2UYAiABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIMCgR2ZXJiGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVzdGF0ZRgFIAEoCRInCgZvdXRwdXQYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB21lc3NhZ2UYByABKAkSDQoFYWN0b3IYCCABKAkSDgoGcmVhc29uGAkgASgJEjAKDHJlcXVlc3RlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGF0dGVtcHRzGAwgASgFQqwBCg9jb20uY29udmVyZ2UudjFCClR5cGVzUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A kind manifest teaches the server a kind. It is pure data: schemas,
@@ -436,6 +436,14 @@ export type Resource = Message<"converge.v1.Resource"> & {
    * @generated from field: string deletion_policy = 24;
    */
   deletionPolicy: string;
+
+  /**
+   * The named provider config this resource uses on top of its kind's
+   * default config; empty: the default alone.
+   *
+   * @generated from field: string provider_config = 25;
+   */
+  providerConfig: string;
 };
 
 /**
@@ -824,4 +832,279 @@ export type Change = Message<"converge.v1.Change"> & {
  */
 export const ChangeSchema: GenMessage<Change> = /*@__PURE__*/
   messageDesc(file_converge_v1_types, 11);
+
+/**
+ * A provider config: settings the workers of one kind version need (an
+ * account, a region, credentials' names). "default" is the kind version's
+ * default; a resource may name another one, whose keys override the
+ * default's (per key, at the top level).
+ *
+ * @generated from message converge.v1.ProviderConfig
+ */
+export type ProviderConfig = Message<"converge.v1.ProviderConfig"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Must match the kind's config_schema (for an override: merged onto the default).
+   *
+   * @generated from field: google.protobuf.Struct config = 4;
+   */
+  config?: JsonObject | undefined;
+
+  /**
+   * @generated from field: string description = 5;
+   */
+  description: string;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: int64 revision = 10;
+   */
+  revision: bigint;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 11;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 12;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message converge.v1.ProviderConfig.
+ * Use `create(ProviderConfigSchema)` to create a new message.
+ */
+export const ProviderConfigSchema: GenMessage<ProviderConfig> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 12);
+
+/**
+ * A reactor binding: when a resource of watch_kind goes through one of
+ * transitions (and matches label_selector), the reactor kind's worker is
+ * told, at least once, with a dedup token.
+ *
+ * @generated from message converge.v1.ReactorBinding
+ */
+export type ReactorBinding = Message<"converge.v1.ReactorBinding"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string watch_kind = 2;
+   */
+  watchKind: string;
+
+  /**
+   * 0: every version of watch_kind.
+   *
+   * @generated from field: int32 watch_kind_version = 3;
+   */
+  watchKindVersion: number;
+
+  /**
+   * Any of created, synced, degraded, failed, deleted.
+   *
+   * @generated from field: repeated string transitions = 4;
+   */
+  transitions: string[];
+
+  /**
+   * Only resources whose labels match (empty: all).
+   *
+   * @generated from field: string label_selector = 5;
+   */
+  labelSelector: string;
+
+  /**
+   * @generated from field: string reactor_kind = 6;
+   */
+  reactorKind: string;
+
+  /**
+   * @generated from field: int32 reactor_kind_version = 7;
+   */
+  reactorKindVersion: number;
+
+  /**
+   * A disabled binding delivers nothing.
+   *
+   * @generated from field: bool disabled = 8;
+   */
+  disabled: boolean;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: int64 revision = 10;
+   */
+  revision: bigint;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 11;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 12;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message converge.v1.ReactorBinding.
+ * Use `create(ReactorBindingSchema)` to create a new message.
+ */
+export const ReactorBindingSchema: GenMessage<ReactorBinding> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 13);
+
+/**
+ * One revision of a resource's spec.
+ *
+ * @generated from message converge.v1.Revision
+ */
+export type Revision = Message<"converge.v1.Revision"> & {
+  /**
+   * @generated from field: int64 generation = 1;
+   */
+  generation: bigint;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * @generated from field: google.protobuf.Struct spec = 3;
+   */
+  spec?: JsonObject | undefined;
+
+  /**
+   * apply, compose, flow or rollback.
+   *
+   * @generated from field: string source = 4;
+   */
+  source: string;
+
+  /**
+   * @generated from field: string actor = 5;
+   */
+  actor: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp time = 6;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message converge.v1.Revision.
+ * Use `create(RevisionSchema)` to create a new message.
+ */
+export const RevisionSchema: GenMessage<Revision> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 14);
+
+/**
+ * An operation verb invoked on a resource: asynchronous, with a state and
+ * an output.
+ *
+ * @generated from message converge.v1.Operation
+ */
+export type Operation = Message<"converge.v1.Operation"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: converge.v1.ResourceRef resource = 2;
+   */
+  resource?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: string verb = 3;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct input = 4;
+   */
+  input?: JsonObject | undefined;
+
+  /**
+   * pending, running, succeeded or failed.
+   *
+   * @generated from field: string state = 5;
+   */
+  state: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct output = 6;
+   */
+  output?: JsonObject | undefined;
+
+  /**
+   * Why it failed, if it did.
+   *
+   * @generated from field: string message = 7;
+   */
+  message: string;
+
+  /**
+   * @generated from field: string actor = 8;
+   */
+  actor: string;
+
+  /**
+   * @generated from field: string reason = 9;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp requested_at = 10;
+   */
+  requestedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp finished_at = 11;
+   */
+  finishedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 attempts = 12;
+   */
+  attempts: number;
+};
+
+/**
+ * Describes the message converge.v1.Operation.
+ * Use `create(OperationSchema)` to create a new message.
+ */
+export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 15);
 

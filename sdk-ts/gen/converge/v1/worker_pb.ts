@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/worker.proto.
  */
 export const file_converge_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIvkBCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAEjIKDWNvbXBvc2VfY2h1bmsYBSABKAsyGS5jb252ZXJnZS52MS5Db21wb3NlQ2h1bmtIAEIMCgNtc2cSBbpIAggBIoEBCgxDb21wb3NlQ2h1bmsSKQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZUIGukgDyAEBEhYKBWluZGV4GAIgASgFQge6SAQaAigAEi4KBHBhcnQYAyABKAsyGC5jb252ZXJnZS52MS5Db21wb3NpdGlvbkIGukgDyAEBIskBCglTdWJzY3JpYmUSHQoLd29ya2VyX25hbWUYASABKAlCCLpIBXIDGP0BEjgKCXJlYWN0aW9ucxgCIAMoCzIYLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVmQgu6SAiSAQUIARCACBIcCghjYXBhY2l0eRgDIAEoBUIKukgHGgUYkE4oARIuCgdyZXN1bWVkGAQgAygLMhIuY29udmVyZ2UudjEuTGVhc2VCCbpIBpIBAxCQThIVCgNzZGsYBSABKAlCCLpIBXIDGIABImYKC1JlYWN0aW9uUmVmEhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIhCgxraW5kX3ZlcnNpb24YAiABKAVCC7pICBoGGP//ASgBEhsKCHJlYWN0aW9uGAMgASgJQgm6SAZyBBABGD8iVgoFTGVhc2USGAoHdGFza19pZBgBIAEoA0IHukgEIgIgABIWCgVlcG9jaBgCIAEoA0IHukgEIgIgABIbCgpnZW5lcmF0aW9uGAMgASgDQge6SAQiAigAIkAKB1Jlc3VsdHMSNQoHcmVzdWx0cxgBIAMoCzIXLmNvbnZlcmdlLnYxLlRhc2tSZXN1bHRCC7pICJIBBQgBEOgHIpsBCgpUYXNrUmVzdWx0EikKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2VCBrpIA8gBARInCgdzdWNjZXNzGAIgASgLMhQuY29udmVyZ2UudjEuU3VjY2Vzc0gAEicKBWVycm9yGAMgASgLMhYuY29udmVyZ2UudjEuVGFza0Vycm9ySABCEAoHb3V0Y29tZRIFukgCCAEisgEKB1N1Y2Nlc3MSDgoGc3RhdHVzGAEgASgMEhEKCXVuaGVhbHRoeRgCIAEoCBI0Cgpjb25kaXRpb25zGAMgAygLMhYuY29udmVyZ2UudjEuQ29uZGl0aW9uQgi6SAWSAQIQQBItCgtjb21wb3NpdGlvbhgEIAEoCzIYLmNvbnZlcmdlLnYxLkNvbXBvc2l0aW9uEh8KDmNvbXBvc2VfY2h1bmtzGAUgASgFQge6SAQaAigAIqMBCgtDb21wb3NpdGlvbhIvCghjaGlsZHJlbhgBIAMoCzISLmNvbnZlcmdlLnYxLkNoaWxkQgm6SAaSAQMQ6AcSKwoFZWRnZXMYAiADKAsyES5jb252ZXJnZS52MS5FZGdlQgm6SAaSAQMQiCcSNgoKcmVmZXJlbmNlcxgDIAMoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQgi6SAWSAQIQZCL3AQoFQ2hpbGQSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESOwoEbmFtZRgDIAEoCUItukgqcigQARj9ATIhXlthLXowLTldKFthLXowLTkuXy1dKlthLXowLTldKT8kEjgKBmxhYmVscxgEIAMoCzIeLmNvbnZlcmdlLnYxLkNoaWxkLkxhYmVsc0VudHJ5Qgi6SAWaAQIQQBIMCgRzcGVjGAUgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinQEKBEVkZ2USMwoJZGVwZW5kZW50GAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARI0CgpkZXBlbmRlbmN5GAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARIqCgVmbG93cxgDIAMoCzIRLmNvbnZlcmdlLnYxLkZsb3dCCLpIBZIBAhAgImMKBEZsb3cSGAoEZnJvbRgBIAEoCUIIukgFcgMYgAhIABIYCgRleHByGAIgASgJQgi6SAVyAxiAIEgAEhYKAnRvGAMgASgJQgq6SAdyBRABGIAIQg8KBnNvdXJjZRIFukgCCAEiLgoJVGFza0Vycm9yEg8KB21lc3NhZ2UYASABKAkSEAoIdGVybWluYWwYAiABKAgiPQoJSGVhcnRiZWF0EjAKCWluX2ZsaWdodBgBIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4iBwoFRHJhaW4itAEKDVNlcnZlck1lc3NhZ2USLQoKc3Vic2NyaWJlZBgBIAEoCzIXLmNvbnZlcmdlLnYxLlN1YnNjcmliZWRIABIjCgV0YXNrcxgCIAEoCzISLmNvbnZlcmdlLnYxLlRhc2tzSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASIQoEYWNrcxgEIAEoCzIRLmNvbnZlcmdlLnYxLkFja3NIAEIFCgNtc2ciKQoFVGFza3MSIAoFdGFza3MYASADKAsyES5jb252ZXJnZS52MS5UYXNrIiwKBEFja3MSJAoEYWNrcxgBIAMoCzIWLmNvbnZlcmdlLnYxLlJlc3VsdEFjayLCAQoKU3Vic2NyaWJlZBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAyABKAUSFQoNbGVhc2Vfc2Vjb25kcxgEIAEoBRIjCgdhZG9wdGVkGAUgAygLMhIuY29udmVyZ2UudjEuTGVhc2USIAoEbG9zdBgGIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlEhAKCHdhcm5pbmdzGAcgAygJIrECCgRUYXNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSEAoIcmVhY3Rpb24YBCABKAkSDwoHdHJpZ2dlchgFIAEoCRIrCghyZXNvdXJjZRgGIAEoCzIZLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZRIsCghkZWFkbGluZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgIIAEoBRITCgtkZWR1cF90b2tlbhgJIAEoCRIZChFtYW5pZmVzdF9yZXZpc2lvbhgKIAEoAxIjCgZyb2xsdXAYCyABKAsyEy5jb252ZXJnZS52MS5Sb2xsdXAi1AEKDFRhc2tSZXNvdXJjZRIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRILCgN1aWQYAyABKAkSEgoKZ2VuZXJhdGlvbhgEIAEoAxI1CgZsYWJlbHMYBSADKAsyJS5jb252ZXJnZS52MS5UYXNrUmVzb3VyY2UuTGFiZWxzRW50cnkSDAoEc3BlYxgGIAEoDBIOCgZzdGF0dXMYByABKAwaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI7CgZDYW5jZWwSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIOCgZyZWFzb24YAiABKAkiTwoJUmVzdWx0QWNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDwoHYXBwbGllZBgCIAEoCBIOCgZyZWFzb24YAyABKAkyVgoNV29ya2VyU2VydmljZRJFCgdDb25uZWN0EhouY29udmVyZ2UudjEuV29ya2VyTWVzc2FnZRoaLmNvbnZlcmdlLnYxLlNlcnZlck1lc3NhZ2UoATABQq0BCg9jb20uY29udmVyZ2UudjFCC1dvcmtlclByb3RvUAFaQGdpdGh1Yi5jb20vY29udmVyZ2VocS9jb252ZXJnZS9zZGstZ28vZ2VuL2NvbnZlcmdlL3YxO2NvbnZlcmdldjGiAgNDWFiqAgtDb252ZXJnZS5WMcoCC0NvbnZlcmdlXFYx4gIXQ29udmVyZ2VcVjFcR1BCTWV0YWRhdGHqAgxDb252ZXJnZTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIqYCCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAEjIKDWNvbXBvc2VfY2h1bmsYBSABKAsyGS5jb252ZXJnZS52MS5Db21wb3NlQ2h1bmtIABIrCglyZWFkaW5lc3MYBiABKAsyFi5jb252ZXJnZS52MS5SZWFkaW5lc3NIAEIMCgNtc2cSBbpIAggBIksKCVJlYWRpbmVzcxI+CglyZWFjdGlvbnMYASADKAsyHi5jb252ZXJnZS52MS5SZWFjdGlvblJlYWRpbmVzc0ILukgIkgEFCAEQgAgicAoRUmVhY3Rpb25SZWFkaW5lc3MSMgoIcmVhY3Rpb24YASABKAsyGC5jb252ZXJnZS52MS5SZWFjdGlvblJlZkIGukgDyAEBEg0KBXJlYWR5GAIgASgIEhgKBnJlYXNvbhgDIAEoCUIIukgFcgMYgAgigQEKDENvbXBvc2VDaHVuaxIpCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlQga6SAPIAQESFgoFaW5kZXgYAiABKAVCB7pIBBoCKAASLgoEcGFydBgDIAEoCzIYLmNvbnZlcmdlLnYxLkNvbXBvc2l0aW9uQga6SAPIAQEiyQEKCVN1YnNjcmliZRIdCgt3b3JrZXJfbmFtZRgBIAEoCUIIukgFcgMY/QESOAoJcmVhY3Rpb25zGAIgAygLMhguY29udmVyZ2UudjEuUmVhY3Rpb25SZWZCC7pICJIBBQgBEIAIEhwKCGNhcGFjaXR5GAMgASgFQgq6SAcaBRiQTigBEi4KB3Jlc3VtZWQYBCADKAsyEi5jb252ZXJnZS52MS5MZWFzZUIJukgGkgEDEJBOEhUKA3NkaxgFIAEoCUIIukgFcgMYgAEiZgoLUmVhY3Rpb25SZWYSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESGwoIcmVhY3Rpb24YAyABKAlCCbpIBnIEEAEYPyJWCgVMZWFzZRIYCgd0YXNrX2lkGAEgASgDQge6SAQiAiAAEhYKBWVwb2NoGAIgASgDQge6SAQiAiAAEhsKCmdlbmVyYXRpb24YAyABKANCB7pIBCICKAAiQAoHUmVzdWx0cxI1CgdyZXN1bHRzGAEgAygLMhcuY29udmVyZ2UudjEuVGFza1Jlc3VsdEILukgIkgEFCAEQ6AcimwEKClRhc2tSZXN1bHQSKQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZUIGukgDyAEBEicKB3N1Y2Nlc3MYAiABKAsyFC5jb252ZXJnZS52MS5TdWNjZXNzSAASJwoFZXJyb3IYAyABKAsyFi5jb252ZXJnZS52MS5UYXNrRXJyb3JIAEIQCgdvdXRjb21lEgW6SAIIASLMAQoHU3VjY2VzcxIOCgZzdGF0dXMYASABKAwSEQoJdW5oZWFsdGh5GAIgASgIEjQKCmNvbmRpdGlvbnMYAyADKAsyFi5jb252ZXJnZS52MS5Db25kaXRpb25CCLpIBZIBAhBAEi0KC2NvbXBvc2l0aW9uGAQgASgLMhguY29udmVyZ2UudjEuQ29tcG9zaXRpb24SHwoOY29tcG9zZV9jaHVua3MYBSABKAVCB7pIBBoCKAASGAoQb3BlcmF0aW9uX291dHB1dBgGIAEoDCKjAQoLQ29tcG9zaXRpb24SLwoIY2hpbGRyZW4YASADKAsyEi5jb252ZXJnZS52MS5DaGlsZEIJukgGkgEDEOgHEisKBWVkZ2VzGAIgAygLMhEuY29udmVyZ2UudjEuRWRnZUIJukgGkgEDEIgnEjYKCnJlZmVyZW5jZXMYAyADKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZkIIukgFkgECEGQi9wEKBUNoaWxkEhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIhCgxraW5kX3ZlcnNpb24YAiABKAVCC7pICBoGGP//ASgBEjsKBG5hbWUYAyABKAlCLbpIKnIoEAEY/QEyIV5bYS16MC05XShbYS16MC05Ll8tXSpbYS16MC05XSk/JBI4CgZsYWJlbHMYBCADKAsyHi5jb252ZXJnZS52MS5DaGlsZC5MYWJlbHNFbnRyeUIIukgFmgECEEASDAoEc3BlYxgFIAEoDBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIp0BCgRFZGdlEjMKCWRlcGVuZGVudBgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQga6SAPIAQESNAoKZGVwZW5kZW5jeRgCIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQga6SAPIAQESKgoFZmxvd3MYAyADKAsyES5jb252ZXJnZS52MS5GbG93Qgi6SAWSAQIQICJjCgRGbG93EhgKBGZyb20YASABKAlCCLpIBXIDGIAISAASGAoEZXhwchgCIAEoCUIIukgFcgMYgCBIABIWCgJ0bxgDIAEoCUIKukgHcgUQARiACEIPCgZzb3VyY2USBbpIAggBIi4KCVRhc2tFcnJvchIPCgdtZXNzYWdlGAEgASgJEhAKCHRlcm1pbmFsGAIgASgIIj0KCUhlYXJ0YmVhdBIwCglpbl9mbGlnaHQYASADKAsyEi5jb252ZXJnZS52MS5MZWFzZUIJukgGkgEDEJBOIgcKBURyYWluIt0BCg1TZXJ2ZXJNZXNzYWdlEi0KCnN1YnNjcmliZWQYASABKAsyFy5jb252ZXJnZS52MS5TdWJzY3JpYmVkSAASIwoFdGFza3MYAiABKAsyEi5jb252ZXJnZS52MS5UYXNrc0gAEiUKBmNhbmNlbBgDIAEoCzITLmNvbnZlcmdlLnYxLkNhbmNlbEgAEiEKBGFja3MYBCABKAsyES5jb252ZXJnZS52MS5BY2tzSAASJwoHY29uZmlncxgFIAEoCzIULmNvbnZlcmdlLnYxLkNvbmZpZ3NIAEIFCgNtc2ciMwoHQ29uZmlncxIoCgdjb25maWdzGAEgAygLMhcuY29udmVyZ2UudjEuS2luZENvbmZpZyJSCgpLaW5kQ29uZmlnEgwKBGtpbmQYASABKAkSFAoMa2luZF92ZXJzaW9uGAIgASgFEg4KBmNvbmZpZxgDIAEoDBIQCghyZXZpc2lvbhgEIAEoAyIpCgVUYXNrcxIgCgV0YXNrcxgBIAMoCzIRLmNvbnZlcmdlLnYxLlRhc2siLAoEQWNrcxIkCgRhY2tzGAEgAygLMhYuY29udmVyZ2UudjEuUmVzdWx0QWNrIsIBCgpTdWJzY3JpYmVkEhIKCnNlc3Npb25faWQYASABKAkSEQoJbWVtYmVyX2lkGAIgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoBRIVCg1sZWFzZV9zZWNvbmRzGAQgASgFEiMKB2Fkb3B0ZWQYBSADKAsyEi5jb252ZXJnZS52MS5MZWFzZRIgCgRsb3N0GAYgAygLMhIuY29udmVyZ2UudjEuTGVhc2USEAoId2FybmluZ3MYByADKAkimwMKBFRhc2sSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIMCgRraW5kGAIgASgJEhQKDGtpbmRfdmVyc2lvbhgDIAEoBRIQCghyZWFjdGlvbhgEIAEoCRIPCgd0cmlnZ2VyGAUgASgJEisKCHJlc291cmNlGAYgASgLMhkuY29udmVyZ2UudjEuVGFza1Jlc291cmNlEiwKCGRlYWRsaW5lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAggASgFEhMKC2RlZHVwX3Rva2VuGAkgASgJEhkKEW1hbmlmZXN0X3JldmlzaW9uGAogASgDEiMKBnJvbGx1cBgLIAEoCzITLmNvbnZlcmdlLnYxLlJvbGx1cBIOCgZjb25maWcYDCABKAwSLQoJb3BlcmF0aW9uGA0gASgLMhouY29udmVyZ2UudjEuT3BlcmF0aW9uVGFzaxIpCgdyZWFjdG9yGA4gASgLMhguY29udmVyZ2UudjEuUmVhY3RvclRhc2siOAoNT3BlcmF0aW9uVGFzaxIKCgJpZBgBIAEoCRIMCgR2ZXJiGAIgASgJEg0KBWlucHV0GAMgASgMIsYBCgtSZWFjdG9yVGFzaxIPCgdiaW5kaW5nGAEgASgJEhIKCnRyYW5zaXRpb24YAiABKAkSKQoHd2F0Y2hlZBgDIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEhwKFHdhdGNoZWRfa2luZF92ZXJzaW9uGAQgASgFEhoKEndhdGNoZWRfZ2VuZXJhdGlvbhgFIAEoAxIVCg13YXRjaGVkX3BoYXNlGAYgASgJEhYKDndhdGNoZWRfc3RhdHVzGAcgASgMItQBCgxUYXNrUmVzb3VyY2USEQoJbmFtZXNwYWNlGAEgASgJEgwKBG5hbWUYAiABKAkSCwoDdWlkGAMgASgJEhIKCmdlbmVyYXRpb24YBCABKAMSNQoGbGFiZWxzGAUgAygLMiUuY29udmVyZ2UudjEuVGFza1Jlc291cmNlLkxhYmVsc0VudHJ5EgwKBHNwZWMYBiABKAwSDgoGc3RhdHVzGAcgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoGQ2FuY2VsEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDgoGcmVhc29uGAIgASgJIk8KCVJlc3VsdEFjaxIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEg8KB2FwcGxpZWQYAiABKAgSDgoGcmVhc29uGAMgASgJMlYKDVdvcmtlclNlcnZpY2USRQoHQ29ubmVjdBIaLmNvbnZlcmdlLnYxLldvcmtlck1lc3NhZ2UaGi5jb252ZXJnZS52MS5TZXJ2ZXJNZXNzYWdlKAEwAUKtAQoPY29tLmNvbnZlcmdlLnYxQgtXb3JrZXJQcm90b1ABWkBnaXRodWIuY29tL2NvbnZlcmdlaHEvY29udmVyZ2Uvc2RrLWdvL2dlbi9jb252ZXJnZS92MTtjb252ZXJnZXYxogIDQ1hYqgILQ29udmVyZ2UuVjHKAgtDb252ZXJnZVxWMeICF0NvbnZlcmdlXFYxXEdQQk1ldGFkYXRh6gIMQ29udmVyZ2U6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message converge.v1.WorkerMessage
@@ -60,6 +60,16 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
      */
     value: ComposeChunk;
     case: "composeChunk";
+  } | {
+    /**
+     * Which reactions the worker can serve right now (e.g. not before it
+     * has the default config it needs). Reactions reported not ready get no
+     * tasks; their resources wait, parked.
+     *
+     * @generated from field: converge.v1.Readiness readiness = 6;
+     */
+    value: Readiness;
+    case: "readiness";
   } | { case: undefined; value?: undefined };
 };
 
@@ -69,6 +79,50 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
  */
 export const WorkerMessageSchema: GenMessage<WorkerMessage> = /*@__PURE__*/
   messageDesc(file_converge_v1_worker, 0);
+
+/**
+ * @generated from message converge.v1.Readiness
+ */
+export type Readiness = Message<"converge.v1.Readiness"> & {
+  /**
+   * @generated from field: repeated converge.v1.ReactionReadiness reactions = 1;
+   */
+  reactions: ReactionReadiness[];
+};
+
+/**
+ * Describes the message converge.v1.Readiness.
+ * Use `create(ReadinessSchema)` to create a new message.
+ */
+export const ReadinessSchema: GenMessage<Readiness> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 1);
+
+/**
+ * @generated from message converge.v1.ReactionReadiness
+ */
+export type ReactionReadiness = Message<"converge.v1.ReactionReadiness"> & {
+  /**
+   * @generated from field: converge.v1.ReactionRef reaction = 1;
+   */
+  reaction?: ReactionRef | undefined;
+
+  /**
+   * @generated from field: bool ready = 2;
+   */
+  ready: boolean;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message converge.v1.ReactionReadiness.
+ * Use `create(ReactionReadinessSchema)` to create a new message.
+ */
+export const ReactionReadinessSchema: GenMessage<ReactionReadiness> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 2);
 
 /**
  * A large composition travels in parts: ComposeChunk messages for the
@@ -101,7 +155,7 @@ export type ComposeChunk = Message<"converge.v1.ComposeChunk"> & {
  * Use `create(ComposeChunkSchema)` to create a new message.
  */
 export const ComposeChunkSchema: GenMessage<ComposeChunk> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 1);
+  messageDesc(file_converge_v1_worker, 3);
 
 /**
  * @generated from message converge.v1.Subscribe
@@ -147,7 +201,7 @@ export type Subscribe = Message<"converge.v1.Subscribe"> & {
  * Use `create(SubscribeSchema)` to create a new message.
  */
 export const SubscribeSchema: GenMessage<Subscribe> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 2);
+  messageDesc(file_converge_v1_worker, 4);
 
 /**
  * @generated from message converge.v1.ReactionRef
@@ -174,7 +228,7 @@ export type ReactionRef = Message<"converge.v1.ReactionRef"> & {
  * Use `create(ReactionRefSchema)` to create a new message.
  */
 export const ReactionRefSchema: GenMessage<ReactionRef> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 3);
+  messageDesc(file_converge_v1_worker, 5);
 
 /**
  * A lease names one claim of one task at one generation. A result is
@@ -207,7 +261,7 @@ export type Lease = Message<"converge.v1.Lease"> & {
  * Use `create(LeaseSchema)` to create a new message.
  */
 export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 4);
+  messageDesc(file_converge_v1_worker, 6);
 
 /**
  * Results travel in batches: a worker sends whatever finished since its
@@ -227,7 +281,7 @@ export type Results = Message<"converge.v1.Results"> & {
  * Use `create(ResultsSchema)` to create a new message.
  */
 export const ResultsSchema: GenMessage<Results> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 5);
+  messageDesc(file_converge_v1_worker, 7);
 
 /**
  * @generated from message converge.v1.TaskResult
@@ -261,7 +315,7 @@ export type TaskResult = Message<"converge.v1.TaskResult"> & {
  * Use `create(TaskResultSchema)` to create a new message.
  */
 export const TaskResultSchema: GenMessage<TaskResult> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 6);
+  messageDesc(file_converge_v1_worker, 8);
 
 /**
  * @generated from message converge.v1.Success
@@ -301,6 +355,13 @@ export type Success = Message<"converge.v1.Success"> & {
    * @generated from field: int32 compose_chunks = 5;
    */
   composeChunks: number;
+
+  /**
+   * For operation reactions: the operation's output, a JSON object.
+   *
+   * @generated from field: bytes operation_output = 6;
+   */
+  operationOutput: Uint8Array;
 };
 
 /**
@@ -308,7 +369,7 @@ export type Success = Message<"converge.v1.Success"> & {
  * Use `create(SuccessSchema)` to create a new message.
  */
 export const SuccessSchema: GenMessage<Success> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 7);
+  messageDesc(file_converge_v1_worker, 9);
 
 /**
  * Children, the edges among them and the outside resources they read.
@@ -340,7 +401,7 @@ export type Composition = Message<"converge.v1.Composition"> & {
  * Use `create(CompositionSchema)` to create a new message.
  */
 export const CompositionSchema: GenMessage<Composition> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 8);
+  messageDesc(file_converge_v1_worker, 10);
 
 /**
  * A child the composite wants, in the composite's namespace.
@@ -381,7 +442,7 @@ export type Child = Message<"converge.v1.Child"> & {
  * Use `create(ChildSchema)` to create a new message.
  */
 export const ChildSchema: GenMessage<Child> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 9);
+  messageDesc(file_converge_v1_worker, 11);
 
 /**
  * dependent depends on dependency: it is scheduled only once dependency
@@ -416,7 +477,7 @@ export type Edge = Message<"converge.v1.Edge"> & {
  * Use `create(EdgeSchema)` to create a new message.
  */
 export const EdgeSchema: GenMessage<Edge> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 10);
+  messageDesc(file_converge_v1_worker, 12);
 
 /**
  * @generated from message converge.v1.Flow
@@ -457,7 +518,7 @@ export type Flow = Message<"converge.v1.Flow"> & {
  * Use `create(FlowSchema)` to create a new message.
  */
 export const FlowSchema: GenMessage<Flow> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 11);
+  messageDesc(file_converge_v1_worker, 13);
 
 /**
  * @generated from message converge.v1.TaskError
@@ -481,7 +542,7 @@ export type TaskError = Message<"converge.v1.TaskError"> & {
  * Use `create(TaskErrorSchema)` to create a new message.
  */
 export const TaskErrorSchema: GenMessage<TaskError> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 12);
+  messageDesc(file_converge_v1_worker, 14);
 
 /**
  * @generated from message converge.v1.Heartbeat
@@ -500,7 +561,7 @@ export type Heartbeat = Message<"converge.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 13);
+  messageDesc(file_converge_v1_worker, 15);
 
 /**
  * @generated from message converge.v1.Drain
@@ -513,7 +574,7 @@ export type Drain = Message<"converge.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 14);
+  messageDesc(file_converge_v1_worker, 16);
 
 /**
  * @generated from message converge.v1.ServerMessage
@@ -546,6 +607,15 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
      */
     value: Acks;
     case: "acks";
+  } | {
+    /**
+     * The default provider configs of the kinds the worker serves: sent
+     * right after Subscribed, and again whenever one changes.
+     *
+     * @generated from field: converge.v1.Configs configs = 5;
+     */
+    value: Configs;
+    case: "configs";
   } | { case: undefined; value?: undefined };
 };
 
@@ -554,7 +624,60 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 15);
+  messageDesc(file_converge_v1_worker, 17);
+
+/**
+ * @generated from message converge.v1.Configs
+ */
+export type Configs = Message<"converge.v1.Configs"> & {
+  /**
+   * @generated from field: repeated converge.v1.KindConfig configs = 1;
+   */
+  configs: KindConfig[];
+};
+
+/**
+ * Describes the message converge.v1.Configs.
+ * Use `create(ConfigsSchema)` to create a new message.
+ */
+export const ConfigsSchema: GenMessage<Configs> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 18);
+
+/**
+ * A kind version's default provider config.
+ *
+ * @generated from message converge.v1.KindConfig
+ */
+export type KindConfig = Message<"converge.v1.KindConfig"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 kind_version = 2;
+   */
+  kindVersion: number;
+
+  /**
+   * JSON object; empty when the kind version has no default config.
+   *
+   * @generated from field: bytes config = 3;
+   */
+  config: Uint8Array;
+
+  /**
+   * @generated from field: int64 revision = 4;
+   */
+  revision: bigint;
+};
+
+/**
+ * Describes the message converge.v1.KindConfig.
+ * Use `create(KindConfigSchema)` to create a new message.
+ */
+export const KindConfigSchema: GenMessage<KindConfig> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 19);
 
 /**
  * Tasks travel in batches: whatever the server claimed for this worker
@@ -574,7 +697,7 @@ export type Tasks = Message<"converge.v1.Tasks"> & {
  * Use `create(TasksSchema)` to create a new message.
  */
 export const TasksSchema: GenMessage<Tasks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 16);
+  messageDesc(file_converge_v1_worker, 20);
 
 /**
  * @generated from message converge.v1.Acks
@@ -591,7 +714,7 @@ export type Acks = Message<"converge.v1.Acks"> & {
  * Use `create(AcksSchema)` to create a new message.
  */
 export const AcksSchema: GenMessage<Acks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 17);
+  messageDesc(file_converge_v1_worker, 21);
 
 /**
  * @generated from message converge.v1.Subscribed
@@ -653,7 +776,7 @@ export type Subscribed = Message<"converge.v1.Subscribed"> & {
  * Use `create(SubscribedSchema)` to create a new message.
  */
 export const SubscribedSchema: GenMessage<Subscribed> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 18);
+  messageDesc(file_converge_v1_worker, 22);
 
 /**
  * @generated from message converge.v1.Task
@@ -728,6 +851,28 @@ export type Task = Message<"converge.v1.Task"> & {
    * @generated from field: converge.v1.Rollup rollup = 11;
    */
   rollup?: Rollup | undefined;
+
+  /**
+   * The resource's effective provider config: the kind version's default
+   * with the resource's named config's keys on top. JSON object.
+   *
+   * @generated from field: bytes config = 12;
+   */
+  config: Uint8Array;
+
+  /**
+   * For operation reactions: the operation to run.
+   *
+   * @generated from field: converge.v1.OperationTask operation = 13;
+   */
+  operation?: OperationTask | undefined;
+
+  /**
+   * For reactor reactions: what happened to the watched resource.
+   *
+   * @generated from field: converge.v1.ReactorTask reactor = 14;
+   */
+  reactor?: ReactorTask | undefined;
 };
 
 /**
@@ -735,7 +880,87 @@ export type Task = Message<"converge.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 19);
+  messageDesc(file_converge_v1_worker, 23);
+
+/**
+ * @generated from message converge.v1.OperationTask
+ */
+export type OperationTask = Message<"converge.v1.OperationTask"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string verb = 2;
+   */
+  verb: string;
+
+  /**
+   * JSON object, valid under the verb's input_schema.
+   *
+   * @generated from field: bytes input = 3;
+   */
+  input: Uint8Array;
+};
+
+/**
+ * Describes the message converge.v1.OperationTask.
+ * Use `create(OperationTaskSchema)` to create a new message.
+ */
+export const OperationTaskSchema: GenMessage<OperationTask> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 24);
+
+/**
+ * @generated from message converge.v1.ReactorTask
+ */
+export type ReactorTask = Message<"converge.v1.ReactorTask"> & {
+  /**
+   * @generated from field: string binding = 1;
+   */
+  binding: string;
+
+  /**
+   * created, synced, degraded, failed or deleted.
+   *
+   * @generated from field: string transition = 2;
+   */
+  transition: string;
+
+  /**
+   * @generated from field: converge.v1.ResourceRef watched = 3;
+   */
+  watched?: ResourceRef | undefined;
+
+  /**
+   * @generated from field: int32 watched_kind_version = 4;
+   */
+  watchedKindVersion: number;
+
+  /**
+   * @generated from field: int64 watched_generation = 5;
+   */
+  watchedGeneration: bigint;
+
+  /**
+   * @generated from field: string watched_phase = 6;
+   */
+  watchedPhase: string;
+
+  /**
+   * The watched resource's status when it happened (JSON object).
+   *
+   * @generated from field: bytes watched_status = 7;
+   */
+  watchedStatus: Uint8Array;
+};
+
+/**
+ * Describes the message converge.v1.ReactorTask.
+ * Use `create(ReactorTaskSchema)` to create a new message.
+ */
+export const ReactorTaskSchema: GenMessage<ReactorTask> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 25);
 
 /**
  * @generated from message converge.v1.TaskResource
@@ -786,7 +1011,7 @@ export type TaskResource = Message<"converge.v1.TaskResource"> & {
  * Use `create(TaskResourceSchema)` to create a new message.
  */
 export const TaskResourceSchema: GenMessage<TaskResource> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 20);
+  messageDesc(file_converge_v1_worker, 26);
 
 /**
  * @generated from message converge.v1.Cancel
@@ -808,7 +1033,7 @@ export type Cancel = Message<"converge.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 21);
+  messageDesc(file_converge_v1_worker, 27);
 
 /**
  * @generated from message converge.v1.ResultAck
@@ -837,7 +1062,7 @@ export type ResultAck = Message<"converge.v1.ResultAck"> & {
  * Use `create(ResultAckSchema)` to create a new message.
  */
 export const ResultAckSchema: GenMessage<ResultAck> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 22);
+  messageDesc(file_converge_v1_worker, 28);
 
 /**
  * WorkerService is what workers dial. A worker holds one bidirectional

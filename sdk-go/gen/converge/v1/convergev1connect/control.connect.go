@@ -44,6 +44,33 @@ const (
 	// ControlServiceDeleteKindProcedure is the fully-qualified name of the ControlService's DeleteKind
 	// RPC.
 	ControlServiceDeleteKindProcedure = "/converge.v1.ControlService/DeleteKind"
+	// ControlServiceUpdateKindPolicyProcedure is the fully-qualified name of the ControlService's
+	// UpdateKindPolicy RPC.
+	ControlServiceUpdateKindPolicyProcedure = "/converge.v1.ControlService/UpdateKindPolicy"
+	// ControlServiceApplyProviderConfigProcedure is the fully-qualified name of the ControlService's
+	// ApplyProviderConfig RPC.
+	ControlServiceApplyProviderConfigProcedure = "/converge.v1.ControlService/ApplyProviderConfig"
+	// ControlServiceGetProviderConfigProcedure is the fully-qualified name of the ControlService's
+	// GetProviderConfig RPC.
+	ControlServiceGetProviderConfigProcedure = "/converge.v1.ControlService/GetProviderConfig"
+	// ControlServiceListProviderConfigsProcedure is the fully-qualified name of the ControlService's
+	// ListProviderConfigs RPC.
+	ControlServiceListProviderConfigsProcedure = "/converge.v1.ControlService/ListProviderConfigs"
+	// ControlServiceDeleteProviderConfigProcedure is the fully-qualified name of the ControlService's
+	// DeleteProviderConfig RPC.
+	ControlServiceDeleteProviderConfigProcedure = "/converge.v1.ControlService/DeleteProviderConfig"
+	// ControlServiceApplyReactorBindingProcedure is the fully-qualified name of the ControlService's
+	// ApplyReactorBinding RPC.
+	ControlServiceApplyReactorBindingProcedure = "/converge.v1.ControlService/ApplyReactorBinding"
+	// ControlServiceGetReactorBindingProcedure is the fully-qualified name of the ControlService's
+	// GetReactorBinding RPC.
+	ControlServiceGetReactorBindingProcedure = "/converge.v1.ControlService/GetReactorBinding"
+	// ControlServiceListReactorBindingsProcedure is the fully-qualified name of the ControlService's
+	// ListReactorBindings RPC.
+	ControlServiceListReactorBindingsProcedure = "/converge.v1.ControlService/ListReactorBindings"
+	// ControlServiceDeleteReactorBindingProcedure is the fully-qualified name of the ControlService's
+	// DeleteReactorBinding RPC.
+	ControlServiceDeleteReactorBindingProcedure = "/converge.v1.ControlService/DeleteReactorBinding"
 	// ControlServiceApplyResourceProcedure is the fully-qualified name of the ControlService's
 	// ApplyResource RPC.
 	ControlServiceApplyResourceProcedure = "/converge.v1.ControlService/ApplyResource"
@@ -65,6 +92,30 @@ const (
 	// ControlServiceGetResourceGraphProcedure is the fully-qualified name of the ControlService's
 	// GetResourceGraph RPC.
 	ControlServiceGetResourceGraphProcedure = "/converge.v1.ControlService/GetResourceGraph"
+	// ControlServiceGetResourceHistoryProcedure is the fully-qualified name of the ControlService's
+	// GetResourceHistory RPC.
+	ControlServiceGetResourceHistoryProcedure = "/converge.v1.ControlService/GetResourceHistory"
+	// ControlServiceRollbackResourceProcedure is the fully-qualified name of the ControlService's
+	// RollbackResource RPC.
+	ControlServiceRollbackResourceProcedure = "/converge.v1.ControlService/RollbackResource"
+	// ControlServiceQuarantineResourceProcedure is the fully-qualified name of the ControlService's
+	// QuarantineResource RPC.
+	ControlServiceQuarantineResourceProcedure = "/converge.v1.ControlService/QuarantineResource"
+	// ControlServiceUnquarantineResourceProcedure is the fully-qualified name of the ControlService's
+	// UnquarantineResource RPC.
+	ControlServiceUnquarantineResourceProcedure = "/converge.v1.ControlService/UnquarantineResource"
+	// ControlServiceReconcileResourceProcedure is the fully-qualified name of the ControlService's
+	// ReconcileResource RPC.
+	ControlServiceReconcileResourceProcedure = "/converge.v1.ControlService/ReconcileResource"
+	// ControlServiceInvokeOperationProcedure is the fully-qualified name of the ControlService's
+	// InvokeOperation RPC.
+	ControlServiceInvokeOperationProcedure = "/converge.v1.ControlService/InvokeOperation"
+	// ControlServiceGetOperationProcedure is the fully-qualified name of the ControlService's
+	// GetOperation RPC.
+	ControlServiceGetOperationProcedure = "/converge.v1.ControlService/GetOperation"
+	// ControlServiceListOperationsProcedure is the fully-qualified name of the ControlService's
+	// ListOperations RPC.
+	ControlServiceListOperationsProcedure = "/converge.v1.ControlService/ListOperations"
 	// ControlServiceListEventsProcedure is the fully-qualified name of the ControlService's ListEvents
 	// RPC.
 	ControlServiceListEventsProcedure = "/converge.v1.ControlService/ListEvents"
@@ -80,6 +131,19 @@ type ControlServiceClient interface {
 	ListKinds(context.Context, *v1.ListKindsRequest) (*v1.ListKindsResponse, error)
 	// Delete a kind version. Refused while resources use it.
 	DeleteKind(context.Context, *v1.DeleteKindRequest) (*v1.DeleteKindResponse, error)
+	// Change a kind version's policy (caps, intervals, grace windows) live,
+	// without re-applying its manifest.
+	UpdateKindPolicy(context.Context, *v1.UpdateKindPolicyRequest) (*v1.UpdateKindPolicyResponse, error)
+	// Create or update a provider config (validated by the kind's config_schema).
+	ApplyProviderConfig(context.Context, *v1.ApplyProviderConfigRequest) (*v1.ApplyProviderConfigResponse, error)
+	GetProviderConfig(context.Context, *v1.GetProviderConfigRequest) (*v1.GetProviderConfigResponse, error)
+	ListProviderConfigs(context.Context, *v1.ListProviderConfigsRequest) (*v1.ListProviderConfigsResponse, error)
+	// Refused while resources use the config.
+	DeleteProviderConfig(context.Context, *v1.DeleteProviderConfigRequest) (*v1.DeleteProviderConfigResponse, error)
+	ApplyReactorBinding(context.Context, *v1.ApplyReactorBindingRequest) (*v1.ApplyReactorBindingResponse, error)
+	GetReactorBinding(context.Context, *v1.GetReactorBindingRequest) (*v1.GetReactorBindingResponse, error)
+	ListReactorBindings(context.Context, *v1.ListReactorBindingsRequest) (*v1.ListReactorBindingsResponse, error)
+	DeleteReactorBinding(context.Context, *v1.DeleteReactorBindingRequest) (*v1.DeleteReactorBindingResponse, error)
 	// Create or update one resource, keyed by namespace/kind/name.
 	ApplyResource(context.Context, *v1.ApplyResourceRequest) (*v1.ApplyResourceResponse, error)
 	// Create or update up to 1,000 resources in one transaction: all or none.
@@ -93,6 +157,21 @@ type ControlServiceClient interface {
 	// A composite's children and the dependency edges among them, with their
 	// value flows: what a UI draws.
 	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
+	// A resource's spec revisions, newest first.
+	GetResourceHistory(context.Context, *v1.GetResourceHistoryRequest) (*v1.GetResourceHistoryResponse, error)
+	// Apply an earlier revision's spec again, as a new generation.
+	RollbackResource(context.Context, *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error)
+	// Freeze a resource: no work runs for it, and its ancestors stop counting
+	// or waiting for it.
+	QuarantineResource(context.Context, *v1.QuarantineResourceRequest) (*v1.QuarantineResourceResponse, error)
+	UnquarantineResource(context.Context, *v1.UnquarantineResourceRequest) (*v1.UnquarantineResourceResponse, error)
+	// Run the resource's reconcile now at its current generation, even if it
+	// is synced or failed terminally.
+	ReconcileResource(context.Context, *v1.ReconcileResourceRequest) (*v1.ReconcileResourceResponse, error)
+	// Invoke an operation verb the kind declares; it runs asynchronously.
+	InvokeOperation(context.Context, *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error)
+	GetOperation(context.Context, *v1.GetOperationRequest) (*v1.GetOperationResponse, error)
+	ListOperations(context.Context, *v1.ListOperationsRequest) (*v1.ListOperationsResponse, error)
 	ListEvents(context.Context, *v1.ListEventsRequest) (*v1.ListEventsResponse, error)
 	// Stream resource changes from a resume point. Over REST the same stream
 	// is served as newline-delimited JSON at GET /api/v1/watch.
@@ -132,6 +211,60 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			httpClient,
 			baseURL+ControlServiceDeleteKindProcedure,
 			connect.WithSchema(controlServiceMethods.ByName("DeleteKind")),
+			connect.WithClientOptions(opts...),
+		),
+		updateKindPolicy: connect.NewClient[v1.UpdateKindPolicyRequest, v1.UpdateKindPolicyResponse](
+			httpClient,
+			baseURL+ControlServiceUpdateKindPolicyProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("UpdateKindPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		applyProviderConfig: connect.NewClient[v1.ApplyProviderConfigRequest, v1.ApplyProviderConfigResponse](
+			httpClient,
+			baseURL+ControlServiceApplyProviderConfigProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ApplyProviderConfig")),
+			connect.WithClientOptions(opts...),
+		),
+		getProviderConfig: connect.NewClient[v1.GetProviderConfigRequest, v1.GetProviderConfigResponse](
+			httpClient,
+			baseURL+ControlServiceGetProviderConfigProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetProviderConfig")),
+			connect.WithClientOptions(opts...),
+		),
+		listProviderConfigs: connect.NewClient[v1.ListProviderConfigsRequest, v1.ListProviderConfigsResponse](
+			httpClient,
+			baseURL+ControlServiceListProviderConfigsProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ListProviderConfigs")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteProviderConfig: connect.NewClient[v1.DeleteProviderConfigRequest, v1.DeleteProviderConfigResponse](
+			httpClient,
+			baseURL+ControlServiceDeleteProviderConfigProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("DeleteProviderConfig")),
+			connect.WithClientOptions(opts...),
+		),
+		applyReactorBinding: connect.NewClient[v1.ApplyReactorBindingRequest, v1.ApplyReactorBindingResponse](
+			httpClient,
+			baseURL+ControlServiceApplyReactorBindingProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ApplyReactorBinding")),
+			connect.WithClientOptions(opts...),
+		),
+		getReactorBinding: connect.NewClient[v1.GetReactorBindingRequest, v1.GetReactorBindingResponse](
+			httpClient,
+			baseURL+ControlServiceGetReactorBindingProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetReactorBinding")),
+			connect.WithClientOptions(opts...),
+		),
+		listReactorBindings: connect.NewClient[v1.ListReactorBindingsRequest, v1.ListReactorBindingsResponse](
+			httpClient,
+			baseURL+ControlServiceListReactorBindingsProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ListReactorBindings")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteReactorBinding: connect.NewClient[v1.DeleteReactorBindingRequest, v1.DeleteReactorBindingResponse](
+			httpClient,
+			baseURL+ControlServiceDeleteReactorBindingProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("DeleteReactorBinding")),
 			connect.WithClientOptions(opts...),
 		),
 		applyResource: connect.NewClient[v1.ApplyResourceRequest, v1.ApplyResourceResponse](
@@ -176,6 +309,54 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("GetResourceGraph")),
 			connect.WithClientOptions(opts...),
 		),
+		getResourceHistory: connect.NewClient[v1.GetResourceHistoryRequest, v1.GetResourceHistoryResponse](
+			httpClient,
+			baseURL+ControlServiceGetResourceHistoryProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetResourceHistory")),
+			connect.WithClientOptions(opts...),
+		),
+		rollbackResource: connect.NewClient[v1.RollbackResourceRequest, v1.RollbackResourceResponse](
+			httpClient,
+			baseURL+ControlServiceRollbackResourceProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("RollbackResource")),
+			connect.WithClientOptions(opts...),
+		),
+		quarantineResource: connect.NewClient[v1.QuarantineResourceRequest, v1.QuarantineResourceResponse](
+			httpClient,
+			baseURL+ControlServiceQuarantineResourceProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("QuarantineResource")),
+			connect.WithClientOptions(opts...),
+		),
+		unquarantineResource: connect.NewClient[v1.UnquarantineResourceRequest, v1.UnquarantineResourceResponse](
+			httpClient,
+			baseURL+ControlServiceUnquarantineResourceProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("UnquarantineResource")),
+			connect.WithClientOptions(opts...),
+		),
+		reconcileResource: connect.NewClient[v1.ReconcileResourceRequest, v1.ReconcileResourceResponse](
+			httpClient,
+			baseURL+ControlServiceReconcileResourceProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ReconcileResource")),
+			connect.WithClientOptions(opts...),
+		),
+		invokeOperation: connect.NewClient[v1.InvokeOperationRequest, v1.InvokeOperationResponse](
+			httpClient,
+			baseURL+ControlServiceInvokeOperationProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("InvokeOperation")),
+			connect.WithClientOptions(opts...),
+		),
+		getOperation: connect.NewClient[v1.GetOperationRequest, v1.GetOperationResponse](
+			httpClient,
+			baseURL+ControlServiceGetOperationProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetOperation")),
+			connect.WithClientOptions(opts...),
+		),
+		listOperations: connect.NewClient[v1.ListOperationsRequest, v1.ListOperationsResponse](
+			httpClient,
+			baseURL+ControlServiceListOperationsProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ListOperations")),
+			connect.WithClientOptions(opts...),
+		),
 		listEvents: connect.NewClient[v1.ListEventsRequest, v1.ListEventsResponse](
 			httpClient,
 			baseURL+ControlServiceListEventsProcedure,
@@ -193,19 +374,36 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // controlServiceClient implements ControlServiceClient.
 type controlServiceClient struct {
-	applyKind        *connect.Client[v1.ApplyKindRequest, v1.ApplyKindResponse]
-	getKind          *connect.Client[v1.GetKindRequest, v1.GetKindResponse]
-	listKinds        *connect.Client[v1.ListKindsRequest, v1.ListKindsResponse]
-	deleteKind       *connect.Client[v1.DeleteKindRequest, v1.DeleteKindResponse]
-	applyResource    *connect.Client[v1.ApplyResourceRequest, v1.ApplyResourceResponse]
-	applyResources   *connect.Client[v1.ApplyResourcesRequest, v1.ApplyResourcesResponse]
-	getResource      *connect.Client[v1.GetResourceRequest, v1.GetResourceResponse]
-	listResources    *connect.Client[v1.ListResourcesRequest, v1.ListResourcesResponse]
-	deleteResource   *connect.Client[v1.DeleteResourceRequest, v1.DeleteResourceResponse]
-	getResourceTree  *connect.Client[v1.GetResourceTreeRequest, v1.GetResourceTreeResponse]
-	getResourceGraph *connect.Client[v1.GetResourceGraphRequest, v1.GetResourceGraphResponse]
-	listEvents       *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
-	watch            *connect.Client[v1.WatchRequest, v1.WatchResponse]
+	applyKind            *connect.Client[v1.ApplyKindRequest, v1.ApplyKindResponse]
+	getKind              *connect.Client[v1.GetKindRequest, v1.GetKindResponse]
+	listKinds            *connect.Client[v1.ListKindsRequest, v1.ListKindsResponse]
+	deleteKind           *connect.Client[v1.DeleteKindRequest, v1.DeleteKindResponse]
+	updateKindPolicy     *connect.Client[v1.UpdateKindPolicyRequest, v1.UpdateKindPolicyResponse]
+	applyProviderConfig  *connect.Client[v1.ApplyProviderConfigRequest, v1.ApplyProviderConfigResponse]
+	getProviderConfig    *connect.Client[v1.GetProviderConfigRequest, v1.GetProviderConfigResponse]
+	listProviderConfigs  *connect.Client[v1.ListProviderConfigsRequest, v1.ListProviderConfigsResponse]
+	deleteProviderConfig *connect.Client[v1.DeleteProviderConfigRequest, v1.DeleteProviderConfigResponse]
+	applyReactorBinding  *connect.Client[v1.ApplyReactorBindingRequest, v1.ApplyReactorBindingResponse]
+	getReactorBinding    *connect.Client[v1.GetReactorBindingRequest, v1.GetReactorBindingResponse]
+	listReactorBindings  *connect.Client[v1.ListReactorBindingsRequest, v1.ListReactorBindingsResponse]
+	deleteReactorBinding *connect.Client[v1.DeleteReactorBindingRequest, v1.DeleteReactorBindingResponse]
+	applyResource        *connect.Client[v1.ApplyResourceRequest, v1.ApplyResourceResponse]
+	applyResources       *connect.Client[v1.ApplyResourcesRequest, v1.ApplyResourcesResponse]
+	getResource          *connect.Client[v1.GetResourceRequest, v1.GetResourceResponse]
+	listResources        *connect.Client[v1.ListResourcesRequest, v1.ListResourcesResponse]
+	deleteResource       *connect.Client[v1.DeleteResourceRequest, v1.DeleteResourceResponse]
+	getResourceTree      *connect.Client[v1.GetResourceTreeRequest, v1.GetResourceTreeResponse]
+	getResourceGraph     *connect.Client[v1.GetResourceGraphRequest, v1.GetResourceGraphResponse]
+	getResourceHistory   *connect.Client[v1.GetResourceHistoryRequest, v1.GetResourceHistoryResponse]
+	rollbackResource     *connect.Client[v1.RollbackResourceRequest, v1.RollbackResourceResponse]
+	quarantineResource   *connect.Client[v1.QuarantineResourceRequest, v1.QuarantineResourceResponse]
+	unquarantineResource *connect.Client[v1.UnquarantineResourceRequest, v1.UnquarantineResourceResponse]
+	reconcileResource    *connect.Client[v1.ReconcileResourceRequest, v1.ReconcileResourceResponse]
+	invokeOperation      *connect.Client[v1.InvokeOperationRequest, v1.InvokeOperationResponse]
+	getOperation         *connect.Client[v1.GetOperationRequest, v1.GetOperationResponse]
+	listOperations       *connect.Client[v1.ListOperationsRequest, v1.ListOperationsResponse]
+	listEvents           *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
+	watch                *connect.Client[v1.WatchRequest, v1.WatchResponse]
 }
 
 // ApplyKind calls converge.v1.ControlService.ApplyKind.
@@ -238,6 +436,87 @@ func (c *controlServiceClient) ListKinds(ctx context.Context, req *v1.ListKindsR
 // DeleteKind calls converge.v1.ControlService.DeleteKind.
 func (c *controlServiceClient) DeleteKind(ctx context.Context, req *v1.DeleteKindRequest) (*v1.DeleteKindResponse, error) {
 	response, err := c.deleteKind.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// UpdateKindPolicy calls converge.v1.ControlService.UpdateKindPolicy.
+func (c *controlServiceClient) UpdateKindPolicy(ctx context.Context, req *v1.UpdateKindPolicyRequest) (*v1.UpdateKindPolicyResponse, error) {
+	response, err := c.updateKindPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ApplyProviderConfig calls converge.v1.ControlService.ApplyProviderConfig.
+func (c *controlServiceClient) ApplyProviderConfig(ctx context.Context, req *v1.ApplyProviderConfigRequest) (*v1.ApplyProviderConfigResponse, error) {
+	response, err := c.applyProviderConfig.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetProviderConfig calls converge.v1.ControlService.GetProviderConfig.
+func (c *controlServiceClient) GetProviderConfig(ctx context.Context, req *v1.GetProviderConfigRequest) (*v1.GetProviderConfigResponse, error) {
+	response, err := c.getProviderConfig.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListProviderConfigs calls converge.v1.ControlService.ListProviderConfigs.
+func (c *controlServiceClient) ListProviderConfigs(ctx context.Context, req *v1.ListProviderConfigsRequest) (*v1.ListProviderConfigsResponse, error) {
+	response, err := c.listProviderConfigs.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// DeleteProviderConfig calls converge.v1.ControlService.DeleteProviderConfig.
+func (c *controlServiceClient) DeleteProviderConfig(ctx context.Context, req *v1.DeleteProviderConfigRequest) (*v1.DeleteProviderConfigResponse, error) {
+	response, err := c.deleteProviderConfig.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ApplyReactorBinding calls converge.v1.ControlService.ApplyReactorBinding.
+func (c *controlServiceClient) ApplyReactorBinding(ctx context.Context, req *v1.ApplyReactorBindingRequest) (*v1.ApplyReactorBindingResponse, error) {
+	response, err := c.applyReactorBinding.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetReactorBinding calls converge.v1.ControlService.GetReactorBinding.
+func (c *controlServiceClient) GetReactorBinding(ctx context.Context, req *v1.GetReactorBindingRequest) (*v1.GetReactorBindingResponse, error) {
+	response, err := c.getReactorBinding.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListReactorBindings calls converge.v1.ControlService.ListReactorBindings.
+func (c *controlServiceClient) ListReactorBindings(ctx context.Context, req *v1.ListReactorBindingsRequest) (*v1.ListReactorBindingsResponse, error) {
+	response, err := c.listReactorBindings.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// DeleteReactorBinding calls converge.v1.ControlService.DeleteReactorBinding.
+func (c *controlServiceClient) DeleteReactorBinding(ctx context.Context, req *v1.DeleteReactorBindingRequest) (*v1.DeleteReactorBindingResponse, error) {
+	response, err := c.deleteReactorBinding.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -307,6 +586,78 @@ func (c *controlServiceClient) GetResourceGraph(ctx context.Context, req *v1.Get
 	return nil, err
 }
 
+// GetResourceHistory calls converge.v1.ControlService.GetResourceHistory.
+func (c *controlServiceClient) GetResourceHistory(ctx context.Context, req *v1.GetResourceHistoryRequest) (*v1.GetResourceHistoryResponse, error) {
+	response, err := c.getResourceHistory.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RollbackResource calls converge.v1.ControlService.RollbackResource.
+func (c *controlServiceClient) RollbackResource(ctx context.Context, req *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error) {
+	response, err := c.rollbackResource.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// QuarantineResource calls converge.v1.ControlService.QuarantineResource.
+func (c *controlServiceClient) QuarantineResource(ctx context.Context, req *v1.QuarantineResourceRequest) (*v1.QuarantineResourceResponse, error) {
+	response, err := c.quarantineResource.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// UnquarantineResource calls converge.v1.ControlService.UnquarantineResource.
+func (c *controlServiceClient) UnquarantineResource(ctx context.Context, req *v1.UnquarantineResourceRequest) (*v1.UnquarantineResourceResponse, error) {
+	response, err := c.unquarantineResource.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ReconcileResource calls converge.v1.ControlService.ReconcileResource.
+func (c *controlServiceClient) ReconcileResource(ctx context.Context, req *v1.ReconcileResourceRequest) (*v1.ReconcileResourceResponse, error) {
+	response, err := c.reconcileResource.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// InvokeOperation calls converge.v1.ControlService.InvokeOperation.
+func (c *controlServiceClient) InvokeOperation(ctx context.Context, req *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error) {
+	response, err := c.invokeOperation.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetOperation calls converge.v1.ControlService.GetOperation.
+func (c *controlServiceClient) GetOperation(ctx context.Context, req *v1.GetOperationRequest) (*v1.GetOperationResponse, error) {
+	response, err := c.getOperation.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListOperations calls converge.v1.ControlService.ListOperations.
+func (c *controlServiceClient) ListOperations(ctx context.Context, req *v1.ListOperationsRequest) (*v1.ListOperationsResponse, error) {
+	response, err := c.listOperations.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ListEvents calls converge.v1.ControlService.ListEvents.
 func (c *controlServiceClient) ListEvents(ctx context.Context, req *v1.ListEventsRequest) (*v1.ListEventsResponse, error) {
 	response, err := c.listEvents.CallUnary(ctx, connect.NewRequest(req))
@@ -329,6 +680,19 @@ type ControlServiceHandler interface {
 	ListKinds(context.Context, *v1.ListKindsRequest) (*v1.ListKindsResponse, error)
 	// Delete a kind version. Refused while resources use it.
 	DeleteKind(context.Context, *v1.DeleteKindRequest) (*v1.DeleteKindResponse, error)
+	// Change a kind version's policy (caps, intervals, grace windows) live,
+	// without re-applying its manifest.
+	UpdateKindPolicy(context.Context, *v1.UpdateKindPolicyRequest) (*v1.UpdateKindPolicyResponse, error)
+	// Create or update a provider config (validated by the kind's config_schema).
+	ApplyProviderConfig(context.Context, *v1.ApplyProviderConfigRequest) (*v1.ApplyProviderConfigResponse, error)
+	GetProviderConfig(context.Context, *v1.GetProviderConfigRequest) (*v1.GetProviderConfigResponse, error)
+	ListProviderConfigs(context.Context, *v1.ListProviderConfigsRequest) (*v1.ListProviderConfigsResponse, error)
+	// Refused while resources use the config.
+	DeleteProviderConfig(context.Context, *v1.DeleteProviderConfigRequest) (*v1.DeleteProviderConfigResponse, error)
+	ApplyReactorBinding(context.Context, *v1.ApplyReactorBindingRequest) (*v1.ApplyReactorBindingResponse, error)
+	GetReactorBinding(context.Context, *v1.GetReactorBindingRequest) (*v1.GetReactorBindingResponse, error)
+	ListReactorBindings(context.Context, *v1.ListReactorBindingsRequest) (*v1.ListReactorBindingsResponse, error)
+	DeleteReactorBinding(context.Context, *v1.DeleteReactorBindingRequest) (*v1.DeleteReactorBindingResponse, error)
 	// Create or update one resource, keyed by namespace/kind/name.
 	ApplyResource(context.Context, *v1.ApplyResourceRequest) (*v1.ApplyResourceResponse, error)
 	// Create or update up to 1,000 resources in one transaction: all or none.
@@ -342,6 +706,21 @@ type ControlServiceHandler interface {
 	// A composite's children and the dependency edges among them, with their
 	// value flows: what a UI draws.
 	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
+	// A resource's spec revisions, newest first.
+	GetResourceHistory(context.Context, *v1.GetResourceHistoryRequest) (*v1.GetResourceHistoryResponse, error)
+	// Apply an earlier revision's spec again, as a new generation.
+	RollbackResource(context.Context, *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error)
+	// Freeze a resource: no work runs for it, and its ancestors stop counting
+	// or waiting for it.
+	QuarantineResource(context.Context, *v1.QuarantineResourceRequest) (*v1.QuarantineResourceResponse, error)
+	UnquarantineResource(context.Context, *v1.UnquarantineResourceRequest) (*v1.UnquarantineResourceResponse, error)
+	// Run the resource's reconcile now at its current generation, even if it
+	// is synced or failed terminally.
+	ReconcileResource(context.Context, *v1.ReconcileResourceRequest) (*v1.ReconcileResourceResponse, error)
+	// Invoke an operation verb the kind declares; it runs asynchronously.
+	InvokeOperation(context.Context, *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error)
+	GetOperation(context.Context, *v1.GetOperationRequest) (*v1.GetOperationResponse, error)
+	ListOperations(context.Context, *v1.ListOperationsRequest) (*v1.ListOperationsResponse, error)
 	ListEvents(context.Context, *v1.ListEventsRequest) (*v1.ListEventsResponse, error)
 	// Stream resource changes from a resume point. Over REST the same stream
 	// is served as newline-delimited JSON at GET /api/v1/watch.
@@ -377,6 +756,60 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		ControlServiceDeleteKindProcedure,
 		svc.DeleteKind,
 		connect.WithSchema(controlServiceMethods.ByName("DeleteKind")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceUpdateKindPolicyHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceUpdateKindPolicyProcedure,
+		svc.UpdateKindPolicy,
+		connect.WithSchema(controlServiceMethods.ByName("UpdateKindPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceApplyProviderConfigHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceApplyProviderConfigProcedure,
+		svc.ApplyProviderConfig,
+		connect.WithSchema(controlServiceMethods.ByName("ApplyProviderConfig")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceGetProviderConfigHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetProviderConfigProcedure,
+		svc.GetProviderConfig,
+		connect.WithSchema(controlServiceMethods.ByName("GetProviderConfig")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceListProviderConfigsHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceListProviderConfigsProcedure,
+		svc.ListProviderConfigs,
+		connect.WithSchema(controlServiceMethods.ByName("ListProviderConfigs")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceDeleteProviderConfigHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceDeleteProviderConfigProcedure,
+		svc.DeleteProviderConfig,
+		connect.WithSchema(controlServiceMethods.ByName("DeleteProviderConfig")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceApplyReactorBindingHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceApplyReactorBindingProcedure,
+		svc.ApplyReactorBinding,
+		connect.WithSchema(controlServiceMethods.ByName("ApplyReactorBinding")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceGetReactorBindingHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetReactorBindingProcedure,
+		svc.GetReactorBinding,
+		connect.WithSchema(controlServiceMethods.ByName("GetReactorBinding")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceListReactorBindingsHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceListReactorBindingsProcedure,
+		svc.ListReactorBindings,
+		connect.WithSchema(controlServiceMethods.ByName("ListReactorBindings")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceDeleteReactorBindingHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceDeleteReactorBindingProcedure,
+		svc.DeleteReactorBinding,
+		connect.WithSchema(controlServiceMethods.ByName("DeleteReactorBinding")),
 		connect.WithHandlerOptions(opts...),
 	)
 	controlServiceApplyResourceHandler := connect.NewUnaryHandlerSimple(
@@ -421,6 +854,54 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("GetResourceGraph")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceGetResourceHistoryHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetResourceHistoryProcedure,
+		svc.GetResourceHistory,
+		connect.WithSchema(controlServiceMethods.ByName("GetResourceHistory")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceRollbackResourceHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceRollbackResourceProcedure,
+		svc.RollbackResource,
+		connect.WithSchema(controlServiceMethods.ByName("RollbackResource")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceQuarantineResourceHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceQuarantineResourceProcedure,
+		svc.QuarantineResource,
+		connect.WithSchema(controlServiceMethods.ByName("QuarantineResource")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceUnquarantineResourceHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceUnquarantineResourceProcedure,
+		svc.UnquarantineResource,
+		connect.WithSchema(controlServiceMethods.ByName("UnquarantineResource")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceReconcileResourceHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceReconcileResourceProcedure,
+		svc.ReconcileResource,
+		connect.WithSchema(controlServiceMethods.ByName("ReconcileResource")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceInvokeOperationHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceInvokeOperationProcedure,
+		svc.InvokeOperation,
+		connect.WithSchema(controlServiceMethods.ByName("InvokeOperation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceGetOperationHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetOperationProcedure,
+		svc.GetOperation,
+		connect.WithSchema(controlServiceMethods.ByName("GetOperation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceListOperationsHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceListOperationsProcedure,
+		svc.ListOperations,
+		connect.WithSchema(controlServiceMethods.ByName("ListOperations")),
+		connect.WithHandlerOptions(opts...),
+	)
 	controlServiceListEventsHandler := connect.NewUnaryHandlerSimple(
 		ControlServiceListEventsProcedure,
 		svc.ListEvents,
@@ -443,6 +924,24 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceListKindsHandler.ServeHTTP(w, r)
 		case ControlServiceDeleteKindProcedure:
 			controlServiceDeleteKindHandler.ServeHTTP(w, r)
+		case ControlServiceUpdateKindPolicyProcedure:
+			controlServiceUpdateKindPolicyHandler.ServeHTTP(w, r)
+		case ControlServiceApplyProviderConfigProcedure:
+			controlServiceApplyProviderConfigHandler.ServeHTTP(w, r)
+		case ControlServiceGetProviderConfigProcedure:
+			controlServiceGetProviderConfigHandler.ServeHTTP(w, r)
+		case ControlServiceListProviderConfigsProcedure:
+			controlServiceListProviderConfigsHandler.ServeHTTP(w, r)
+		case ControlServiceDeleteProviderConfigProcedure:
+			controlServiceDeleteProviderConfigHandler.ServeHTTP(w, r)
+		case ControlServiceApplyReactorBindingProcedure:
+			controlServiceApplyReactorBindingHandler.ServeHTTP(w, r)
+		case ControlServiceGetReactorBindingProcedure:
+			controlServiceGetReactorBindingHandler.ServeHTTP(w, r)
+		case ControlServiceListReactorBindingsProcedure:
+			controlServiceListReactorBindingsHandler.ServeHTTP(w, r)
+		case ControlServiceDeleteReactorBindingProcedure:
+			controlServiceDeleteReactorBindingHandler.ServeHTTP(w, r)
 		case ControlServiceApplyResourceProcedure:
 			controlServiceApplyResourceHandler.ServeHTTP(w, r)
 		case ControlServiceApplyResourcesProcedure:
@@ -457,6 +956,22 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceGetResourceTreeHandler.ServeHTTP(w, r)
 		case ControlServiceGetResourceGraphProcedure:
 			controlServiceGetResourceGraphHandler.ServeHTTP(w, r)
+		case ControlServiceGetResourceHistoryProcedure:
+			controlServiceGetResourceHistoryHandler.ServeHTTP(w, r)
+		case ControlServiceRollbackResourceProcedure:
+			controlServiceRollbackResourceHandler.ServeHTTP(w, r)
+		case ControlServiceQuarantineResourceProcedure:
+			controlServiceQuarantineResourceHandler.ServeHTTP(w, r)
+		case ControlServiceUnquarantineResourceProcedure:
+			controlServiceUnquarantineResourceHandler.ServeHTTP(w, r)
+		case ControlServiceReconcileResourceProcedure:
+			controlServiceReconcileResourceHandler.ServeHTTP(w, r)
+		case ControlServiceInvokeOperationProcedure:
+			controlServiceInvokeOperationHandler.ServeHTTP(w, r)
+		case ControlServiceGetOperationProcedure:
+			controlServiceGetOperationHandler.ServeHTTP(w, r)
+		case ControlServiceListOperationsProcedure:
+			controlServiceListOperationsHandler.ServeHTTP(w, r)
 		case ControlServiceListEventsProcedure:
 			controlServiceListEventsHandler.ServeHTTP(w, r)
 		case ControlServiceWatchProcedure:
@@ -486,6 +1001,42 @@ func (UnimplementedControlServiceHandler) DeleteKind(context.Context, *v1.Delete
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.DeleteKind is not implemented"))
 }
 
+func (UnimplementedControlServiceHandler) UpdateKindPolicy(context.Context, *v1.UpdateKindPolicyRequest) (*v1.UpdateKindPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.UpdateKindPolicy is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ApplyProviderConfig(context.Context, *v1.ApplyProviderConfigRequest) (*v1.ApplyProviderConfigResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ApplyProviderConfig is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetProviderConfig(context.Context, *v1.GetProviderConfigRequest) (*v1.GetProviderConfigResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetProviderConfig is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ListProviderConfigs(context.Context, *v1.ListProviderConfigsRequest) (*v1.ListProviderConfigsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ListProviderConfigs is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) DeleteProviderConfig(context.Context, *v1.DeleteProviderConfigRequest) (*v1.DeleteProviderConfigResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.DeleteProviderConfig is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ApplyReactorBinding(context.Context, *v1.ApplyReactorBindingRequest) (*v1.ApplyReactorBindingResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ApplyReactorBinding is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetReactorBinding(context.Context, *v1.GetReactorBindingRequest) (*v1.GetReactorBindingResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetReactorBinding is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ListReactorBindings(context.Context, *v1.ListReactorBindingsRequest) (*v1.ListReactorBindingsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ListReactorBindings is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) DeleteReactorBinding(context.Context, *v1.DeleteReactorBindingRequest) (*v1.DeleteReactorBindingResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.DeleteReactorBinding is not implemented"))
+}
+
 func (UnimplementedControlServiceHandler) ApplyResource(context.Context, *v1.ApplyResourceRequest) (*v1.ApplyResourceResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ApplyResource is not implemented"))
 }
@@ -512,6 +1063,38 @@ func (UnimplementedControlServiceHandler) GetResourceTree(context.Context, *v1.G
 
 func (UnimplementedControlServiceHandler) GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetResourceGraph is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetResourceHistory(context.Context, *v1.GetResourceHistoryRequest) (*v1.GetResourceHistoryResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetResourceHistory is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) RollbackResource(context.Context, *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.RollbackResource is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) QuarantineResource(context.Context, *v1.QuarantineResourceRequest) (*v1.QuarantineResourceResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.QuarantineResource is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) UnquarantineResource(context.Context, *v1.UnquarantineResourceRequest) (*v1.UnquarantineResourceResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.UnquarantineResource is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ReconcileResource(context.Context, *v1.ReconcileResourceRequest) (*v1.ReconcileResourceResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ReconcileResource is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) InvokeOperation(context.Context, *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.InvokeOperation is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetOperation(context.Context, *v1.GetOperationRequest) (*v1.GetOperationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetOperation is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ListOperations(context.Context, *v1.ListOperationsRequest) (*v1.ListOperationsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ListOperations is not implemented"))
 }
 
 func (UnimplementedControlServiceHandler) ListEvents(context.Context, *v1.ListEventsRequest) (*v1.ListEventsResponse, error) {
