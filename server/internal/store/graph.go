@@ -155,7 +155,7 @@ func (s *Store) Rollup(ctx context.Context, t InternalTask, settledReaction bool
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 				SELECT id, 'childrenSettled', kind, kind_version, shard, generation FROM resources WHERE id = $1
-				ON CONFLICT (resource_id, trigger) DO UPDATE SET generation = EXCLUDED.generation, not_before = now()`,
+				ON CONFLICT (resource_id, trigger, key) DO UPDATE SET generation = EXCLUDED.generation, not_before = now()`,
 				t.ResourceID); err != nil {
 				return err
 			}
@@ -359,7 +359,7 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 			tag, err := tx.Exec(ctx, `
 				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 				SELECT id, 'deleteRequested', kind, kind_version, shard, generation FROM resources WHERE id = $1
-				ON CONFLICT (resource_id, trigger) DO NOTHING`, t.ResourceID)
+				ON CONFLICT (resource_id, trigger, key) DO NOTHING`, t.ResourceID)
 			if err != nil {
 				return err
 			}

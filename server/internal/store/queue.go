@@ -32,7 +32,7 @@ const scheduleReconcileSQL = `
 	FROM resources r
 	WHERE r.id = ANY($1::bigint[]) AND ` + reconcileEligible + `
 	ORDER BY r.id
-	ON CONFLICT (resource_id, trigger) DO UPDATE SET
+	ON CONFLICT (resource_id, trigger, key) DO UPDATE SET
 	    generation = EXCLUDED.generation,
 	    kind_version = EXCLUDED.kind_version,
 	    attempts = 0,
