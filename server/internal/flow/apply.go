@@ -9,9 +9,9 @@ type Write struct {
 // Apply puts each value at its pointer, in order, into a copy of spec (see
 // Pointer.Set; spec itself is never modified). It reports whether the
 // result differs from spec as JSON, where numbers compare by value
-// (1 == 1.0). When nothing changes it returns spec itself, allocating
-// nothing, which is the common case when a dependency re-syncs with the
-// same values. On error it returns spec, false and the error of the first
+// (1 == 1.0). When nothing changes it returns spec itself without
+// copying anything, which is the common case when a dependency re-syncs
+// with the same values. On error it returns spec, false and the error of the first
 // write that cannot be made, which names its pointer.
 func Apply(spec any, writes []Write) (any, bool, error) {
 	out := spec

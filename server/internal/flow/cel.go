@@ -14,8 +14,6 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
-
-	"github.com/convergehq/converge/server/internal/limits"
 )
 
 // Limits on CEL flows. They bound the time one flow may cost the server
@@ -24,23 +22,16 @@ const (
 	// MaxExprLength is the longest expression Compile accepts, in
 	// characters; Flow.expr in the worker protocol has the same limit.
 	MaxExprLength = 4096
-	// MaxEstimatedCost bounds the worst-case cost Compile accepts, in CEL
-	// cost units (about one per operation, plus one per element or
-	// character that an operation on a list or string goes through),
-	// estimated for a status and spec as large as limits.MaxStatusBytes
-	// and limits.MaxSpecBytes allow. One pass over a status list fits; a
-	// pass over a status list nested inside another, or a string operation
-	// on status text repeated for each element of a status list, does not.
-	MaxEstimatedCost = 100_000_000
-	// MaxLoopCost caps the work one evaluation may do in comprehensions
-	// (all, exists, exists_one, map, filter, sortBy). A comprehension costs
-	// the size of the list or map it ranges over times the number of
-	// expression nodes in its condition and step, charged in full before
-	// it starts, so `status.items.map(x, x.name)` costs about 5 per item.
-	// The limit is reached after a few tens of milliseconds of CPU.
-	MaxLoopCost = 1_000_000
-	// MaxRangeSize is the longest list lists.range may build.
-	MaxRangeSize = 100_000
+	// CostLimit caps the work of one evaluation, in CEL cost units: about
+	// one per operation, plus one per element or character that a list or
+	// string operation goes through (see cel.CostLimit). A flow that reads
+	// and combines a few fields costs well under 100.
+	CostLimit = 1_000_000
+	// MaxLoopIterations caps the iterations of all comprehensions (all,
+	// exists, exists_one, map, filter, sortBy) in one evaluation, counted
+	// as the sizes of the lists and maps they range over. It is also the
+	// longest list lists.range builds.
+	MaxLoopIterations = 1_000
 	// EvalTimeout stops an evaluation with loops still running after this
 	// long. It is a safety net that expressions within the limits above do
 	// not reach.
@@ -50,10 +41,6 @@ const (
 // interruptEvery is how many comprehension iterations run between checks
 // of EvalTimeout.
 const interruptEvery = 100
-
-// maxInputSize bounds the size (characters, elements or entries) of any
-// string, list or map inside status or spec, for cost estimation.
-const maxInputSize = max(limits.MaxStatusBytes, limits.MaxSpecBytes)
 
 // jsonObject is the declared type of status and spec: JSON objects whose
 // values are checked when the flow runs.
@@ -73,7 +60,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("spec", jsonObject),
 		cel.OptionalTypes(),
 		ext.Strings(),
-		ext.Lists(ext.ListsMaxRangeSize(MaxRangeSize)),
+		ext.Lists(ext.ListsMaxRangeSize(MaxLoopIterations)),
 		ext.Sets(),
 		ext.Math(),
 		ext.Encoders(),
@@ -84,6 +71,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 
 // programOptions apply to every compiled flow.
 var programOptions = []cel.ProgramOption{
+	cel.CostLimit(CostLimit),
 	cel.InterruptCheckFrequency(interruptEvery),
 	cel.EvalOptions(cel.OptOptimize),
 }
@@ -140,25 +128,26 @@ func numberValue(n json.Number) ref.Val {
 	return floatValue(f)
 }
 
-// inputSizes tells the cost estimator how large status and spec can be.
-type inputSizes struct{}
+// unknownSizes leaves every input size unknown (from empty to huge), for
+// estimates of what an expression costs at the least.
+type unknownSizes struct{}
 
 // EstimateSize implements checker.CostEstimator.
-func (inputSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate {
-	return &checker.SizeEstimate{Min: 0, Max: maxInputSize}
+func (unknownSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return nil
 }
 
 // EstimateCallCost implements checker.CostEstimator; the library's own
 // estimates apply.
-func (inputSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+func (unknownSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
 }
 
 // vars binds status and spec without allocating a map per evaluation,
-// and carries the evaluation's loop cost.
+// and counts the evaluation's loop iterations.
 type vars struct {
 	status, spec any
-	loopCost     int64
+	iterations   int64
 }
 
 // ResolveName implements interpreter.Activation.

@@ -71,6 +71,8 @@ func (c *converter) convert(v ref.Val, path []string) (any, error) {
 		return nil, &resultError{path, fmt.Sprintf("nests deeper than %d levels", maxResultDepth)}
 	}
 	switch x := v.(type) {
+	case nil:
+		return nil, &resultError{path, "is missing"}
 	case types.Null:
 		return nil, c.spend(4, path)
 	case types.Bool:

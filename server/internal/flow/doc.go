@@ -45,10 +45,15 @@
 //
 // # Limits
 //
-// Expressions are at most MaxExprLength characters. Compile estimates the
-// worst-case cost of an expression for inputs as large as the status and
-// spec size limits allow and refuses it above MaxEstimatedCost, which
-// rules out work that grows faster than the input. Each evaluation is
-// stopped at CostLimit, and after EvalTimeout as a last resort. A result is
-// at most limits.MaxSpecBytes as JSON and 64 levels deep.
+// Expressions are at most MaxExprLength characters. An evaluation is
+// stopped with an *EvalError when it exceeds CostLimit (CEL's measure of
+// work, which charges string and list operations by size), when its loops
+// would exceed MaxLoopIterations, or, as a last resort, after
+// EvalTimeout. Compile refuses an expression that exceeds CostLimit even
+// on empty inputs. It does not refuse expressions that could exceed the
+// limits on large inputs: status and spec are untyped here, so a worst
+// case estimate would assume every string and list in them as large as
+// the whole document and refuse ordinary flows such as
+// `status.subnets.map(s, s.zone + "/" + s.id)`. A result is at most
+// limits.MaxSpecBytes as JSON and 64 levels deep.
 package flow

@@ -11,45 +11,35 @@ import (
 	"cel.dev/cel-go/interpreter"
 )
 
-// Loops are the only way a CEL expression repeats work, so charging for
-// them bounds an evaluation. Each comprehension is charged when its range
-// has been computed, before it iterates: the range's size times the
-// number of expression nodes in the loop's condition and step. A loop
-// that stops early (exists) is charged in full, which keeps the charge
-// independent of how the planner arranges the loop body.
-//
-// CEL's own runtime cost tracking (cel.CostLimit) is not used: in cel-go
-// v0.32 its bookkeeping grows with every iteration, so a comprehension
-// over n elements takes time in n² (a filter over 200,000 elements took
-// about a minute instead of milliseconds) and some loops are not charged
-// at all.
+// CEL's runtime cost tracking (cel.CostLimit) knows what each function
+// costs, but in cel-go v0.32 its bookkeeping grows with every loop
+// iteration, so a comprehension over n elements takes time in n² (a
+// filter over 200,000 elements takes about a minute rather than a few
+// milliseconds), and some loop bodies, such as filter(x, false), are not
+// charged at all. Capping the iterations keeps that overhead to a few
+// milliseconds and also bounds the loops it misses. Each comprehension is charged the size of the list or map it
+// ranges over as soon as that is computed, before it iterates, so the cap
+// does not depend on how the planner arranges the loop body; a loop that
+// stops early (exists) is charged in full.
 
-// loopWeights maps the range of every comprehension in e to what one
-// iteration costs.
-func loopWeights(e celast.Expr) map[int64]int64 {
-	weights := map[int64]int64{}
+// loopRanges returns the IDs of the range expressions of all
+// comprehensions in e.
+func loopRanges(e celast.Expr) map[int64]bool {
+	ranges := map[int64]bool{}
 	celast.PreOrderVisit(e, celast.NewExprVisitor(func(n celast.Expr) {
-		if n.Kind() != celast.ComprehensionKind {
-			return
+		if n.Kind() == celast.ComprehensionKind {
+			ranges[n.AsComprehension().IterRange().ID()] = true
 		}
-		c := n.AsComprehension()
-		weights[c.IterRange().ID()] = int64(countNodes(c.LoopCondition()) + countNodes(c.LoopStep()))
 	}))
-	return weights
+	return ranges
 }
 
-func countNodes(e celast.Expr) int {
-	n := 0
-	celast.PreOrderVisit(e, celast.NewExprVisitor(func(celast.Expr) { n++ }))
-	return n
-}
-
-// chargeLoops wraps the range of each comprehension so that computing it
-// charges the loop to the evaluation.
-func chargeLoops(weights map[int64]int64) cel.ProgramOption {
+// countIterations wraps the range of each comprehension so that
+// computing it charges the loop's iterations to the evaluation.
+func countIterations(ranges map[int64]bool) cel.ProgramOption {
 	return cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-		if w, ok := weights[i.ID()]; ok {
-			return &chargedRange{InterpretableV2: i, weight: w}, nil
+		if ranges[i.ID()] {
+			return &countedRange{i}, nil
 		}
 		return i, nil
 	})
@@ -59,21 +49,20 @@ func chargeLoops(weights map[int64]int64) cel.ProgramOption {
 // reach of expressions.
 const budgetName = "@flow.vars"
 
-// errLoopCost stops an evaluation that would exceed MaxLoopCost.
-// Evaluation recovers it as a cancellation, as it does CEL's own cost
-// limit.
-var errLoopCost = interpreter.EvalCancelledError{
+// errTooManyIterations stops an evaluation whose loops would exceed
+// MaxLoopIterations. Evaluation recovers it as a cancellation, as it does
+// CEL's own cost limit.
+var errTooManyIterations = interpreter.EvalCancelledError{
 	Cause:   interpreter.CostLimitExceeded,
-	Message: fmt.Sprintf("exceeded the loop cost limit of %d (flow.MaxLoopCost)", MaxLoopCost),
+	Message: fmt.Sprintf("its loops exceed %d iterations (flow.MaxLoopIterations)", MaxLoopIterations),
 }
 
-type chargedRange struct {
+type countedRange struct {
 	interpreter.InterpretableV2
-	weight int64
 }
 
 // Exec implements interpreter.InterpretableV2.
-func (r *chargedRange) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+func (r *countedRange) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	v := r.InterpretableV2.Exec(frame)
 	sizer, ok := v.(traits.Sizer)
 	if !ok {
@@ -85,9 +74,9 @@ func (r *chargedRange) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	}
 	if b, ok := frame.ResolveName(budgetName); ok {
 		if in, ok := b.(*vars); ok {
-			in.loopCost += int64(n) * r.weight
-			if in.loopCost > MaxLoopCost {
-				panic(errLoopCost)
+			in.iterations += int64(n)
+			if in.iterations > MaxLoopIterations {
+				panic(errTooManyIterations)
 			}
 		}
 	}
@@ -95,6 +84,6 @@ func (r *chargedRange) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 }
 
 // Eval implements interpreter.Interpretable.
-func (r *chargedRange) Eval(a interpreter.Activation) ref.Val {
+func (r *countedRange) Eval(a interpreter.Activation) ref.Val {
 	return r.Exec(interpreter.AsFrame(a))
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -29,10 +29,11 @@ type Program struct {
 // Compile checks a flow and prepares it to run. Exactly one of from (a
 // JSON pointer into the dependency's status; "" means unset) and expr (a
 // CEL expression over the dependency's status and spec) must be set; to
-// is a JSON pointer into the dependent's spec, and may not be the root.
-// An expression must compile, type-check with status and spec as JSON
-// objects, not produce bytes or types, and have a worst-case cost within
-// MaxEstimatedCost. A failure is a *CompileError listing every problem
+// is a JSON pointer into the dependent's spec; it may not be the root nor
+// append with "-", since a flow must write the same place every time.
+// An expression must parse, type-check with status and spec as JSON
+// objects, not produce bytes or a type, and not cost more than CostLimit
+// on empty inputs. A failure is a *CompileError listing every problem
 // with its field and, inside expr, its line and column.
 func Compile(from, expr, to string) (*Program, error) {
 	p := &Program{expr: expr}
@@ -59,6 +60,9 @@ func Compile(from, expr, to string) (*Program, error) {
 		problems = append(problems, Problem{Field: "to", Message: `must point into the spec, e.g. "/account_id"; "" would replace the whole spec`})
 	} else if ptr, err := ParsePointer(to); err != nil {
 		problems = append(problems, Problem{Field: "to", Message: err.Error()})
+	} else if slices.Contains(ptr.tokens, "-") {
+		problems = append(problems, Problem{Field: "to", Message: fmt.Sprintf(
+			`pointer %q appends with "-", so every sync would add another element; point at an index or a key`, to)})
 	} else {
 		p.to = ptr
 	}
@@ -98,32 +102,23 @@ func (p *Program) compileExpr() (problems []Problem) {
 	case types.TypeKind:
 		problems = append(problems, Problem{Field: "expr", Message: "the result is a type, which JSON cannot hold; convert with string(...)"})
 	}
-	est, err := env.EstimateCost(ast, inputSizes{})
-	if err != nil {
-		problems = append(problems, Problem{Field: "expr", Message: "cannot estimate the cost: " + err.Error()})
-	} else if est.Max > MaxEstimatedCost {
+	// Inputs may be empty, so the least an expression can cost is what it
+	// costs on its own; above the limit it could never succeed.
+	if est, err := env.EstimateCost(ast, unknownSizes{}); err == nil && est.Min > CostLimit {
 		problems = append(problems, Problem{Field: "expr", Message: fmt.Sprintf(
-			"worst-case cost %s exceeds the limit of %s for a status and spec of up to %d bytes; "+
-				"avoid a comprehension over status or spec inside another", costText(est.Max), costText(MaxEstimatedCost), maxInputSize)})
+			"costs at least %d to evaluate, more than the limit of %d", est.Min, CostLimit)})
 	}
 	if len(problems) > 0 {
 		return problems
 	}
-	weights := loopWeights(ast.NativeRep().Expr())
-	prg, err := env.Program(ast, append(programOptions[:len(programOptions):len(programOptions)], chargeLoops(weights))...)
+	ranges := loopRanges(ast.NativeRep().Expr())
+	prg, err := env.Program(ast, append(programOptions[:len(programOptions):len(programOptions)], countIterations(ranges))...)
 	if err != nil {
 		return []Problem{{Field: "expr", Message: err.Error()}}
 	}
-	p.prg, p.ast, p.loops = prg, ast, len(weights) > 0
+	p.prg, p.ast, p.loops = prg, ast, len(ranges) > 0
 	p.selections = findSelections(ast.NativeRep().Expr())
 	return nil
-}
-
-func costText(c uint64) string {
-	if c == ^uint64(0) {
-		return "unbounded"
-	}
-	return strconv.FormatUint(c, 10)
 }
 
 // To is where the flow writes its value in the dependent's spec.
@@ -142,7 +137,8 @@ var emptyObject = map[string]any{}
 //
 // A pointer flow returns the value as found, null included. A CEL flow
 // returns plain decoded JSON: map[string]any, []any, string, bool, nil and
-// json.Number for every number (see toJSON for the conversions).
+// json.Number for every number (the package documentation lists the
+// conversions).
 func (p *Program) Eval(status, spec any) (any, error) {
 	if status == nil {
 		status = emptyObject
@@ -195,7 +191,10 @@ func (p *Program) evalPointer(status any) (any, error) {
 func (p *Program) explain(err error, status, spec any) error {
 	var cancelled interpreter.EvalCancelledError
 	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
-		return p.evalError(0, cancelled.Message)
+		if cancelled.Message == errTooManyIterations.Message {
+			return p.evalError(0, cancelled.Message)
+		}
+		return p.evalError(0, fmt.Sprintf("exceeded the cost limit of %d (flow.CostLimit)", CostLimit))
 	}
 	if errors.Is(err, interpreter.InterruptError{}) {
 		return p.evalError(0, fmt.Sprintf("did not finish within %v (flow.EvalTimeout)", EvalTimeout))
