@@ -107,7 +107,7 @@ func TestEncodeCompositionAcceptsTheLimits(t *testing.T) {
 	if string(comp.GetChildren()[1].GetSpec()) != "{}" {
 		t.Errorf("nil spec encoded as %q; want {}", comp.GetChildren()[1].GetSpec())
 	}
-	if rep := buildResult(lease(1), res, nil); rep.result.GetSuccess() == nil {
+	if rep := buildResult(&convergev1.Task{Lease: lease(1)}, res, nil); rep.result.GetSuccess() == nil {
 		t.Fatalf("buildResult at the limits = %v; want success", rep.result.GetError())
 	}
 	// The handler's label map is copied: changing it later changes nothing sent.
@@ -183,7 +183,7 @@ func TestLastPartMovesToAChunkWhenTheResultIsFull(t *testing.T) {
 		Status:   map[string]string{"big": strings.Repeat("s", 510<<10)},
 		Children: []Child{{Kind: "blob", KindVersion: 1, Name: "b", Spec: map[string]string{"data": strings.Repeat("x", 510<<10)}}},
 	}
-	rep := buildResult(lease(1), res, nil)
+	rep := buildResult(&convergev1.Task{Lease: lease(1)}, res, nil)
 	success := rep.result.GetSuccess()
 	if success == nil {
 		t.Fatalf("result = %v; want success", rep.result)
@@ -203,7 +203,7 @@ func TestLastPartMovesToAChunkWhenTheResultIsFull(t *testing.T) {
 func TestBuildResultReportsAnInvalidCompositionAsTerminal(t *testing.T) {
 	res := zone(2)
 	res.Edges[1].Flows[0].To = "account_id"
-	rep := buildResult(lease(1), res, nil)
+	rep := buildResult(&convergev1.Task{Lease: lease(1)}, res, nil)
 	e := rep.result.GetError()
 	if len(rep.chunks) != 0 || e == nil || !e.GetTerminal() ||
 		e.GetMessage() != `converge: result edges[1] (vpc "lz-vpc-1" → account "lz-acct-1"): flows[0].to: "account_id" is not a JSON pointer: it must start with '/'` {

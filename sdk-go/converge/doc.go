@@ -33,4 +33,23 @@
 // failure naming it, and sends a large set in parts (any number of
 // children, each message under about 1 MiB). A childrenSettled reaction
 // reads the children's summary in [Task.Rollup].
+//
+// Provider configs are settings a kind's handlers need (an account, a
+// region, the names of credentials), kept by the server per kind version:
+// a default, and named configs a resource may use on top of it. A task
+// carries its resource's effective config in [Task.Config]. The server
+// pushes default configs to the worker when it connects and whenever an
+// operator edits one: [WithOnConfig] sees every change, and
+// [Worker.DefaultConfig] reads the current one. A reaction registered with
+// [NeedsConfig] is reported not ready, so the server parks its resources,
+// until its kind version has a default config; [Worker.SetReady] lets a
+// handler report readiness itself, e.g. while a dependency is down.
+//
+// An operation reaction runs a verb an operator invoked on a resource: it
+// reads [Task.Operation] and returns the verb's output in [Result.Output].
+// A reactor reaction is told, in [Task.Reactor], that a resource it watches
+// through a reactor binding went through a transition (created, synced,
+// degraded, failed or deleted); it acts and returns a nil Result. Reactor
+// events are delivered at least once: key side effects by
+// [Task.DedupToken].
 package converge

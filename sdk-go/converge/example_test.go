@@ -2,11 +2,15 @@ package converge_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/convergehq/converge/sdk-go/converge"
 )
@@ -140,4 +144,152 @@ func ExampleRollup() {
 	// Output:
 	// 2/3
 	// vpc/demo-vpc (Failed): account_id is empty
+}
+
+// A reaction that needs its kind's provider config: until an operator sets
+// the kind version's default config, the worker reports the reaction not
+// ready and the server parks its resources instead of failing them.
+func ExampleNeedsConfig() {
+	w := converge.NewWorker("http://localhost:7070")
+	w.Handle("bucket", 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+		// The effective config: the default, with the keys of the
+		// resource's named config on top.
+		var cfg struct {
+			Region string `json:"region"`
+		}
+		if err := t.DecodeConfig(&cfg); err != nil {
+			return nil, converge.Terminal(err)
+		}
+		return &converge.Result{Status: map[string]any{"region": cfg.Region}}, nil
+	}, converge.NeedsConfig())
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := w.Run(ctx); err != nil {
+		slog.Error("worker failed", "error", err)
+	}
+}
+
+// OnConfig keeps something built from a kind's default provider config (a
+// client, here) up to date as operators edit the config, with no restart.
+func ExampleWithOnConfig() {
+	type storageClient struct{ region string }
+	var client atomic.Pointer[storageClient]
+
+	w := converge.NewWorker("http://localhost:7070",
+		converge.WithOnConfig(func(kind string, version int, config json.RawMessage) {
+			var cfg struct {
+				Region string `json:"region"`
+			}
+			if config == nil || json.Unmarshal(config, &cfg) != nil {
+				client.Store(nil) // no usable default config (any more)
+				return
+			}
+			client.Store(&storageClient{region: cfg.Region})
+		}))
+	w.Handle("bucket", 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+		c := client.Load()
+		if c == nil {
+			return nil, errors.New("no storage client yet") // transient: retried later
+		}
+		return &converge.Result{Status: map[string]any{"region": c.region}}, nil
+	})
+
+	// The current default config can also be read at any time.
+	fmt.Println(w.DefaultConfig("bucket", 1) == nil) // nothing received yet
+	// Output: true
+}
+
+// A handler that depends on an outside service reports the reaction not
+// ready while the service is down, so the server parks the kind's
+// resources instead of burning their retries.
+func ExampleWorker_SetReady() {
+	w := converge.NewWorker("http://localhost:7070")
+	w.Handle("dns-record", 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+		return nil, nil // create or update the record
+	})
+	ping := func(ctx context.Context) error { return nil } // probe the DNS provider's API
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	go func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			if err := ping(ctx); err != nil {
+				_ = w.SetReady("dns-record", 1, "reconcile", false, "DNS provider unreachable: "+err.Error())
+			} else {
+				_ = w.SetReady("dns-record", 1, "reconcile", true, "")
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	if err := w.Run(ctx); err != nil {
+		slog.Error("worker failed", "error", err)
+	}
+}
+
+// An operation reaction runs a verb an operator invoked (conctl op) and
+// reports its output. Register it like any reaction, e.g.
+// w.Handle("db", 1, "backup", backup).
+func ExampleOperation() {
+	backup := func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+		var in struct {
+			Target string `json:"target"`
+		}
+		if err := t.Operation.DecodeInput(&in); err != nil {
+			return nil, converge.Terminal(err)
+		}
+		// The operation's ID is the same on every attempt: naming the
+		// backup by it lets a retry find the backup an earlier attempt
+		// took instead of taking another.
+		return &converge.Result{Output: map[string]any{"backup": t.Operation.ID, "target": in.Target}}, nil
+	}
+
+	res, err := backup(context.Background(), &converge.Task{Trigger: "operation", Operation: &converge.Operation{
+		ID: "op-1", Verb: "backup", Input: []byte(`{"target":"s3://backups"}`),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := json.Marshal(res.Output)
+	fmt.Println(string(out))
+	// Output: {"backup":"op-1","target":"s3://backups"}
+}
+
+// A reactor acts on what happened to a watched resource. Delivery is at
+// least once, so it keys its side effect by the dedup token: here a page
+// is sent once however often the event is delivered. In production, record
+// tokens durably, or pass the token as the idempotency key of the API the
+// reactor calls.
+func ExampleReactorEvent() {
+	var mu sync.Mutex
+	paged := map[string]bool{}
+	page := func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if paged[t.DedupToken] {
+			return nil, nil // a redelivery of an event already handled
+		}
+		e := t.Reactor
+		fmt.Printf("paging: %s %s went %s (phase %s)\n", e.Watched.Kind, e.Watched.Name, e.Transition, e.WatchedPhase)
+		paged[t.DedupToken] = true
+		return nil, nil
+	}
+
+	event := &converge.Task{Trigger: "reactor", DedupToken: "uid-9/failed/5", Reactor: &converge.ReactorEvent{
+		Binding: "page-on-failure", Transition: converge.TransitionFailed,
+		Watched: converge.RefTo("db", "orders"), WatchedKindVersion: 1, WatchedGeneration: 5, WatchedPhase: "Failed",
+	}}
+	for range 2 { // delivered twice
+		if _, err := page(context.Background(), event); err != nil {
+			fmt.Println(err)
+		}
+	}
+	// Output: paging: db orders went failed (phase Failed)
 }

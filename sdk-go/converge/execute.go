@@ -25,7 +25,7 @@ func (w *Worker) execute(ex *execution) {
 				"reaction", t.Reaction, "namespace", t.Namespace, "name", t.Name, "panic", v, "stack", string(debug.Stack()))
 			res, err = nil, fmt.Errorf("converge: handler for kind %q version %d reaction %q panicked: %v", t.Kind, t.KindVersion, t.Reaction, v)
 		}
-		w.launch(w.ledger.finish(ex, buildResult(ex.task.GetLease(), res, err)))
+		w.launch(w.ledger.finish(ex, buildResult(ex.task, res, err)))
 	}()
 	res, err = ex.handler(ex.ctx, t)
 }

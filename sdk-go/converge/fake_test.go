@@ -430,3 +430,31 @@ func timestamppbNow(d time.Duration) *timestamppb.Timestamp {
 }
 
 func timeAfterWait() <-chan time.Time { return time.After(waitFor) }
+
+// configs sends default provider configs.
+func (s *fakeSession) configs(t *testing.T, cfgs ...*convergev1.KindConfig) {
+	t.Helper()
+	s.send(t, &convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Configs{Configs: &convergev1.Configs{Configs: cfgs}}})
+}
+
+// kindConfig is a default config entry; an empty config means none.
+func kindConfig(kind string, version int32, config string) *convergev1.KindConfig {
+	return &convergev1.KindConfig{Kind: kind, KindVersion: version, Config: []byte(config), Revision: 1}
+}
+
+// readiness returns the next Readiness the worker sent, rendered as
+// "kind/version/reaction=ready(reason)" entries in the order sent.
+func (s *fakeSession) readiness(t *testing.T) []string {
+	t.Helper()
+	m := s.next(t, "a readiness report", func(m *convergev1.WorkerMessage) bool { return m.GetReadiness() != nil })
+	return renderReadiness(m.GetReadiness())
+}
+
+func renderReadiness(r *convergev1.Readiness) []string {
+	var out []string
+	for _, rr := range r.GetReactions() {
+		ref := rr.GetReaction()
+		out = append(out, fmt.Sprintf("%s/%d/%s=%t(%s)", ref.GetKind(), ref.GetKindVersion(), ref.GetReaction(), rr.GetReady(), rr.GetReason()))
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,6 +39,7 @@ type config struct {
 	drainTimeout time.Duration
 	backoffMin   time.Duration
 	backoffMax   time.Duration
+	onConfig     func(kind string, version int, config json.RawMessage)
 	err          error
 }
 
@@ -124,4 +126,20 @@ func WithReconnectBackoff(minDelay, maxDelay time.Duration) Option {
 		}
 		c.backoffMin, c.backoffMax = minDelay, maxDelay
 	})
+}
+
+// A HandlerOption configures one reaction registered with [Worker.Handle],
+// e.g. [NeedsConfig].
+type HandlerOption interface {
+	applyHandler(*registration)
+}
+
+type handlerOptionFunc func(*registration)
+
+func (f handlerOptionFunc) applyHandler(r *registration) { f(r) }
+
+// registration is a registered reaction: its handler and options.
+type registration struct {
+	handler     HandlerFunc
+	needsConfig bool
 }

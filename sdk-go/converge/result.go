@@ -21,7 +21,8 @@ const (
 	maxStatusBytes = 512 << 10
 )
 
-// Result is what a successful handler reports.
+// Result is what a successful handler reports. A reactor (see
+// [ReactorEvent]) reports nothing: it returns a nil Result.
 type Result struct {
 	// Status becomes the resource's status. It must marshal (with
 	// encoding/json) to a JSON object: a map, a struct, or a
@@ -56,6 +57,14 @@ type Result struct {
 	// as dependencies. Reading another composite's resources must be
 	// declared here.
 	References []Ref
+
+	// Output is an operation's output, for an operation reaction (see
+	// [Operation]). It must marshal (with encoding/json) to a JSON object
+	// of at most 512 KiB once encoded; nil, or a value that marshals to
+	// null, reports no output. Anything else, and an Output for a task
+	// that runs no operation, is reported as a terminal failure naming the
+	// problem.
+	Output any
 }
 
 // composes reports whether the result is a composer's answer.
@@ -89,11 +98,12 @@ const (
 	ConditionUnknown ConditionStatus = "Unknown"
 )
 
-// buildResult turns a handler's outcome into what is reported to the
-// server. It never fails: a result that cannot be encoded or does not meet
-// the protocol's rules becomes a terminal error that says why, so a bad
-// result can never poison the stream.
-func buildResult(lease *convergev1.Lease, res *Result, err error) *report {
+// buildResult turns a handler's outcome for task t into what is reported
+// to the server. It never fails: a result that cannot be encoded or does
+// not meet the protocol's rules becomes a terminal error that says why, so
+// a bad result can never poison the stream.
+func buildResult(t *convergev1.Task, res *Result, err error) *report {
+	lease := t.GetLease()
 	if err != nil {
 		return &report{result: errorResult(lease, err.Error(), IsTerminal(err))}
 	}
@@ -108,6 +118,11 @@ func buildResult(lease *convergev1.Lease, res *Result, err error) *report {
 		return failed("converge: result " + serr.Error())
 	}
 	success.Status = status
+	output, oerr := encodeOutput(t, res.Output)
+	if oerr != nil {
+		return failed("converge: result " + oerr.Error())
+	}
+	success.OperationOutput = output
 	success.Unhealthy = res.Unhealthy
 	for _, c := range res.Conditions {
 		success.Conditions = append(success.Conditions, &convergev1.Condition{
@@ -123,6 +138,11 @@ func buildResult(lease *convergev1.Lease, res *Result, err error) *report {
 			return failed("converge: result " + cerr.Error())
 		}
 		out.chunks = attachComposition(lease, success, comp)
+	}
+	if t.GetReactor() != nil {
+		if rerr := checkReactorResult(success); rerr != nil {
+			return failed("converge: result " + rerr.Error())
+		}
 	}
 	if verr := out.validate(); verr != nil {
 		return failed("converge: invalid result: " + verr.Error())

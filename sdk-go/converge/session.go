@@ -90,6 +90,9 @@ func (w *Worker) subscribeOn(st *stream) (*convergev1.ServerMessage, error) {
 
 // receiveLoop handles server messages until the stream ends.
 func (w *Worker) receiveLoop(st *stream) error {
+	// The first Configs on a stream is the whole set: a default config
+	// removed while the worker was away is removed here too.
+	completeConfigs := true
 	for {
 		msg, err := st.Receive()
 		if err != nil {
@@ -109,6 +112,9 @@ func (w *Worker) receiveLoop(st *stream) error {
 			for _, a := range m.Acks.GetAcks() {
 				w.onAck(a)
 			}
+		case *convergev1.ServerMessage_Configs:
+			w.onConfigs(m.Configs, completeConfigs)
+			completeConfigs = false
 		case *convergev1.ServerMessage_Subscribed:
 			w.log.Warn("converge: ignoring a repeated subscribed message")
 		default:
@@ -145,8 +151,9 @@ func (w *Worker) onAck(a *convergev1.ResultAck) {
 	w.launch(w.ledger.ack(keyOf(a.GetLease())))
 }
 
-// sendLoop is the stream's only sender. It sends a heartbeat at once and
-// every interval, Drain once the worker drains, and results as they
+// sendLoop is the stream's only sender. It sends the reactions that are
+// not ready and a heartbeat at once, then a heartbeat every interval,
+// readiness changes, Drain once the worker drains, and results as they
 // complete. A send failure cancels the session.
 func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *stream, every time.Duration, closeSend <-chan struct{}) error {
 	send := func(m *convergev1.WorkerMessage) error {
@@ -163,14 +170,31 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 			Heartbeat: &convergev1.Heartbeat{InFlight: w.ledger.attested()},
 		}})
 	}
+	// The server's view of readiness is per stream: a new stream starts
+	// with every reaction ready, so what is not is reported again.
+	var told streamReadiness
+	reportReadiness := func() error {
+		if r := w.readiness.changes(&told); r != nil {
+			return send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Readiness{Readiness: r}})
+		}
+		return nil
+	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	err := heartbeat()
+	err := reportReadiness()
+	if err == nil {
+		err = heartbeat()
+	}
 	drainSent := false
 	for err == nil {
+		if err = reportReadiness(); err != nil {
+			break
+		}
 		if !drainSent && w.ledger.isDraining() {
-			err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Drain{Drain: &convergev1.Drain{}}})
 			drainSent = true
+			if err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Drain{Drain: &convergev1.Drain{}}}); err != nil {
+				break
+			}
 		}
 		reps, more := w.ledger.takeUnsent(sendBatch)
 		err = sendReports(send, reps)
@@ -187,6 +211,7 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 			_ = st.CloseRequest()
 			return nil
 		case <-w.ledger.kick:
+		case <-w.readiness.kick:
 		case <-tick.C:
 			err = heartbeat()
 		}

@@ -45,15 +45,28 @@ type Task struct {
 	// Attempt is 1 for the first attempt at this generation.
 	Attempt int
 	// DedupToken is stable across redeliveries of the same work (resource,
-	// trigger, generation). Use it to make side effects idempotent.
+	// trigger, generation; for a reactor, one event) and differs between
+	// pieces of work. Use it to make side effects idempotent.
 	DedupToken string
 	// Deadline is when the server gives up on this attempt; zero when the
 	// server set none. The handler's context carries the same deadline.
 	Deadline time.Time
 
+	// Config is the resource's effective provider config: its kind
+	// version's default config with the keys of the resource's named
+	// config, if any, on top. A JSON object; empty when there is neither.
+	// See [Task.DecodeConfig], [NeedsConfig] and [WithOnConfig].
+	Config json.RawMessage
+
 	// Rollup summarises the composite's children for a childrenSettled
 	// reaction; nil for other triggers.
 	Rollup *Rollup
+	// Operation is the operation to run, for an operation reaction; nil
+	// for other triggers.
+	Operation *Operation
+	// Reactor says what happened to the watched resource, for a reactor
+	// reaction; nil for other triggers.
+	Reactor *ReactorEvent
 }
 
 // DecodeSpec unmarshals the task's spec into v, as [json.Unmarshal] does.
@@ -67,6 +80,13 @@ func (t *Task) DecodeSpec(v any) error {
 // unchanged.
 func (t *Task) DecodeStatus(v any) error {
 	return t.decode("status", t.Status, v)
+}
+
+// DecodeConfig unmarshals the task's effective provider config into v, as
+// [json.Unmarshal] does. An empty config leaves v unchanged, so defaults
+// set in v before the call stay.
+func (t *Task) DecodeConfig(v any) error {
+	return t.decode("config", t.Config, v)
 }
 
 func (t *Task) decode(field string, data json.RawMessage, v any) error {
@@ -96,7 +116,10 @@ func newTask(m *convergev1.Task) *Task {
 		Status:      json.RawMessage(r.GetStatus()),
 		Attempt:     int(m.GetAttempt()),
 		DedupToken:  m.GetDedupToken(),
+		Config:      json.RawMessage(m.GetConfig()),
 		Rollup:      newRollup(m.GetRollup()),
+		Operation:   newOperation(m.GetOperation()),
+		Reactor:     newReactorEvent(m.GetReactor()),
 	}
 	if d := m.GetDeadline(); d != nil {
 		t.Deadline = d.AsTime()

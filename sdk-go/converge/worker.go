@@ -42,14 +42,16 @@ var defaultWaits = waits{
 // register a handler per reaction with [Worker.Handle], then call
 // [Worker.Run]. A Worker runs once.
 type Worker struct {
-	url    string
-	cfg    config
-	waits  waits
-	log    *slog.Logger
-	ledger *ledger
+	url       string
+	cfg       config
+	waits     waits
+	log       *slog.Logger
+	ledger    *ledger
+	configs   *configStore
+	readiness *readiness
 
 	mu       sync.Mutex
-	handlers map[reactionKey]HandlerFunc
+	handlers map[reactionKey]*registration
 	started  bool
 
 	// Set by Run before any stream starts; read-only afterwards.
@@ -80,22 +82,25 @@ func NewWorker(serverURL string, opts ...Option) *Worker {
 		o.apply(&cfg)
 	}
 	return &Worker{
-		url:      serverURL,
-		cfg:      cfg,
-		waits:    defaultWaits,
-		log:      cfg.logger.With("worker", cfg.name),
-		ledger:   newLedger(cfg.capacity),
-		handlers: make(map[reactionKey]HandlerFunc),
+		url:       serverURL,
+		cfg:       cfg,
+		waits:     defaultWaits,
+		log:       cfg.logger.With("worker", cfg.name),
+		ledger:    newLedger(cfg.capacity),
+		configs:   newConfigStore(),
+		readiness: newReadiness(),
+		handlers:  make(map[reactionKey]*registration),
 	}
 }
 
 // Handle registers h to run the reaction named reaction of version version
-// of kind. The worker subscribes to exactly the registered reactions.
+// of kind, configured by opts (see [NeedsConfig]). The worker subscribes to
+// exactly the registered reactions.
 //
 // Handle panics if h is nil, if the reaction is already registered, or if
 // Run has been called: these are programming errors, as with
 // [net/http.ServeMux.Handle]. Names and versions are checked by Run.
-func (w *Worker) Handle(kind string, version int, reaction string, h HandlerFunc) {
+func (w *Worker) Handle(kind string, version int, reaction string, h HandlerFunc, opts ...HandlerOption) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := reactionKey{kind, version, reaction}
@@ -107,7 +112,15 @@ func (w *Worker) Handle(kind string, version int, reaction string, h HandlerFunc
 	case w.handlers[key] != nil:
 		panic(fmt.Sprintf("converge: Handle(%q, %d, %q): reaction already registered", kind, version, reaction))
 	}
-	w.handlers[key] = h
+	reg := &registration{handler: h}
+	for _, o := range opts {
+		if o != nil {
+			o.applyHandler(reg)
+		}
+	}
+	w.handlers[key] = reg
+	w.configs.serve(kindVersion{kind, version})
+	w.readiness.add(key, reg.needsConfig)
 }
 
 // Run connects to the server and serves tasks until ctx is done, then drains
@@ -134,6 +147,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		return nil
 	}
 	w.ledger.open(context.WithoutCancel(ctx))
+	if w.cfg.onConfig != nil {
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			w.notifyConfigs(stop)
+		}()
+		defer w.stopNotifier(stop, stopped)
+	}
 	streams, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStreams()
 	closeSend := make(chan struct{})
@@ -214,15 +235,24 @@ func (w *Worker) subscribe(resumed []*convergev1.Lease) *convergev1.Subscribe {
 func (w *Worker) handler(t *convergev1.Task) HandlerFunc {
 	key := reactionKey{t.GetKind(), int(t.GetKindVersion()), t.GetReaction()}
 	w.mu.Lock()
-	h := w.handlers[key]
+	reg := w.handlers[key]
 	w.mu.Unlock()
-	if h != nil {
-		return h
+	switch {
+	case reg == nil:
+		return func(context.Context, *Task) (*Result, error) {
+			return nil, Terminal(fmt.Errorf("converge: worker %q has no handler for kind %q version %d reaction %q",
+				w.cfg.name, key.kind, key.version, key.reaction))
+		}
+	case reg.needsConfig && !hasConfig(t.GetConfig()):
+		// The task raced the readiness report, or the server does not
+		// honour it: the handler was promised a config, so the server is
+		// asked to retry later instead.
+		return func(context.Context, *Task) (*Result, error) {
+			return nil, fmt.Errorf("converge: kind %q version %d reaction %q needs a provider config (NeedsConfig) and the task carries none: %s",
+				key.kind, key.version, key.reaction, NoConfigReason)
+		}
 	}
-	return func(context.Context, *Task) (*Result, error) {
-		return nil, Terminal(fmt.Errorf("converge: worker %q has no handler for kind %q version %d reaction %q",
-			w.cfg.name, key.kind, key.version, key.reaction))
-	}
+	return reg.handler
 }
 
 // connectLoop holds a stream to the server, reconnecting with backoff, until
