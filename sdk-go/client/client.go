@@ -2,8 +2,9 @@
 // (converge.v1.ControlService) over Connect.
 //
 // A Client exposes every ControlService RPC and adds what programs need on
-// top of them: Follow, a Watch that survives broken streams, and WaitFor, which
-// blocks until a resource reaches a state the caller chooses.
+// top of them: Follow, a Watch that survives broken streams; WaitFor, which
+// blocks until a resource reaches a state the caller chooses; and
+// WaitForOperation, which blocks until an invoked operation has finished.
 //
 // Errors are the connect errors the server returned: use connect.CodeOf to
 // branch on the code and (*connect.Error).Message for the server's message,

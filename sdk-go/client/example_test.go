@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/convergehq/converge/sdk-go/client"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -82,4 +83,54 @@ func ExampleClient_GetResourceTree() {
 			fmt.Println("on the culprit path:", child.GetResource().GetName(), child.GetPhase())
 		}
 	}
+}
+
+// Invoke an operation verb the kind declares and wait for its outcome.
+func ExampleClient_WaitForOperation() {
+	c := client.New(client.DefaultBaseURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	input, err := structpb.NewStruct(map[string]any{"keep": 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := c.InvokeOperation(ctx, &convergev1.InvokeOperationRequest{
+		Namespace: "default", Kind: "database", Name: "orders",
+		Verb: "snapshot", Input: input, Reason: "before the schema migration",
+	})
+	if err != nil {
+		log.Fatal(err) // e.g. InvalidArgument naming the input field its schema refuses
+	}
+	op, err := c.WaitForOperation(ctx, resp.GetOperation().GetId())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if op.GetState() == client.OperationFailed {
+		log.Fatalf("snapshot failed: %s", op.GetMessage())
+	}
+	fmt.Println("snapshot:", op.GetOutput().AsMap()["id"])
+}
+
+// Force a reconcile and wait until it has run. Its phase may never change
+// (a Ready resource stays Ready), so the wait also polls.
+func ExampleWithPollInterval() {
+	c := client.New(client.DefaultBaseURL)
+	ctx := context.Background()
+	resp, err := c.ReconcileResource(ctx, &convergev1.ReconcileResourceRequest{
+		Namespace: "default", Kind: "greeting", Name: "hello-world", Reason: "credentials rotated",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	before := resp.GetResource()
+	res, err := c.WaitFor(ctx, "default", "greeting", "hello-world", func(r *convergev1.Resource) bool {
+		ran := r.GetReconciles() > before.GetReconciles()
+		failedAgain := r.GetPhase() == client.PhaseFailed && r.GetResourceVersion() > before.GetResourceVersion()
+		return ran || failedAgain
+	}, client.WithPollInterval(2*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.GetPhase())
 }

@@ -31,6 +31,7 @@ type fakeControl struct {
 	headers   []http.Header
 	hold      chan struct{} // while non-nil, new Watch calls wait for it to close
 	watchErr  error         // returned by Watch before registering
+	ops       map[string]*convergev1.Operation
 
 	registered chan *convergev1.WatchRequest // one value per registered stream
 	gets       chan string                   // one value per GetResource call
@@ -47,6 +48,7 @@ func newFake(t *testing.T) (*fakeControl, string) {
 	f := &fakeControl{
 		resources:  map[string]*convergev1.Resource{},
 		subs:       map[int]*subscriber{},
+		ops:        map[string]*convergev1.Operation{},
 		registered: make(chan *convergev1.WatchRequest, 16),
 		gets:       make(chan string, 64),
 	}
@@ -73,6 +75,14 @@ func (f *fakeControl) put(r *convergev1.Resource) {
 	}
 	f.resources[k] = r
 	f.emit(&convergev1.Change{Type: typ, Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Phase: r.Phase, PreviousPhase: prev})
+}
+
+// quietly replaces a stored resource without a change on the Watch
+// stream, as the server does when a reconcile leaves the phase as it was.
+func (f *fakeControl) quietly(r *convergev1.Resource) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resources[key(r.Namespace, r.Kind, r.Name)] = r
 }
 
 func (f *fakeControl) remove(ns, kind, name string) {
@@ -136,6 +146,27 @@ func (f *fakeControl) GetResource(_ context.Context, req *convergev1.GetResource
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("no such resource"))
 	}
 	return &convergev1.GetResourceResponse{Resource: r}, nil
+}
+
+// setOperation stores an operation as GetOperation will return it.
+func (f *fakeControl) setOperation(op *convergev1.Operation) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops[op.Id] = op
+}
+
+func (f *fakeControl) GetOperation(_ context.Context, req *convergev1.GetOperationRequest) (*convergev1.GetOperationResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case f.gets <- "operation " + req.Id:
+	default:
+	}
+	op, ok := f.ops[req.Id]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("operation "+req.Id+" not found"))
+	}
+	return &convergev1.GetOperationResponse{Operation: op}, nil
 }
 
 func (f *fakeControl) Watch(ctx context.Context, req *convergev1.WatchRequest, stream *connect.ServerStream[convergev1.WatchResponse]) error {

@@ -28,20 +28,32 @@ func (a *app) applyCmd() *cobra.Command {
 	var fl applyFlags
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR|- [-f ...]",
-		Short: "Create or update kinds and resources from YAML or JSON files",
+		Short: "Create or update kinds, provider configs, reactor bindings and resources from files",
 		Long: `Apply reads every document from the given files, directories (recursively:
 .yaml, .yml and .json files in path order) and standard input ("-"), checks
 them all, and only then sends them: a mistake anywhere applies nothing.
 
 Each document names what it is with a top-level "type":
-  manifest   a kind: its schemas, reactions and policy
-  resource   an instance of a kind: kind, kind_version, name, labels, spec
-             and deletion_policy (delete or retain; left out: the kind's)
+  manifest        a kind: its schemas, reactions and policy
+  providerconfig  settings for the workers of a kind version: kind,
+                  kind_version, name ("default", or a name resources pick),
+                  config (checked against the kind's config_schema) and
+                  description
+  reactorbinding  which changes a reactor kind hears of: name, watch_kind,
+                  watch_kind_version (0 or left out: every version),
+                  transitions (created, synced, degraded, failed, deleted),
+                  label_selector, reactor_kind, reactor_kind_version and
+                  disabled
+  resource        an instance of a kind: kind, kind_version, name, labels,
+                  spec, provider_config (a named config on top of the
+                  default) and deletion_policy (delete or retain; left out:
+                  the kind's)
 
-Kinds are applied first, one at a time; then resources, in transactions of
-up to 1,000 that each apply all or nothing. A resource without a namespace
-goes to --namespace. Each document prints one line with the server's
-result: created, configured, relabeled or unchanged.
+They are applied in that order, so a document may rely on the ones above
+it: kinds, provider configs and reactor bindings one at a time, then
+resources in transactions of up to 1,000 that each apply all or nothing. A
+resource without a namespace goes to --namespace. Each document prints one
+line with the server's result: created, configured, relabeled or unchanged.
 
 With --wait, apply then waits until every applied resource is Ready or
 Failed, prints each failure with its message, and exits 1 if any failed or
@@ -61,8 +73,24 @@ the wait timed out.`,
   #   kind_version: 1
   #   name: hello-world
   #   deletion_policy: retain    # optional: deleting it forgets it, no teardown
+  #   provider_config: eu        # optional: a named config, over the default
   #   spec:
-  #     greeting: Hello`,
+  #     greeting: Hello
+
+  # A provider config and a reactor binding
+  #   type: providerconfig
+  #   kind: greeting
+  #   kind_version: 1
+  #   name: default
+  #   config:
+  #     region: eu-west-1
+  #   ---
+  #   type: reactorbinding
+  #   name: notify-failures
+  #   watch_kind: greeting
+  #   transitions: [failed, degraded]
+  #   reactor_kind: notifier
+  #   reactor_kind_version: 1`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.apply(cmd.Context(), fl)
@@ -78,7 +106,7 @@ the wait timed out.`,
 type applied struct {
 	Type        string `json:"type"`
 	Namespace   string `json:"namespace,omitempty"`
-	Kind        string `json:"kind"`
+	Kind        string `json:"kind,omitempty"`
 	KindVersion int32  `json:"kind_version,omitempty"`
 	Name        string `json:"name,omitempty"`
 	UID         string `json:"uid,omitempty"`
@@ -102,13 +130,13 @@ func (a *app) apply(ctx context.Context, fl applyFlags) error {
 	if len(docs) == 0 {
 		return errors.New("no documents found in the inputs")
 	}
-	kinds, resources, err := sortDocuments(docs)
+	plan, err := planApply(docs)
 	if err != nil {
 		return err
 	}
 
 	var report []*applied
-	err = a.applyAll(ctx, kinds, resources, fl, &report)
+	err = a.applyAll(ctx, plan, fl, &report)
 	if a.output != formatTable && len(report) > 0 {
 		if perr := a.printValue(report); perr != nil && err == nil {
 			err = perr
@@ -117,14 +145,15 @@ func (a *app) apply(ctx context.Context, fl applyFlags) error {
 	return err
 }
 
-func (a *app) applyAll(ctx context.Context, kinds, resources []*document.Document, fl applyFlags, report *[]*applied) error {
-	for _, d := range kinds {
-		rec, err := a.applyKind(ctx, d)
+func (a *app) applyAll(ctx context.Context, plan *applyPlan, fl applyFlags, report *[]*applied) error {
+	for _, d := range plan.oneByOne {
+		rec, err := a.applyOne(ctx, d)
 		if err != nil {
 			return err
 		}
 		*report = append(*report, rec)
 	}
+	resources := plan.resources
 	for start := 0; start < len(resources); start += maxBatch {
 		end := min(start+maxBatch, len(resources))
 		recs, err := a.applyBatch(ctx, resources, start, end)
@@ -145,21 +174,22 @@ func (a *app) applyAll(ctx context.Context, kinds, resources []*document.Documen
 	return a.waitApplied(ctx, tracked, fl.waitTimeout)
 }
 
-// sortDocuments splits documents by type, in apply order, and refuses two
-// documents for the same object: the second would silently win.
-func sortDocuments(docs []*document.Document) (kinds, resources []*document.Document, err error) {
+// applyPlan is what apply sends, in order: kinds, provider configs and
+// reactor bindings one at a time, then resources in batches.
+type applyPlan struct {
+	oneByOne  []*document.Document
+	resources []*document.Document
+}
+
+// planApply orders documents by type, in the order of document.Types, and
+// refuses two documents for the same object: the second would silently win.
+func planApply(docs []*document.Document) (*applyPlan, error) {
+	byType := map[string][]*document.Document{}
 	first := map[string]*document.Document{}
 	var errs []error
 	for _, d := range docs {
-		var id string
-		switch m := d.Message.(type) {
-		case *convergev1.KindManifest:
-			id = "kind " + kindID(m.GetKind(), m.GetKindVersion())
-			kinds = append(kinds, d)
-		case *convergev1.ApplyResourceRequest:
-			id = "resource " + m.GetNamespace() + "/" + m.GetKind() + "/" + m.GetName()
-			resources = append(resources, d)
-		default:
+		id, ok := objectID(d)
+		if !ok {
 			errs = append(errs, fmt.Errorf("%s: conctl cannot apply a %q document yet", d.Where(), d.Type))
 			continue
 		}
@@ -168,22 +198,30 @@ func sortDocuments(docs []*document.Document) (kinds, resources []*document.Docu
 			continue
 		}
 		first[id] = d
+		byType[d.Type] = append(byType[d.Type], d)
 	}
-	return kinds, resources, errors.Join(errs...)
+	plan := &applyPlan{resources: byType["resource"]}
+	for _, t := range document.Types() {
+		if t != "resource" {
+			plan.oneByOne = append(plan.oneByOne, byType[t]...)
+		}
+	}
+	return plan, errors.Join(errs...)
 }
 
-func (a *app) applyKind(ctx context.Context, d *document.Document) (*applied, error) {
-	m := d.Message.(*convergev1.KindManifest)
-	id := kindID(m.GetKind(), m.GetKindVersion())
-	cctx, cancel := a.call(ctx)
-	defer cancel()
-	resp, err := a.client.ApplyKind(cctx, &convergev1.ApplyKindRequest{Manifest: m})
-	if err != nil {
-		return nil, wrapf(err, "%s: apply kind %s", d.Where(), id)
+// objectID names the object a document applies, as apply reports it.
+func objectID(d *document.Document) (string, bool) {
+	switch m := d.Message.(type) {
+	case *convergev1.KindManifest:
+		return "kind " + kindID(m.GetKind(), m.GetKindVersion()), true
+	case *convergev1.ProviderConfig:
+		return "providerconfig " + configID(m), true
+	case *convergev1.ReactorBinding:
+		return "reactorbinding " + m.GetName(), true
+	case *convergev1.ApplyResourceRequest:
+		return "resource " + m.GetNamespace() + "/" + m.GetKind() + "/" + m.GetName(), true
 	}
-	rec := &applied{Type: "kind", Kind: m.GetKind(), KindVersion: m.GetKindVersion(), Result: resp.GetResult()}
-	a.reportLine("kind %s %s", id, rec.Result)
-	return rec, nil
+	return "", false
 }
 
 func (a *app) applyBatch(ctx context.Context, docs []*document.Document, start, end int) ([]*applied, error) {

@@ -132,8 +132,11 @@ func (a *app) rootCmd() *cobra.Command {
 		Short: "Apply and inspect kinds and resources on a Converge server",
 		Long: `conctl talks to a Converge server's control API.
 
-Apply kinds (manifests) and resources from YAML or JSON files, watch them
-become Ready, and find out exactly what broke when they do not.`,
+Apply kinds (manifests), provider configs, reactor bindings and resources
+from YAML or JSON files, watch them become Ready, and find out exactly what
+broke when they do not. Operators can see a resource's history and roll it
+back, quarantine it, force a reconcile, invoke its kind's operations and
+tune a kind's policy live.`,
 		Example: `  # Teach the server a kind, then create a resource of it and wait for it
   conctl apply -f greeting-kind.yaml -f hello.yaml --wait
 
@@ -147,7 +150,14 @@ become Ready, and find out exactly what broke when they do not.`,
   conctl tree landingzone/acme
 
   # Follow changes as they happen
-  conctl watch --kind greeting`,
+  conctl watch --kind greeting
+
+  # What changed, and put it back
+  conctl history greeting/hello-world
+  conctl rollback greeting/hello-world --to 3 --reason "bad replica count"
+
+  # Stop a poisoned resource from taking workers down
+  conctl quarantine greeting/hello-world --reason "crashes its worker"`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		PersistentPreRunE: a.setup,
@@ -162,7 +172,8 @@ become Ready, and find out exactly what broke when they do not.`,
 	f.DurationVar(&a.timeout, "timeout", 30*time.Second, "time limit for each call to the server (0: none)")
 
 	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.treeCmd(), a.graphCmd(),
-		a.deleteCmd(), a.watchCmd(), a.eventsCmd())
+		a.deleteCmd(), a.watchCmd(), a.eventsCmd(), a.historyCmd(), a.rollbackCmd(), a.quarantineCmd(),
+		a.unquarantineCmd(), a.reconcileCmd(), a.opCmd(), a.kindCmd())
 	return root
 }
 

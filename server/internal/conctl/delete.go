@@ -14,18 +14,21 @@ import (
 
 func (a *app) deleteCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "delete (kind NAME/VERSION | resource KIND/NAME)",
-		Short: "Delete a kind version or a resource",
-		Long: `Delete a kind version (refused while resources use it), or request the
+		Use:   "delete (kind NAME/VERSION | resource KIND/NAME | providerconfig KIND/VERSION/NAME | reactorbinding NAME)",
+		Short: "Delete a kind version, a resource, a provider config or a reactor binding",
+		Long: `Delete a kind version (refused while resources use it), a provider config
+(refused while resources use it), a reactor binding, or request the
 deletion of a resource: it shows phase Deleting while its teardown runs,
 dependents first, and is gone when the teardown is done.`,
 		Example: `  conctl delete resource greeting/hello-world
   conctl delete resource greeting/hello-world --wait
-  conctl delete kind greeting/v1`,
+  conctl delete kind greeting/v1
+  conctl delete pc greeting/v1/eu
+  conctl delete rb notify-failures`,
 		Args: cobra.ArbitraryArgs,
 		RunE: typeArgs,
 	}
-	cmd.AddCommand(a.deleteKindCmd(), a.deleteResourceCmd())
+	cmd.AddCommand(a.deleteKindCmd(), a.deleteResourceCmd(), a.deleteProviderConfigCmd(), a.deleteReactorBindingCmd())
 	return cmd
 }
 

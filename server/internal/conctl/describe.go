@@ -25,10 +25,10 @@ func (a *app) describeCmd() *cobra.Command {
 		Use:   "describe resource KIND/NAME",
 		Short: "Explain a resource: its state, failure, conditions, spec, status and events",
 		Long: `Describe prints a readable report on one resource: who it is, its labels,
-its owner, its phase and generations, what it is waiting for, its failure
-if it has one (message, attempts, whether it is terminal, when it is
-retried), its conditions, its spec and status as YAML, and its most recent
-events.
+its owner, its provider config, its phase and generations, what it is
+waiting for, its failure if it has one (message, attempts, whether it is
+terminal, when it is retried), its conditions, its spec and status as YAML,
+its last operations and its most recent events.
 
 For a composite it adds how many children are ready, the culprits that keep
 it from being Ready (with the composites between it and each of them), and
@@ -74,6 +74,8 @@ type described struct {
 	res       *convergev1.Resource
 	events    []*convergev1.Event
 	eventsErr error
+	ops       []*convergev1.Operation
+	opsErr    error
 	tree      *convergev1.TreeNode // composites only
 	treeErr   error
 	treeStyle treeStyle
@@ -92,6 +94,7 @@ var describeSections = []describeSection{
 	describeConditions,
 	describeSpecAndStatus,
 	describeTree,
+	describeOperations,
 	describeRecentEvents,
 }
 
@@ -110,6 +113,7 @@ func (a *app) describeResource(ctx context.Context, ref resourceRef, style treeS
 		Namespace: ref.namespace, Kind: ref.kind, Name: ref.name, PageSize: describeEvents,
 	})
 	d.events, d.eventsErr = oldestFirst(resp.GetEvents()), err
+	d.ops, d.opsErr = a.recentOperations(ctx, ref)
 
 	var buf bytes.Buffer
 	for _, section := range describeSections {
@@ -149,6 +153,9 @@ func describeIdentity(w io.Writer, d *described) error {
 	field(w, "", "Updated", when(d.now, r.GetUpdatedAt()))
 	if p := r.GetDeletionPolicy(); p != "" {
 		field(w, "", "Deletion policy", p)
+	}
+	if c := r.GetProviderConfig(); c != "" {
+		field(w, "", "Provider config", c)
 	}
 	if r.GetDeletionRequestedAt() != nil {
 		field(w, "", "Deletion requested", when(d.now, r.GetDeletionRequestedAt()))
@@ -209,11 +216,7 @@ func describeSpecAndStatus(w io.Writer, d *described) error {
 			continue
 		}
 		fmt.Fprintln(w, part.name+":")
-		raw, err := protoJSON(part.s)
-		if err != nil {
-			return err
-		}
-		if err := writeYAML(indented(w), raw); err != nil {
+		if err := writeStruct(indented(w), part.s); err != nil {
 			return err
 		}
 	}

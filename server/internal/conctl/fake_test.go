@@ -48,6 +48,8 @@ type fakeControl struct {
 	graphReqs []*convergev1.GetResourceGraphRequest
 
 	registered chan *convergev1.WatchRequest
+
+	lifecycle // provider configs, bindings, history, operations: fake_lifecycle_test.go
 }
 
 func newFake(t *testing.T) (*fakeControl, string) {
@@ -60,6 +62,7 @@ func newFake(t *testing.T) (*fakeControl, string) {
 		graphs:     map[string]*convergev1.GetResourceGraphResponse{},
 		registered: make(chan *convergev1.WatchRequest, 16),
 		maxPage:    100,
+		lifecycle:  newLifecycle(),
 	}
 	mux := http.NewServeMux()
 	mux.Handle(convergev1connect.NewControlServiceHandler(f))
@@ -209,6 +212,7 @@ func (f *fakeControl) ApplyResources(_ context.Context, req *convergev1.ApplyRes
 			r.Phase = "Reconciling"
 		}
 		r.KindVersion, r.Labels, r.Spec, r.DeletionPolicy = in.KindVersion, in.Labels, in.Spec, in.DeletionPolicy
+		r.ProviderConfig = in.ProviderConfig
 		resp.Results = append(resp.Results, &convergev1.ApplyResult{
 			Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Uid: r.Uid, Generation: r.Generation, Result: result,
 		})
@@ -219,6 +223,7 @@ func (f *fakeControl) ApplyResources(_ context.Context, req *convergev1.ApplyRes
 func (f *fakeControl) GetResource(_ context.Context, req *convergev1.GetResourceRequest) (*convergev1.GetResourceResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.resourceGets++
 	r, ok := f.resources[rkey(req.Namespace, req.Kind, req.Name)]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("resource %s/%s/%s not found", req.Namespace, req.Kind, req.Name))

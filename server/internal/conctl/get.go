@@ -19,18 +19,20 @@ var (
 
 func (a *app) getCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get (kind NAME[/VERSION] | resource KIND/NAME)",
-		Short: "Show one kind or resource",
-		Long: `Get shows one kind or one resource: a table by default, or the whole object
-with -o json or -o yaml.`,
+		Use:   "get (kind NAME[/VERSION] | resource KIND/NAME | providerconfig KIND/VERSION/NAME | reactorbinding NAME)",
+		Short: "Show one kind, resource, provider config or reactor binding",
+		Long: `Get shows one kind, resource, provider config (pc) or reactor binding (rb):
+a table by default, or the whole object with -o json or -o yaml.`,
 		Example: `  conctl get resource greeting/hello-world
   conctl get resource greeting/hello-world -n team-a -o yaml
   conctl get kind greeting          # every version of the kind
-  conctl get kind greeting/v2 -o json`,
+  conctl get kind greeting/v2 -o json
+  conctl get pc greeting/v1/default -o yaml
+  conctl get rb notify-failures`,
 		Args: cobra.ArbitraryArgs,
 		RunE: typeArgs,
 	}
-	cmd.AddCommand(a.getKindCmd(), a.getResourceCmd())
+	cmd.AddCommand(a.getKindCmd(), a.getResourceCmd(), a.getProviderConfigCmd(), a.getReactorBindingCmd())
 	return cmd
 }
 

@@ -17,16 +17,19 @@ const maxPageSize = 1000
 
 func (a *app) listCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list (kinds | resources)",
-		Short: "List kinds or resources",
-		Long:  `List kinds, or resources filtered by kind, phase and labels.`,
+		Use:   "list (kinds | resources | providerconfigs | reactorbindings)",
+		Short: "List kinds, resources, provider configs or reactor bindings",
+		Long: `List kinds; resources filtered by kind, phase and labels; provider configs
+(pc); or reactor bindings (rb).`,
 		Example: `  conctl list kinds
   conctl list resources --kind greeting
-  conctl list resources --phase Failed --phase Degraded -A`,
+  conctl list resources --phase Failed --phase Degraded -A
+  conctl list pc --kind greeting
+  conctl list rb`,
 		Args: cobra.ArbitraryArgs,
 		RunE: typeArgs,
 	}
-	cmd.AddCommand(a.listKindsCmd(), a.listResourcesCmd())
+	cmd.AddCommand(a.listKindsCmd(), a.listResourcesCmd(), a.listProviderConfigsCmd(), a.listReactorBindingsCmd())
 	return cmd
 }
 

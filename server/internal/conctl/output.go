@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -83,6 +84,16 @@ func (a *app) printJSON(w io.Writer, raw []byte) error {
 	buf.WriteByte('\n')
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// writeStruct writes a free-form object (a spec, a status, an input) as
+// YAML with sorted keys.
+func writeStruct(w io.Writer, s *structpb.Struct) error {
+	raw, err := protoJSON(s)
+	if err != nil {
+		return err
+	}
+	return writeYAML(w, raw)
 }
 
 func writeYAML(w io.Writer, raw []byte) error {

@@ -11,6 +11,12 @@
 //	spec:
 //	  greeting: Hello
 //
+// The types are manifest (a kind), providerconfig (settings for the workers
+// of a kind version), reactorbinding (which resource transitions a reactor
+// kind hears of) and resource. Fields the server sets (revision,
+// created_at, updated_at) are refused in providerconfig and reactorbinding
+// documents rather than silently dropped.
+//
 // A YAML file may hold several documents separated by "---"; a JSON file
 // holds an object, an array of objects, or a sequence of either. Parsing is
 // strict (unknown fields, wrong shapes and rule violations are errors) and
@@ -37,7 +43,9 @@ type Document struct {
 	// Type is the document's "type": one of Types().
 	Type string
 	// Message is the parsed document: a *convergev1.KindManifest for
-	// "manifest", a *convergev1.ApplyResourceRequest for "resource".
+	// "manifest", a *convergev1.ProviderConfig for "providerconfig", a
+	// *convergev1.ReactorBinding for "reactorbinding" and a
+	// *convergev1.ApplyResourceRequest for "resource".
 	Message proto.Message
 }
 
@@ -46,18 +54,38 @@ func (d *Document) Where() string {
 	return (&Error{Source: d.Source, Index: d.Index, Line: d.Line}).where()
 }
 
-// docType is one kind of document: the message it parses into and how to
-// complete it before it is checked.
+// docType is one kind of document: the message it parses into, the fields
+// of that message a document may not set, and how to complete it before it
+// is checked.
 type docType struct {
-	name string
-	new  func() proto.Message
-	fill func(m proto.Message, o *options)
+	name       string
+	new        func() proto.Message
+	outputOnly []string
+	fill       func(m proto.Message, o *options)
 }
 
-// docTypes is every document type. Adding one is adding a line here.
+// serverSet are the fields the server fills in on provider configs and
+// reactor bindings.
+var serverSet = []string{"revision", "created_at", "updated_at"}
+
+// docTypes is every document type, in the order conctl applies them.
+// Adding one is adding a line here.
 var docTypes = []docType{
 	{name: "manifest", new: func() proto.Message { return new(convergev1.KindManifest) }},
+	{name: "providerconfig", new: func() proto.Message { return new(convergev1.ProviderConfig) }, outputOnly: serverSet},
+	{name: "reactorbinding", new: func() proto.Message { return new(convergev1.ReactorBinding) }, outputOnly: serverSet},
 	{name: "resource", new: func() proto.Message { return new(convergev1.ApplyResourceRequest) }, fill: fillResource},
+}
+
+// isOutputOnly reports whether key names a field documents of t may not set,
+// by its proto or JSON name.
+func (t docType) isOutputOnly(key string) bool {
+	for _, name := range t.outputOnly {
+		if key == name || key == jsonName(name) {
+			return true
+		}
+	}
+	return false
 }
 
 func fillResource(m proto.Message, o *options) {

@@ -25,6 +25,13 @@ func FuzzParse(f *testing.F) {
 		"---\n...\n---\n",
 		"\xef\xbb\xbftype: resource\n",
 		"type: resource\nlabels: {1: 2, true: null}\n",
+		providerConfigYAML,
+		reactorBindingYAML,
+		providerConfigYAML + "---\n" + reactorBindingYAML + "---\n" + resourceYAML + "provider_config: eu\n",
+		`{"type":"providerconfig","kind":"g","kindVersion":1,"name":"default","config":{"a":[1,{"b":null}]},"revision":"2"}`,
+		`[{"type":"reactorbinding","name":"n","watch_kind":"g","transitions":["failed","failed"],"reactor_kind":"r","reactor_kind_version":1}]`,
+		"type: reactorbinding\ntransitions: failed\ndisabled: yes\ncreated_at: 2026-01-01\n",
+		"type: providerconfig\nconfig: &c {self: *c}\n",
 	}
 	for _, s := range seeds {
 		f.Add("in.yaml", []byte(s))
@@ -36,6 +43,25 @@ func FuzzParse(f *testing.F) {
 			if d.Message == nil || d.Index < 1 {
 				t.Fatalf("document %+v has no message or index", d)
 			}
+		}
+	})
+}
+
+// FuzzParseObject checks that no input makes ParseObject panic and that it
+// returns either a mapping or an error.
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{
+		`{"keys": 2}`, "keys: 2\nlist: [a, {b: null}]\n", "[1]", "a: 1\n---\nb: 2\n", "a: &x [*x]\n",
+		"{}\n{}", "", "---\n", "a: .nan\n", `{"a":` + "\n",
+	} {
+		f.Add("--input", []byte(s))
+		f.Add("in.yaml", []byte(s))
+		f.Add("in.json", []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, source string, data []byte) {
+		s, err := document.ParseObject(source, data)
+		if (s == nil) == (err == nil) {
+			t.Fatalf("ParseObject returned %v and %v: want exactly one", s, err)
 		}
 	})
 }

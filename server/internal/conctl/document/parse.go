@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -147,17 +148,22 @@ func decode(source string, index int, n *node, o *options, errs *errorList) *Doc
 		return fail(typeField.line, fmt.Sprintf("unknown type %q %s", typeField.val.text, oneOf))
 	}
 
+	var shape shapeErrors
 	body := &node{kind: mapNode, line: n.line}
 	for _, f := range n.fields {
-		if f.key != "type" {
+		switch {
+		case f.key == "type":
+		case dt.isOutputOnly(f.key):
+			shape.add(&lineError{line: f.line, path: f.key, msg: "set by the server; leave it out"})
+		default:
 			body.fields = append(body.fields, f)
 		}
 	}
 	msg := dt.new()
 	value, err := typed(body, msg.ProtoReflect().Descriptor(), "")
-	if err != nil {
-		var shape shapeErrors
-		shape.add(err)
+	shape.add(err)
+	if len(shape) > 0 {
+		sort.SliceStable(shape, func(i, j int) bool { return shape[i].line < shape[j].line })
 		for _, le := range shape {
 			errs.add(locate(source, index, le))
 		}
@@ -179,7 +185,7 @@ func decode(source string, index int, n *node, o *options, errs *errorList) *Doc
 			return fail(n.line, "cannot check the rules: "+err.Error())
 		}
 		for _, v := range verr.Violations {
-			errs.add(&Error{Source: source, Index: index, Line: lineOf(body, v), Message: violationMessage(v)})
+			errs.add(&Error{Source: source, Index: index, Line: lineOf(body, v), Message: ViolationMessage(v)})
 		}
 		return nil
 	}

@@ -8,12 +8,13 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// violationMessage is protovalidate's text for v, made plainer where it
-// reads badly. A "string.in" list that admits the empty string means "one
-// of these, or leave it out for the default", which protovalidate shows
-// as "must be in list [, delete, retain]"; this says so in words and shows
-// the value given.
-func violationMessage(v *protovalidate.Violation) string {
+// ViolationMessage is the text conctl shows for a rule violation found by
+// protovalidate: its own text, made plainer where that reads badly. A
+// "string.in" list that admits the empty string means "one of these, or
+// leave it out for the default", which protovalidate shows as "must be in
+// list [, delete, retain]"; this says so in words and shows the value
+// given.
+func ViolationMessage(v *protovalidate.Violation) string {
 	if v.Proto.GetRuleId() != "string.in" || !v.RuleValue.IsValid() || !v.FieldValue.IsValid() {
 		return v.String()
 	}
