@@ -28,6 +28,8 @@ var mainPackages = []string{
 	"./server/cmd/conctl",
 	"./sdk-go/examples/leaf",
 	"./sdk-go/examples/noop",
+	"./sdk-go/examples/landingzone",
+	"./server/e2e/testdata/specworker",
 }
 
 // bin holds what TestMain built; it is read-only once tests run.
@@ -37,6 +39,10 @@ var bin struct {
 	conctl   string
 	leaf     string
 	noop     string
+	// landingzone is the composition example's worker.
+	landingzone string
+	// specworker serves the composition tests' kinds (specKinds).
+	specworker string
 	// sources are the files of this module the binaries are built from.
 	sources []string
 }
@@ -105,6 +111,8 @@ func buildBinaries() error {
 	bin.conctl = filepath.Join(dir, "conctl")
 	bin.leaf = filepath.Join(dir, "leaf")
 	bin.noop = filepath.Join(dir, "noop")
+	bin.landingzone = filepath.Join(dir, "landingzone")
+	bin.specworker = filepath.Join(dir, "specworker")
 	return nil
 }
 

@@ -123,8 +123,11 @@ func cutWord(p, word string) (string, string, bool) {
 	if len(fields) < 2 || fields[1] != word && !strings.HasPrefix(fields[1], word+"(") {
 		return "", "", false
 	}
-	i := strings.Index(p, word)
-	return strings.TrimSpace(p[:i]), strings.TrimSpace(p[i+len(word):]), true
+	// The key is the first field; the operator follows it (the key itself
+	// may contain the operator's letters, as in "domain in (a)").
+	afterKey := strings.TrimSpace(p)[len(fields[0]):]
+	rest := strings.TrimPrefix(strings.TrimSpace(afterKey), word)
+	return fields[0], strings.TrimSpace(rest), true
 }
 
 func keyValue(k, v string, op Op) (Term, error) {

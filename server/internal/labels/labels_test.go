@@ -13,6 +13,9 @@ func TestParse(t *testing.T) {
 		"team,!legacy":   {{Key: "team", Op: Exists}, {Key: "legacy", Op: NotExists}},
 		"env in (a, b)":  {{Key: "env", Op: In, Values: []string{"a", "b"}}},
 		"env notin (x)":  {{Key: "env", Op: NotIn, Values: []string{"x"}}},
+		"domain in (a)":  {{Key: "domain", Op: In, Values: []string{"a"}}},
+		"missing in(x)":  {{Key: "missing", Op: In, Values: []string{"x"}}},
+		"inn notin (y)":  {{Key: "inn", Op: NotIn, Values: []string{"y"}}},
 		"app.io/tier=db": {{Key: "app.io/tier", Op: Equals, Values: []string{"db"}}},
 		"a=":             {{Key: "a", Op: Equals, Values: []string{""}}},
 	}
