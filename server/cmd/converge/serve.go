@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -28,6 +29,7 @@ type serverFlags struct {
 	logLevel       string
 	logFormat      string
 	pprofListen    string
+	historyKeep    int
 }
 
 func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
@@ -44,12 +46,16 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
+	fs.IntVar(&f.historyKeep, "history-keep", store.DefaultHistoryKeep, "spec revisions kept per resource for history and rollback (1..1000)")
 }
 
 func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	log, err := newLogger(f.logLevel, f.logFormat)
 	if err != nil {
 		return app.Config{}, err
+	}
+	if f.historyKeep < 1 || f.historyKeep > 1000 {
+		return app.Config{}, fmt.Errorf("--history-keep %d: must be between 1 and 1000", f.historyKeep)
 	}
 	if f.heartbeat*3 > f.lease {
 		return app.Config{}, errors.New("--heartbeat must be at most a third of --lease, so one lost heartbeat does not cost a lease")
@@ -66,6 +72,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		Sweeper:        sweeper.Config{ChangeRetention: f.changeRetain},
 		NotifyInterval: f.notifyInterval,
 		PprofListen:    f.pprofListen,
+		HistoryKeep:    f.historyKeep,
 		Version:        version,
 		Log:            log,
 	}, nil

@@ -88,6 +88,7 @@ func toResource(r store.Resource, isParked parked) *convergev1.Resource {
 		out.Waiting = *r.Waiting
 	}
 	out.DeletionPolicy = r.DeletionPolicy
+	out.ProviderConfig = r.ProviderConfig
 	if len(r.Rollup) > 0 {
 		out.Rollup = toRollup(r.Rollup)
 	}

@@ -31,9 +31,19 @@ func (s *Service) ApplyKind(ctx context.Context, req *convergev1.ApplyKindReques
 	if err != nil {
 		return nil, invalid("manifest: %v", err)
 	}
-	row, result, err := s.store.ApplyKind(ctx, store.Kind{
+	next := store.Kind{
 		Kind: m.GetKind(), Version: m.GetKindVersion(), Manifest: canonical, Policy: kinds.PolicyFromProto(m.GetPolicy()),
-	})
+	}
+	e, err := kinds.Compile(next)
+	if err != nil {
+		return nil, invalid("manifest: %v", err)
+	}
+	next.ResyncEvery = e.ResyncInterval()
+	row, result, err := s.store.ApplyKind(ctx, next, func(prev store.Kind) error { return stabilityGate(prev, m) })
+	var breaking *breakingError
+	if errors.As(err, &breaking) {
+		return nil, connect.NewError(connect.CodeAlreadyExists, breaking)
+	}
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -43,8 +53,7 @@ func (s *Service) ApplyKind(ctx context.Context, req *convergev1.ApplyKindReques
 		}
 		s.bus.Publish(notify.Kinds)
 	}
-	e, err := kinds.Compile(row)
-	if err != nil {
+	if e, err = kinds.Compile(row); err != nil {
 		return nil, storeError(err)
 	}
 	return &convergev1.ApplyKindResponse{Manifest: e.Manifest(), Result: result}, nil

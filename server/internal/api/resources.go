@@ -136,7 +136,8 @@ func (s *Service) validate(reqs []*convergev1.ApplyResourceRequest, batch bool) 
 			lbl = []byte("{}")
 		}
 		inputs[i] = store.ApplyInput{Namespace: ns, Kind: r.GetKind(), KindVersion: r.GetKindVersion(), Name: r.GetName(),
-			Labels: lbl, Spec: spec, DeletionPolicy: r.GetDeletionPolicy(), KindRevision: e.Revision}
+			Labels: lbl, Spec: spec, DeletionPolicy: r.GetDeletionPolicy(), KindRevision: e.Revision,
+			ProviderConfig: namedConfig(r.GetProviderConfig())}
 	}
 	return inputs, nil
 }
@@ -269,11 +270,13 @@ func (s *Service) DeleteResource(ctx context.Context, req *convergev1.DeleteReso
 	if err != nil {
 		return nil, storeError(err)
 	}
+	// Either way the database queued work: a teardown, or (for a child
+	// removed at once) its composite's recompose and rollup.
 	s.bus.Publish(notify.Changes)
+	s.bus.Publish(notify.Tasks)
 	if gone {
 		return &convergev1.DeleteResourceResponse{}, nil
 	}
-	s.bus.Publish(notify.Tasks)
 	return &convergev1.DeleteResourceResponse{Resource: toResource(r, s.isParked)}, nil
 }
 

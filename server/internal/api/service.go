@@ -55,9 +55,12 @@ func actor(ctx context.Context) string {
 // storeError maps store errors to API errors; the message already names
 // what went wrong.
 func storeError(err error) error {
+	var ce *connect.Error
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ce):
+		return ce
 	case errors.Is(err, store.ErrNotFound):
 		return connect.NewError(connect.CodeNotFound, errors.New(trimSentinel(err, store.ErrNotFound)))
 	case errors.Is(err, store.ErrConflict):

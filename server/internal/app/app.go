@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/migrate"
 	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/reactor"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/sweeper"
 )
@@ -53,6 +55,9 @@ type Config struct {
 	Sweeper        sweeper.Config
 	// PprofListen, if set, serves Go's pprof profiles on that address.
 	PprofListen string
+	// HistoryKeep is how many spec revisions per resource are kept
+	// (1..1000; 0 means store.DefaultHistoryKeep).
+	HistoryKeep int
 	Version     string
 	Log         *slog.Logger
 }
@@ -87,6 +92,12 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.NotifyInterval <= 0 {
 		cfg.NotifyInterval = 20 * time.Millisecond
 	}
+	if cfg.HistoryKeep == 0 {
+		cfg.HistoryKeep = store.DefaultHistoryKeep
+	}
+	if cfg.HistoryKeep < 1 || cfg.HistoryKeep > 1000 {
+		return nil, fmt.Errorf("--history-keep %d: must be between 1 and 1000", cfg.HistoryKeep)
+	}
 	if cfg.Migrate {
 		steps, err := migrate.Up(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -96,11 +107,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			cfg.Log.Info("applied migration", "version", s.Version, "file", s.File)
 		}
 	}
-	pool, err := openPool(ctx, cfg.DatabaseURL, cfg.PoolSize, false)
+	pool, err := openPool(ctx, cfg.DatabaseURL, cfg.PoolSize, cfg.HistoryKeep, false)
 	if err != nil {
 		return nil, err
 	}
-	relaxed, err := openPool(ctx, cfg.DatabaseURL, 4, true)
+	relaxed, err := openPool(ctx, cfg.DatabaseURL, 4, cfg.HistoryKeep, true)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -167,8 +178,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			st, reg, bus, cfg.Log).Run)
 	}
 	if control {
-		sw := sweeper.New(cfg.Sweeper, st, bus, cfg.Log)
+		swCfg := cfg.Sweeper
+		swCfg.Resyncing = reg.AnyResync
+		sw := sweeper.New(swCfg, st, bus, cfg.Log)
 		run(sw.Run)
+		run(reactor.New(reactor.Config{}, st, bus, cfg.Log).Run)
 	}
 	if cfg.PprofListen != "" {
 		if err := servePprof(runCtx, cfg.PprofListen); err != nil {
@@ -272,8 +286,9 @@ func roleList(control, broker bool) []string {
 }
 
 // openPool opens a pool; relaxed sessions commit without waiting for the
-// WAL flush (see store.Store).
-func openPool(ctx context.Context, url string, size int32, relaxed bool) (*pgxpool.Pool, error) {
+// WAL flush (see store.Store). Every session tells the change trigger how
+// many spec revisions to keep.
+func openPool(ctx context.Context, url string, size int32, historyKeep int, relaxed bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("--database-url: %w", err)
@@ -282,6 +297,7 @@ func openPool(ctx context.Context, url string, size int32, relaxed bool) (*pgxpo
 	pc.MaxConnLifetime = 30 * time.Minute
 	pc.HealthCheckPeriod = 5 * time.Second
 	pc.ConnConfig.RuntimeParams["application_name"] = "converge"
+	pc.ConnConfig.RuntimeParams[store.HistoryKeepSetting] = strconv.Itoa(historyKeep)
 	if relaxed {
 		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}

@@ -114,6 +114,8 @@ type rawWorker struct {
 	// tasks and acks that arrived in a batch but were not yet asked for.
 	tasks []*convergev1.Task
 	acks  []*convergev1.ResultAck
+	// configs holds every default provider config pushed so far.
+	configs []*convergev1.KindConfig
 }
 
 var greetingReactions = []*convergev1.ReactionRef{{Kind: "greeting", KindVersion: 1, Reaction: "reconcile"}}
@@ -208,6 +210,7 @@ func (w *rawWorker) fill() {
 	m := w.recv()
 	w.tasks = append(w.tasks, m.GetTasks().GetTasks()...)
 	w.acks = append(w.acks, m.GetAcks().GetAcks()...)
+	w.configs = append(w.configs, m.GetConfigs().GetConfigs()...)
 }
 
 func (w *rawWorker) task() *convergev1.Task {

@@ -111,6 +111,11 @@ type reactionKey struct {
 	reaction string
 }
 
+type kindKey struct {
+	kind    string
+	version int32
+}
+
 type triggerKey struct {
 	kind    string
 	version int32
@@ -161,9 +166,10 @@ func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log 
 func (b *Broker) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	applyCtx, stopApply := context.WithCancel(context.Background())
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); b.claimLoop(ctx) }()
 	go func() { defer wg.Done(); b.leaseLoop(ctx) }()
+	go func() { defer wg.Done(); b.configLoop(ctx) }()
 	applied := make(chan struct{})
 	go func() { defer close(applied); b.applyLoop(applyCtx) }()
 	<-ctx.Done()
@@ -179,7 +185,8 @@ func (b *Broker) Run(ctx context.Context) {
 	<-applied
 }
 
-// Served reports what the connected workers serve, for the member table.
+// Served reports what the connected workers serve and are ready for, for
+// the member table: a reaction nobody is ready for shows as parked.
 func (b *Broker) Served() []store.Served {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -190,6 +197,9 @@ func (b *Broker) Served() []store.Served {
 			continue
 		}
 		for rk := range s.serves {
+			if !s.ready(rk) {
+				continue
+			}
 			sv := agg[rk]
 			if sv == nil {
 				sv = &store.Served{Kind: rk.kind, Version: rk.version, Reaction: rk.reaction}

@@ -3,10 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
-
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/kinds"
@@ -81,11 +78,13 @@ func (b *Broker) claimRound(ctx context.Context) {
 }
 
 // wants computes, per (kind, version, trigger), how many tasks the
-// connected workers can take now.
+// connected workers can take now. Reactions a worker reported not ready
+// count for nothing: their work stays queued, parked.
 func (b *Broker) wants() []store.Want {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	free := map[triggerKey]int{}
+	caps := map[triggerKey]int32{}
 	var order []triggerKey
 	now := time.Now()
 	for s := range b.sessions {
@@ -94,26 +93,28 @@ func (b *Broker) wants() []store.Want {
 		}
 		slots := s.capacity - s.inflight
 		for rk := range s.serves {
+			if !s.ready(rk) {
+				continue
+			}
 			e := b.kinds.Get(rk.kind, rk.version)
 			if e == nil {
 				continue
 			}
-			trigger, ok := e.TriggerOf(rk.reaction)
-			if !ok {
-				continue
+			for _, trigger := range e.TriggersOf(rk.reaction) {
+				k := triggerKey{rk.kind, rk.version, trigger}
+				if _, seen := free[k]; !seen {
+					order = append(order, k)
+					caps[k] = e.MaxInflight()
+				}
+				free[k] += slots
 			}
-			k := triggerKey{rk.kind, rk.version, trigger}
-			if _, seen := free[k]; !seen {
-				order = append(order, k)
-			}
-			free[k] += slots
 		}
 	}
 	var wants []store.Want
 	for _, k := range order {
 		n := min(free[k]-len(b.pending[k]), b.cfg.MaxClaim)
 		if n > 0 {
-			wants = append(wants, store.Want{Kind: k.kind, Version: k.version, Trigger: k.trigger, N: n})
+			wants = append(wants, store.Want{Kind: k.kind, Version: k.version, Trigger: k.trigger, N: n, MaxInflight: caps[k]})
 		}
 	}
 	return wants
@@ -144,24 +145,17 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 			continue
 		}
 		deadline := now.Add(e.TaskDeadline())
+		task, err := b.taskOf(e, c, reaction, deadline)
+		if err != nil {
+			// Unreadable stored payload: give it back; it is reported once
+			// per claim rather than handed to a worker half-formed.
+			b.log.Error("a queued task cannot be sent", "task", c.TaskID, "trigger", c.Trigger, "err", err)
+			giveBack = append(giveBack, c.Lease)
+			continue
+		}
 		l := &lease{
 			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
-			task: &convergev1.Task{
-				Lease:       protoLease(c.Lease),
-				Kind:        c.Kind,
-				KindVersion: c.Version,
-				Reaction:    reaction,
-				Trigger:     c.Trigger,
-				Resource: &convergev1.TaskResource{
-					Namespace: c.Namespace, Name: c.Name, Uid: fmt.Sprint(c.ResourceID),
-					Generation: c.Generation, Labels: decodeLabels(c.Labels), Spec: c.Spec, Status: c.Status,
-				},
-				Deadline:         timestamppb.New(deadline),
-				Attempt:          c.Attempt,
-				DedupToken:       fmt.Sprintf("%d/%s/%d", c.ResourceID, c.Trigger, c.Generation),
-				ManifestRevision: e.Revision,
-				Rollup:           rollupOf(c.Rollup),
-			},
+			task: task,
 		}
 		b.leases[c.TaskID] = l
 		if s := b.pickSession(k.kind, k.version, reaction); s != nil {
@@ -188,7 +182,7 @@ func (b *Broker) pickSession(kind string, version int32, reaction string) *sessi
 	rk := reactionKey{kind, version, reaction}
 	now := time.Now()
 	for s := range b.sessions {
-		if !s.serves[rk] || !b.eligible(s, now) {
+		if !s.ready(rk) || !b.eligible(s, now) {
 			continue
 		}
 		if free := s.capacity - s.inflight; free > bestFree {
@@ -214,7 +208,7 @@ func (b *Broker) drainPending(s *session) {
 	for k, ls := range b.pending {
 		for len(ls) > 0 && b.eligible(s, now) {
 			l := ls[0]
-			if !s.serves[reactionKey{k.kind, k.version, l.reaction}] {
+			if !s.ready(reactionKey{k.kind, k.version, l.reaction}) {
 				break
 			}
 			ls = ls[1:]

@@ -11,6 +11,7 @@ import (
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/limits"
+	"github.com/convergehq/converge/server/internal/manifest"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
@@ -97,6 +98,17 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 	}
 	reaction, _ := e.Reaction(l.key.trigger)
 	ok := r.GetSuccess()
+	switch l.key.trigger {
+	case store.TriggerSpecChange, store.TriggerResync, manifest.TriggerChildrenSettled:
+		out.ResyncAfter = e.ResyncInterval()
+	}
+	if reaction.Emits[manifest.EmitOperationOutput] {
+		output, err := operationOutput(ok.GetOperationOutput())
+		if err != nil {
+			return fail("operation output: %v", err)
+		}
+		out.Output = output
+	}
 	if reaction.Emits["status"] {
 		if st := ok.GetStatus(); len(st) > 0 {
 			if len(st) > limits.MaxStatusBytes {
@@ -123,7 +135,7 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 		}
 		out.Conditions = conds
 	}
-	if reaction.Emits["children"] && l.key.trigger == store.TriggerSpecChange {
+	if reaction.Emits["children"] && (l.key.trigger == store.TriggerSpecChange || l.key.trigger == store.TriggerResync) {
 		if ok.GetComposition() == nil && len(l.parts) == 0 {
 			return fail("reaction %q emits children but the result has no composition", reaction.Name)
 		}
@@ -134,6 +146,25 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 		return out, &comp
 	}
 	return out, nil
+}
+
+// operationOutput checks an operation's output: a JSON object (empty
+// means {}) within the status size limit.
+func operationOutput(raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		return []byte("{}"), nil
+	}
+	if len(raw) > limits.MaxStatusBytes {
+		return nil, fmt.Errorf("%d bytes; the limit is %d", len(raw), limits.MaxStatusBytes)
+	}
+	doc, err := schema.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if _, isObject := doc.(map[string]any); !isObject {
+		return nil, fmt.Errorf("must be a JSON object")
+	}
+	return raw, nil
 }
 
 func encodeConditions(cs []*convergev1.Condition) ([]byte, error) {

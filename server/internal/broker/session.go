@@ -25,6 +25,10 @@ type session struct {
 	capacity int
 
 	// Guarded by Broker.mu.
+	// notReady holds the reactions the worker reported not ready, with why.
+	notReady map[reactionKey]string
+	// configs is the default-config revision last sent per kind version.
+	configs  map[kindKey]int64
 	inflight int
 	draining bool
 	closed   bool
@@ -35,6 +39,16 @@ type session struct {
 	outMu  sync.Mutex
 	out    []*convergev1.ServerMessage
 	outSig chan struct{}
+}
+
+// ready reports whether the worker serves rk and has not reported it not
+// ready. Callers hold Broker.mu.
+func (s *session) ready(rk reactionKey) bool {
+	if !s.serves[rk] {
+		return false
+	}
+	_, not := s.notReady[rk]
+	return !not
 }
 
 // send queues a message for the stream's writer; it never blocks.
@@ -70,6 +84,8 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 		id:       newID(),
 		name:     sub.GetWorkerName(),
 		serves:   map[reactionKey]bool{},
+		notReady: map[reactionKey]string{},
+		configs:  map[kindKey]int64{},
 		capacity: int(sub.GetCapacity()),
 		outSig:   make(chan struct{}, 1),
 		heard:    time.Now(),
@@ -101,6 +117,7 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 		b.dropSession(s)
 		return err
 	}
+	b.pushConfigs(s)
 	b.log.Info("worker connected", "session", s.id, "worker", s.name, "capacity", s.capacity,
 		"reactions", len(s.serves), "resumed", len(adopted), "lost", len(lost))
 
@@ -152,6 +169,8 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 			b.onChunk(s, msg.ComposeChunk)
 		case *convergev1.WorkerMessage_Heartbeat:
 			b.onHeartbeat(s, msg.Heartbeat)
+		case *convergev1.WorkerMessage_Readiness:
+			b.onReadiness(s, msg.Readiness)
 		case *convergev1.WorkerMessage_Drain:
 			b.mu.Lock()
 			s.draining = true
@@ -288,7 +307,7 @@ func (b *Broker) subscriptionWarnings(s *session) []string {
 		case e == nil:
 			out = append(out, fmt.Sprintf("kind %s v%d is not registered yet; its tasks will flow once its manifest is applied", rk.kind, rk.version))
 		default:
-			if _, ok := e.TriggerOf(rk.reaction); !ok {
+			if len(e.TriggersOf(rk.reaction)) == 0 {
 				out = append(out, fmt.Sprintf("kind %s v%d has no reaction named %q", rk.kind, rk.version, rk.reaction))
 			}
 		}

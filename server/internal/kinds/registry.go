@@ -29,15 +29,21 @@ type Entry struct {
 	// Row is the stored form.
 	Row store.Kind
 
-	reactions map[string]Reaction
-	triggerOf map[string]string
+	// reactions maps a task trigger to the reaction that runs it. An
+	// operation's trigger is "operation:<verb>"; resync falls back to the
+	// specChange reaction when the kind has no resync reaction of its own.
+	reactions  map[string]Reaction
+	triggersOf map[string][]string
 }
 
 // Reaction is a manifest reaction in the form dispatch needs.
 type Reaction struct {
-	Name    string
+	Name string
+	// Trigger is the manifest's trigger (operation for every verb).
 	Trigger string
 	Emits   map[string]bool
+	// Verb is the operation verb an operation reaction implements.
+	Verb string
 }
 
 // Reaction returns the reaction a trigger runs.
@@ -46,11 +52,23 @@ func (e *Entry) Reaction(trigger string) (Reaction, bool) {
 	return r, ok
 }
 
-// TriggerOf returns the trigger of the reaction with the given name.
-func (e *Entry) TriggerOf(reaction string) (string, bool) {
-	t, ok := e.triggerOf[reaction]
-	return t, ok
+// TriggersOf returns the task triggers the named reaction runs (more than
+// one when it also serves resync).
+func (e *Entry) TriggersOf(reaction string) []string { return e.triggersOf[reaction] }
+
+// ResyncInterval is how often settled resources of this kind are
+// re-observed; 0 when never (no interval, or no reaction to run it: a
+// composer's resync re-runs it only when policy.resync_recomposes is set).
+func (e *Entry) ResyncInterval() time.Duration {
+	if _, ok := e.reactions[manifest.TriggerResync]; !ok {
+		return 0
+	}
+	return e.Compiled.Policy.ResyncInterval
 }
+
+// MaxInflight caps this kind version's tasks in flight across replicas
+// (0: no cap).
+func (e *Entry) MaxInflight() int32 { return e.Row.Policy.MaxInflight }
 
 // ValidateSpec checks a decoded spec against the spec schema.
 func (e *Entry) ValidateSpec(doc any) error { return e.Compiled.Spec.Validate(doc) }
@@ -104,17 +122,26 @@ func Compile(row store.Kind) (*Entry, error) {
 		return nil, err
 	}
 	e := &Entry{Kind: row.Kind, Version: row.Version, Revision: row.Revision, Compiled: k, Row: row,
-		reactions: map[string]Reaction{}, triggerOf: map[string]string{}}
+		reactions: map[string]Reaction{}, triggersOf: map[string][]string{}}
+	add := func(trigger string, r Reaction) {
+		e.reactions[trigger] = r
+		e.triggersOf[r.Name] = append(e.triggersOf[r.Name], trigger)
+	}
 	for _, r := range m.GetReactions() {
-		if r.GetTrigger() == manifest.TriggerOperation {
-			continue
-		}
 		emits := map[string]bool{}
 		for _, p := range r.GetEmits() {
 			emits[p] = true
 		}
-		e.reactions[r.GetTrigger()] = Reaction{Name: r.GetName(), Trigger: r.GetTrigger(), Emits: emits}
-		e.triggerOf[r.GetName()] = r.GetTrigger()
+		trigger := r.GetTrigger()
+		if trigger == manifest.TriggerOperation {
+			trigger = store.TriggerOperationPrefix + r.GetVerb()
+		}
+		add(trigger, Reaction{Name: r.GetName(), Trigger: r.GetTrigger(), Emits: emits, Verb: r.GetVerb()})
+	}
+	if _, own := e.reactions[manifest.TriggerResync]; !own && k.Policy.ResyncInterval > 0 {
+		if r, ok := e.reactions[manifest.TriggerSpecChange]; ok && (!r.Emits[manifest.EmitChildren] || k.Policy.ResyncRecomposes) {
+			add(manifest.TriggerResync, r)
+		}
 	}
 	return e, nil
 }
@@ -132,7 +159,9 @@ type Registry struct {
 
 	mu          sync.RWMutex
 	entries     map[key]*Entry
+	configs     map[key]providerConfigs
 	fingerprint string
+	anyResync   bool
 
 	subMu sync.Mutex
 	subs  map[chan struct{}]struct{}
@@ -148,6 +177,14 @@ func (r *Registry) Get(kind string, version int32) *Entry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.entries[key{kind, version}]
+}
+
+// AnyResync reports whether any kind version re-observes its resources:
+// while none does, nothing looks for due resyncs at all.
+func (r *Registry) AnyResync() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.anyResync
 }
 
 // Subscribe returns a channel woken after every change of the view.
@@ -205,7 +242,7 @@ func (r *Registry) Refresh(ctx context.Context) error {
 	r.mu.RUnlock()
 	for _, row := range rows {
 		k := key{row.Kind, row.Version}
-		if old := prev[k]; old != nil && old.Revision == row.Revision {
+		if old := prev[k]; old != nil && old.Revision == row.Revision && old.Row.UpdatedAt.Equal(row.UpdatedAt) {
 			next[k] = old
 			continue
 		}
@@ -216,8 +253,16 @@ func (r *Registry) Refresh(ctx context.Context) error {
 		}
 		next[k] = e
 	}
+	configs, err := r.loadConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	anyResync := false
+	for _, e := range next {
+		anyResync = anyResync || e.ResyncInterval() > 0
+	}
 	r.mu.Lock()
-	r.entries, r.fingerprint = next, fp
+	r.entries, r.configs, r.fingerprint, r.anyResync = next, configs, fp, anyResync
 	r.mu.Unlock()
 	r.subMu.Lock()
 	for ch := range r.subs {

@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -140,6 +142,43 @@ func (k *Kind) OperationReaction(verb string) (*convergev1.Reaction, bool) {
 func (k *Kind) OperationInput(verb string) (s *schema.Schema, ok bool) {
 	s, ok = k.inputs[verb]
 	return s, ok
+}
+
+// HasVerb reports whether the kind declares verb in operations[].
+func (k *Kind) HasVerb(verb string) bool {
+	_, ok := k.inputs[verb]
+	return ok
+}
+
+// Verbs returns the declared operation verbs in manifest order.
+func (k *Kind) Verbs() []string {
+	out := make([]string, 0, len(k.Manifest.GetOperations()))
+	for _, op := range k.Manifest.GetOperations() {
+		out = append(out, op.GetVerb())
+	}
+	return out
+}
+
+// ValidateInput checks a decoded operation input (see schema.Decode)
+// against the verb's input_schema. It returns nil, a
+// *schema.ValidationError whose paths point into the input, or an error
+// naming an undeclared verb and the declared ones. A verb without an
+// input_schema accepts any input.
+func (k *Kind) ValidateInput(verb string, doc any) error {
+	s, ok := k.inputs[verb]
+	if !ok {
+		return fmt.Errorf("verb %q is not declared by kind %s v%d; %s", verb, k.Kind, k.Version, k.declaredVerbs())
+	}
+	return s.Validate(doc)
+}
+
+// declaredVerbs says which verbs the kind declares, for error messages.
+func (k *Kind) declaredVerbs() string {
+	verbs := k.Verbs()
+	if len(verbs) == 0 {
+		return "it declares no operations"
+	}
+	return "declared verbs: " + strings.Join(verbs, ", ")
 }
 
 // IsReactor reports whether this is a reactor kind: one whose only reaction

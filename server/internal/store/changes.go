@@ -84,7 +84,12 @@ func (s *Store) CurrentCursor(ctx context.Context) (Cursor, error) {
 // from: past the last row, or past everything final when the page is not
 // full.
 func (s *Store) ReadChanges(ctx context.Context, c Cursor, f ChangeFilter, limit int) ([]Change, Cursor, error) {
-	rows, err := s.pool.Query(ctx, `
+	return readChanges(ctx, s.pool, c, f, limit)
+}
+
+// readChanges is ReadChanges on q, which may be a transaction.
+func readChanges(ctx context.Context, q querier, c Cursor, f ChangeFilter, limit int) ([]Change, Cursor, error) {
+	rows, err := q.Query(ctx, `
 		WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
 		SELECT h.xmin::text::bigint, ch.xid::text::bigint, ch.seq, ch.resource_id, ch.type, ch.namespace,
 		       ch.kind, ch.kind_version, ch.name, ch.phase, ch.previous_phase, ch.generation,
@@ -158,22 +163,66 @@ func (s *Store) CheckCursor(ctx context.Context, c Cursor) error {
 	return nil
 }
 
+// ReactorHold bounds how long the change feed keeps changes the reactor
+// emitter has not read: past it they go anyway, so a stuck emitter
+// cannot grow the feed without end (the emitter warns when it finds its
+// cursor overtaken).
+const ReactorHold = 24 * time.Hour
+
 // PruneChanges deletes changes made by transactions older than xid, at
 // most limit rows per call, records the new horizon, and reports how
-// many rows it deleted.
+// many rows it deleted. While any reactor binding exists it keeps the
+// changes the reactor emitter has not read yet, unless they are older
+// than ReactorHold; with no binding it moves the emitter's cursor along,
+// as nothing wants those changes.
 func (s *Store) PruneChanges(ctx context.Context, beforeXID uint64, limit int) (int64, error) {
-	x := strconv.FormatUint(beforeXID, 10)
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			DELETE FROM changes WHERE (xid, seq) IN (
-			    SELECT xid, seq FROM changes WHERE xid < $1::text::xid8 ORDER BY xid, seq LIMIT $2)`, x, limit)
+		var hold *int64
+		err := tx.QueryRow(ctx, `SELECT xid::text::bigint FROM feed_cursors
+			WHERE name = $1 AND EXISTS (SELECT 1 FROM reactor_bindings)`, reactorFeed).Scan(&hold)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var top *int64
+		err = tx.QueryRow(ctx, `
+			WITH gone AS (
+			    DELETE FROM changes WHERE (xid, seq) IN (
+			        SELECT xid, seq FROM changes
+			        WHERE xid < $1::text::xid8
+			          AND ($3::bigint IS NULL OR xid < $3::bigint::text::xid8
+			               OR at < now() - $4 * interval '1 millisecond')
+			        ORDER BY xid, seq LIMIT $2)
+			    RETURNING xid::text::bigint AS xid)
+			SELECT count(*), max(xid) FROM gone`,
+			strconv.FormatUint(beforeXID, 10), limit, hold, ReactorHold.Milliseconds()).Scan(&n, &top)
 		if err != nil {
 			return err
 		}
-		n = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `INSERT INTO change_retention (pruned_before) VALUES ($1::text::xid8)
-			ON CONFLICT (one) DO UPDATE SET pruned_before = greatest(change_retention.pruned_before, EXCLUDED.pruned_before)`, x)
+		horizon := beforeXID
+		if hold != nil {
+			// Only what is really gone counts as pruned, or the emitter
+			// would think it lost changes that are still there.
+			horizon = min(beforeXID, uint64(*hold))
+			if top != nil && uint64(*top)+1 > horizon {
+				horizon = uint64(*top) + 1
+			}
+		}
+		if horizon == 0 {
+			return nil
+		}
+		x := strconv.FormatUint(horizon, 10)
+		if _, err := tx.Exec(ctx, `INSERT INTO change_retention (pruned_before) VALUES ($1::text::xid8)
+			ON CONFLICT (one) DO UPDATE SET pruned_before = greatest(change_retention.pruned_before, EXCLUDED.pruned_before)`, x); err != nil {
+			return err
+		}
+		if hold != nil {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE feed_cursors SET xid = ($2::bigint - 1)::text::xid8, seq = $3
+			WHERE name IN (SELECT name FROM feed_cursors WHERE name = $1 FOR UPDATE SKIP LOCKED)
+			  AND xid < ($2::bigint - 1)::text::xid8
+			  AND NOT EXISTS (SELECT 1 FROM reactor_bindings)`, reactorFeed, int64(horizon), int64(math.MaxInt64))
 		return err
 	})
 	return n, err

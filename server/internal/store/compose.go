@@ -91,10 +91,12 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 		res = ComposeResult{}
 		var parentID, rootID, generation int64
 		var namespace string
+		var deleting bool
 		err := tx.QueryRow(ctx, `
-			SELECT r.id, coalesce(r.root_id, r.id), r.namespace, r.generation FROM resources r
+			SELECT r.id, coalesce(r.root_id, r.id), r.namespace, r.generation, r.deletion_requested_at IS NOT NULL
+			FROM resources r
 			WHERE r.id = (SELECT resource_id FROM tasks WHERE id = $1)
-			FOR NO KEY UPDATE`, c.TaskID).Scan(&parentID, &rootID, &namespace, &generation)
+			FOR NO KEY UPDATE`, c.TaskID).Scan(&parentID, &rootID, &namespace, &generation, &deleting)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // the task is gone: stale
 		}
@@ -107,6 +109,13 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 			return nil
 		}
 		if err != nil {
+			return err
+		}
+		if deleting {
+			// The composite is being torn down: an answer composed before
+			// that must not add or change children the teardown would then
+			// wait for. The answer is dropped with its task.
+			_, err := tx.Exec(ctx, `DELETE FROM tasks WHERE id = $1`, c.TaskID)
 			return err
 		}
 		if taskGen != c.Generation {
@@ -137,6 +146,9 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 		if err != nil {
 			return err
 		}
+		if err := recordAs(ctx, tx, SourceCompose, c.Actor); err != nil {
+			return err
+		}
 		if err := applyChildren(ctx, tx, c, parentID, rootID, namespace, existing, refs, &res); err != nil {
 			return err
 		}
@@ -153,7 +165,7 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 		// The composite's own status and synced generation, and the fenced
 		// removal of its task: the one success rule.
 		rows, err := tx.Query(ctx, applySuccessSQL, []int64{c.TaskID}, []int64{c.Epoch}, []int64{c.Generation},
-			[][]byte{c.Status}, []bool{c.Unhealthy}, [][]byte{c.Conditions})
+			[][]byte{c.Status}, []bool{c.Unhealthy}, [][]byte{c.Conditions}, []int64{c.ResyncAfter.Milliseconds()})
 		if err != nil {
 			return err
 		}

@@ -269,6 +269,7 @@ func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateIn
 				FROM unnest($1::bigint[], $2::text[]) AS w(id, why) WHERE r.id = w.id`, waitIDs, waitWhy)
 		}
 		if len(openIDs) > 0 {
+			batch.Queue(recordAsSQL, SourceFlow, "system")
 			batch.Queue(`
 				UPDATE resources r SET
 				    generation = r.generation + CASE WHEN r.spec <> o.spec THEN 1 ELSE 0 END,
@@ -387,8 +388,7 @@ func removeSubtree(ctx context.Context, tx pgx.Tx, id int64, r lockedRow, reason
 		    SELECT $1::bigint UNION SELECT c.id FROM resources c JOIN sub s ON c.owner_id = s.id
 		), gone AS (
 		    DELETE FROM resources WHERE id IN (SELECT id FROM sub) RETURNING id
-		)
-		DELETE FROM tasks WHERE resource_id IN (SELECT id FROM gone)`, id)
+		), `+dropTasks(`USING gone WHERE t.resource_id = gone.id`, "the resource was deleted"), id)
 	ev := newEventBatch()
 	ev.add(id, r.namespace, r.kind, r.name, r.generation, "Normal", "Deleted", reason, "system")
 	ev.queue(batch)
@@ -423,8 +423,8 @@ func markForDeletion(ctx context.Context, tx pgx.Tx, roots []int64, actor, reaso
 		failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
 		resource_version = resource_version + 1, updated_at = now()
 		WHERE id = ANY($1::bigint[])`, ids)
-	batch.Queue(`DELETE FROM tasks WHERE resource_id = ANY($1::bigint[]) AND claimed_by IS NULL
-		AND trigger NOT IN ('deleteRequested', 'teardown')`, ids)
+	batch.Queue(`WITH `+dropTasks(`WHERE t.resource_id = ANY($1::bigint[]) AND t.claimed_by IS NULL
+		AND t.trigger NOT IN ('deleteRequested', 'teardown')`, "the resource is being deleted"), ids)
 	batch.Queue(`SELECT converge_wake($1::bigint[], 'teardown')`, ids)
 	batch.Queue(`
 		INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)

@@ -33,6 +33,10 @@ type Kind struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// ResyncEvery is, on writes, the effective resync interval of the kind
+	// as written (the caller derives it from the compiled manifest): when
+	// it changes, the kind's resources are rescheduled.
+	ResyncEvery time.Duration
 }
 
 const kindColumns = `kind, kind_version, manifest, max_inflight, task_deadline_seconds,
@@ -49,8 +53,11 @@ func scanKind(row pgx.Row) (Kind, error) {
 }
 
 // ApplyKind creates or updates a kind version. The result is "created",
-// "configured" (revision bumped) or "unchanged".
-func (s *Store) ApplyKind(ctx context.Context, k Kind) (Kind, string, error) {
+// "configured" or "unchanged". check, when set, vets an update against the
+// stored version under the row lock (the stability gate); its error is
+// returned as is. The revision is bumped only when the manifest changes:
+// a policy change alone does not change the contract with workers.
+func (s *Store) ApplyKind(ctx context.Context, k Kind, check func(prev Kind) error) (Kind, string, error) {
 	var out Kind
 	var result string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -73,12 +80,17 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind) (Kind, string, error) {
 		case err != nil:
 			return err
 		}
+		if check != nil {
+			if err := check(prev); err != nil {
+				return err
+			}
+		}
 		result = "configured"
 		out, err = scanKind(tx.QueryRow(ctx, `
 			UPDATE kinds SET manifest = $3, max_inflight = $4, task_deadline_seconds = $5,
 			    resync_interval_seconds = $6, resync_recomposes = $7, orphan_grace_seconds = $8,
 			    max_transient_attempts = $9, retired = $10, deletion_policy = $11,
-			    revision = revision + 1, updated_at = now()
+			    revision = revision + CASE WHEN manifest <> $3::jsonb THEN 1 ELSE 0 END, updated_at = now()
 			WHERE kind = $1 AND kind_version = $2
 			  AND (manifest <> $3::jsonb OR max_inflight <> $4 OR task_deadline_seconds <> $5
 			       OR resync_interval_seconds <> $6 OR resync_recomposes <> $7
@@ -92,9 +104,63 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind) (Kind, string, error) {
 			result, out = "unchanged", prev
 			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return rescheduleIfResyncChanged(ctx, tx, prev, out, k.ResyncEvery)
 	})
 	return out, result, err
+}
+
+// UpdateKindPolicy replaces a kind version's policy, leaving its manifest
+// and revision alone, if the stored revision is still revision (the
+// caller validated the policy against that manifest).
+func (s *Store) UpdateKindPolicy(ctx context.Context, kind string, version int32, revision int64, p Policy, resyncEvery time.Duration) (Kind, error) {
+	var out Kind
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		prev, err := scanKind(tx.QueryRow(ctx,
+			`SELECT `+kindColumns+` FROM kinds WHERE kind = $1 AND kind_version = $2 FOR UPDATE`, kind, version))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFoundf("kind %s v%d is not registered", kind, version)
+		}
+		if err != nil {
+			return err
+		}
+		if prev.Revision != revision {
+			return conflictf("kind %s v%d changed while the policy was being updated (revision %d, now %d); retry", kind, version, revision, prev.Revision)
+		}
+		if prev.Policy == p {
+			out = prev
+			return nil
+		}
+		out, err = scanKind(tx.QueryRow(ctx, `
+			UPDATE kinds SET max_inflight = $3, task_deadline_seconds = $4, resync_interval_seconds = $5,
+			    resync_recomposes = $6, orphan_grace_seconds = $7, max_transient_attempts = $8, retired = $9,
+			    deletion_policy = $10, updated_at = now()
+			WHERE kind = $1 AND kind_version = $2
+			RETURNING `+kindColumns,
+			kind, version, p.MaxInflight, p.TaskDeadlineSeconds, p.ResyncIntervalSeconds, p.ResyncRecomposes,
+			p.OrphanGraceSeconds, p.MaxTransientAttempts, p.Retired, p.DeletionPolicy))
+		if err != nil {
+			return err
+		}
+		return rescheduleIfResyncChanged(ctx, tx, prev, out, resyncEvery)
+	})
+	return out, err
+}
+
+// rescheduleIfResyncChanged reschedules a kind version's resources when
+// what decides its resync changed (the interval, recomposing, or the
+// reactions in the manifest) and resync is or was on.
+func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, every time.Duration) error {
+	was, is := prev.Policy.ResyncIntervalSeconds, next.Policy.ResyncIntervalSeconds
+	if was == 0 && is == 0 {
+		return nil
+	}
+	if was == is && prev.Policy.ResyncRecomposes == next.Policy.ResyncRecomposes && prev.Revision == next.Revision {
+		return nil
+	}
+	return scheduleResyncs(ctx, tx, next.Kind, next.Version, every)
 }
 
 // GetKind returns one kind version.
@@ -127,8 +193,10 @@ func (s *Store) ListKinds(ctx context.Context, kind string) ([]Kind, error) {
 }
 
 // DeleteKind removes a kind version. It is refused while resources use
-// it. Locking the kind FOR UPDATE waits out applies in flight (they hold
-// it FOR KEY SHARE), so the check sees every resource they create.
+// it or reactor bindings name it as their reactor. Locking the kind FOR
+// UPDATE waits out applies in flight (they hold it FOR KEY SHARE), so the
+// checks see every resource and binding they create. Its provider
+// configs are deleted with it.
 func (s *Store) DeleteKind(ctx context.Context, kind string, version int32) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var one int
@@ -148,24 +216,44 @@ func (s *Store) DeleteKind(ctx context.Context, kind string, version int32) erro
 		if n > 0 {
 			return conflictf("kind %s v%d is used by %d resource(s); delete them or move them to another version first", kind, version, n)
 		}
+		bindings, err := bindingsUsing(ctx, tx, kind, version)
+		if err != nil {
+			return err
+		}
+		if len(bindings) > 0 {
+			return conflictf("kind %s v%d is the reactor of reactor binding(s) %s; delete them or point them at another version first",
+				kind, version, quoteList(bindings))
+		}
+		// Its provider configs go with it: they were validated against
+		// this version's config_schema, which a re-registered version
+		// need not share.
+		if _, err := tx.Exec(ctx, `DELETE FROM provider_configs WHERE kind = $1 AND kind_version = $2`, kind, version); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `DELETE FROM kinds WHERE kind = $1 AND kind_version = $2`, kind, version)
 		return err
 	})
 }
 
-// KindsFingerprint changes whenever any kind is created, updated or
-// deleted. Caches compare it to decide whether to reload.
+// KindsFingerprint changes whenever any kind or provider config is
+// created, updated or deleted. Caches compare it to decide whether to
+// reload.
 func (s *Store) KindsFingerprint(ctx context.Context) (string, error) {
-	var n, sum int64
-	var latest *time.Time
-	err := s.pool.QueryRow(ctx,
-		`SELECT count(*), coalesce(sum(revision), 0), max(updated_at) FROM kinds`).Scan(&n, &sum, &latest)
+	var n, sum, cn, csum int64
+	var latest, clatest *time.Time
+	err := s.pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM kinds), (SELECT coalesce(sum(revision), 0) FROM kinds),
+		       (SELECT max(updated_at) FROM kinds),
+		       (SELECT count(*) FROM provider_configs), (SELECT coalesce(sum(revision), 0) FROM provider_configs),
+		       (SELECT max(updated_at) FROM provider_configs)`).Scan(&n, &sum, &latest, &cn, &csum, &clatest)
 	if err != nil {
 		return "", err
 	}
-	ts := int64(0)
-	if latest != nil {
-		ts = latest.UnixNano()
+	nanos := func(t *time.Time) int64 {
+		if t == nil {
+			return 0
+		}
+		return t.UnixNano()
 	}
-	return fmt.Sprintf("%d/%d/%d", n, sum, ts), nil
+	return fmt.Sprintf("%d/%d/%d/%d/%d/%d", n, sum, nanos(latest), cn, csum, nanos(clatest)), nil
 }

@@ -19,6 +19,11 @@ type Outcome struct {
 	Status     []byte
 	Unhealthy  bool
 	Conditions []byte
+	// ResyncAfter is the kind's resync interval: a settled resource is
+	// re-observed after about that long (0: never).
+	ResyncAfter time.Duration
+	// Output is an operation's output (a JSON object), for operation tasks.
+	Output []byte
 
 	// Failure fields.
 	Failed   bool
@@ -48,10 +53,16 @@ type Backoff struct {
 // epoch and generation. Applying deletes or reschedules the task row, so
 // a redelivered result never applies twice.
 //
+// What an outcome changes depends on its task's trigger: reconcile work
+// (specChange, childrenSettled, resync) sets the resource's status and
+// failure; deleteRequested removes the resource; an operation sets its
+// operation's state and output; a reactor delivery is simply done.
+//
 // Failures: a transient failure is retried with backoff; it escalates to
 // terminal after the kind's max_transient_attempts; a terminal failure
-// pins Failed for the generation. Teardown (deleteRequested) failures are
-// always retried, since a resource cannot be left half-deleted.
+// pins Failed for the generation (or fails the operation). Teardown
+// (deleteRequested) failures are always retried, since a resource cannot
+// be left half-deleted.
 func (s *Store) ApplyOutcomes(ctx context.Context, outs []Outcome, backoff Backoff) ([]OutcomeResult, error) {
 	var ok, failed, all outcomeColumns
 	for _, o := range outs {
@@ -84,8 +95,10 @@ func (s *Store) ApplyOutcomes(ctx context.Context, outs []Outcome, backoff Backo
 	batch.Queue(`SELECT id FROM tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, all.ids)
 	if len(ok.ids) > 0 {
 		batch.Queue(applySuccessSQL, ok.ids, ok.epochs, ok.generations, ok.statuses, ok.unhealthy,
-			ok.conditions).Query(collect(applied))
+			ok.conditions, ok.resyncMs).Query(collect(applied))
 		batch.Queue(applyDeletedSQL, ok.ids, ok.epochs, ok.generations, ok.actors).Query(collect(applied))
+		batch.Queue(applyOperationSQL, ok.ids, ok.epochs, ok.generations, ok.outputs, ok.actors).Query(collect(applied))
+		batch.Queue(applyDeliveredSQL, ok.ids, ok.epochs, ok.generations).Query(collect(applied))
 	}
 	if len(failed.ids) > 0 {
 		batch.Queue(applyTerminalSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
@@ -134,7 +147,9 @@ func (s *Store) sendBatch(ctx context.Context, batch *pgx.Batch) error {
 
 type outcomeColumns struct {
 	ids, epochs, generations []int64
+	resyncMs                 []int64
 	statuses, conditions     [][]byte
+	outputs                  [][]byte
 	unhealthy, terminal      []bool
 	messages, actors         []string
 }
@@ -145,6 +160,8 @@ func (c *outcomeColumns) add(o Outcome) {
 	c.generations = append(c.generations, o.Generation)
 	c.statuses = append(c.statuses, o.Status)
 	c.conditions = append(c.conditions, o.Conditions)
+	c.resyncMs = append(c.resyncMs, o.ResyncAfter.Milliseconds())
+	c.outputs = append(c.outputs, o.Output)
 	c.unhealthy = append(c.unhealthy, o.Unhealthy)
 	c.terminal = append(c.terminal, o.Terminal)
 	c.messages = append(c.messages, truncate(o.Message, maxFailureMessage))
@@ -153,137 +170,3 @@ func (c *outcomeColumns) add(o Outcome) {
 
 // maxFailureMessage bounds a stored failure message (R-15).
 const maxFailureMessage = 8192
-
-// outcomeInput is the fenced input of every outcome statement.
-const outcomeInput = `o AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS o(task_id, epoch, generation))`
-
-// fence matches a task row t to an outcome o whose lease is current.
-const fence = `t.id = o.task_id AND t.epoch = o.epoch AND t.generation = o.generation`
-
-// escalates is true when one more failure exhausts the kind's
-// max_transient_attempts (the poison-pill rule).
-const escalates = `(k.max_transient_attempts > 0 AND t.attempts + 1 >= k.max_transient_attempts)`
-
-const applySuccessSQL = `
-	WITH o AS (
-	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::jsonb[], $5::bool[], $6::jsonb[])
-	        AS o(task_id, epoch, generation, status, unhealthy, conditions)
-	), done AS (
-	    DELETE FROM tasks t USING o
-	    WHERE ` + fence + ` AND t.trigger <> 'deleteRequested'
-	    RETURNING t.id AS task_id, t.resource_id, o.generation, o.status, o.unhealthy, o.conditions
-	), upd AS (
-	    -- old is the row as it was before this statement (same snapshot).
-	    UPDATE resources r SET
-	        status = coalesce(done.status, r.status),
-	        synced_generation = done.generation,
-	        health_ok = NOT done.unhealthy,
-	        conditions = CASE WHEN done.conditions IS NULL THEN r.conditions
-	                          ELSE converge_merge_conditions(r.conditions, done.conditions, now()) END,
-	        failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
-	        resource_version = r.resource_version + 1,
-	        reconciles = r.reconciles + 1,
-	        updated_at = now()
-	    FROM done, resources old
-	    WHERE r.id = done.resource_id AND old.id = done.resource_id
-	    RETURNING done.task_id, r.id, r.namespace, r.kind, r.name, r.generation, r.health_ok,
-	        old.failure_attempts AS prev_attempts, old.health_ok AS prev_health
-	), ev AS (
-	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
-	    SELECT upd.id, upd.namespace, upd.kind, upd.name, upd.generation, e.type, e.reason, e.message, 'system'
-	    FROM upd CROSS JOIN LATERAL (VALUES
-	        (upd.prev_attempts > 0, 'Normal', 'Recovered',
-	         'reconciled after ' || upd.prev_attempts || ' failed attempt(s)'),
-	        (upd.prev_health AND NOT upd.health_ok, 'Warning', 'Unhealthy', 'the worker reported the resource unhealthy'),
-	        (NOT upd.prev_health AND upd.health_ok, 'Normal', 'Healthy', 'the worker reported the resource healthy again')
-	    ) AS e(happened, type, reason, message)
-	    WHERE e.happened
-	)
-	SELECT task_id FROM upd`
-
-const applyDeletedSQL = `
-	WITH o AS (
-	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS o(task_id, epoch, generation, actor)
-	), done AS (
-	    DELETE FROM tasks t USING o
-	    WHERE ` + fence + ` AND t.trigger = 'deleteRequested'
-	    RETURNING t.id AS task_id, t.resource_id, o.actor
-	), gone AS (
-	    DELETE FROM resources r USING done WHERE r.id = done.resource_id
-	    RETURNING done.task_id, done.actor, r.id, r.namespace, r.kind, r.name, r.generation
-	), other_tasks AS (
-	    DELETE FROM tasks t USING gone WHERE t.resource_id = gone.id
-	), ev AS (
-	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
-	    SELECT id, namespace, kind, name, generation, 'Normal', 'Deleted', 'teardown finished; resource removed', actor
-	    FROM gone
-	)
-	SELECT task_id FROM gone`
-
-const applyTerminalSQL = `
-	WITH o AS (
-	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
-	        AS o(task_id, epoch, generation, message, actor, terminal)
-	), t AS (
-	    DELETE FROM tasks t USING o, kinds k
-	    WHERE ` + fence + ` AND k.kind = t.kind AND k.kind_version = t.kind_version
-	      AND t.trigger <> 'deleteRequested' AND (o.terminal OR ` + escalates + `)
-	    RETURNING t.id, t.resource_id, t.generation, t.attempts + 1 AS attempts, t.trigger, o.actor,
-	        CASE WHEN o.terminal THEN o.message
-	             ELSE o.message || ' (gave up after ' || (t.attempts + 1) || ' attempts)' END AS message
-	), upd AS (
-	    UPDATE resources r SET
-	        failure_generation = t.generation, failure_terminal = true, failure_attempts = t.attempts,
-	        failure_message = t.message, resource_version = r.resource_version + 1, updated_at = now()
-	    FROM t WHERE r.id = t.resource_id
-	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.message, t.actor
-	), ev AS (
-	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
-	    SELECT id, namespace, kind, name, generation, 'Warning', 'Failed',
-	           trigger || ' failed terminally: ' || message, actor
-	    FROM upd
-	)
-	SELECT id FROM t`
-
-// applyTransientSQL runs after applyTerminalSQL in the same transaction,
-// so the rows that statement deleted are no longer there to match.
-const applyTransientSQL = `
-	WITH o AS (
-	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
-	        AS o(task_id, epoch, generation, message, actor)
-	), t AS (
-	    UPDATE tasks t SET
-	        claimed_by = NULL, lease_expires_at = NULL, attempts = t.attempts + 1,
-	        not_before = now() + least($7::float8, $6::float8 * power(2, least(t.attempts, 30)))
-	                             * (0.5 + random() / 2) * interval '1 millisecond'
-	    FROM o WHERE ` + fence + `
-	    RETURNING t.id, t.resource_id, t.attempts, t.not_before, t.trigger, o.message, o.actor
-	), upd AS (
-	    UPDATE resources r SET
-	        failure_generation = r.generation, failure_terminal = false, failure_attempts = t.attempts,
-	        failure_message = t.message, resource_version = r.resource_version + 1, updated_at = now()
-	    FROM t WHERE r.id = t.resource_id
-	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.attempts, t.message, t.actor
-	), ev AS (
-	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
-	    SELECT id, namespace, kind, name, generation, 'Warning', 'TransientFailure',
-	           trigger || ' attempt ' || attempts || ' failed: ' || message, actor
-	    FROM upd
-	)
-	SELECT id, not_before FROM t`
-
-// releaseSupersededSQL handles leases that are current but whose
-// resource moved to a newer generation: a specChange task runs again at
-// the new generation; any other task (a childrenSettled or teardown from
-// before the change) is dropped, since what changed queues it afresh.
-const releaseSupersededSQL = `
-	WITH ` + outcomeInput + `, dropped AS (
-	    DELETE FROM tasks t USING o
-	    WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger <> 'specChange'
-	    RETURNING t.id
-	), released AS (
-	    UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
-	    FROM o WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger = 'specChange'
-	    RETURNING t.id
-	)
-	SELECT id FROM dropped UNION ALL SELECT id FROM released`

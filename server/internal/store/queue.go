@@ -1,7 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +14,11 @@ import (
 const (
 	TriggerSpecChange      = "specChange"
 	TriggerDeleteRequested = "deleteRequested"
+	TriggerResync          = "resync"
+	TriggerReactor         = "reactor"
+	// TriggerOperationPrefix starts an operation task's trigger, followed
+	// by the verb: each verb is claimed for the worker serving it.
+	TriggerOperationPrefix = "operation:"
 )
 
 // reconcileEligible is the one scheduling predicate for specChange work:
@@ -39,12 +47,29 @@ const scheduleReconcileSQL = `
 	    not_before = now()
 	WHERE tasks.generation <> EXCLUDED.generation OR tasks.kind_version <> EXCLUDED.kind_version`
 
+// dropTasks is the tail of a statement that drops a resource's queued
+// work (the tasks matching from, e.g. "WHERE t.resource_id = $1"): its
+// pending operations fail with message, and reactor deliveries about the
+// resource stay, since they belong to their reactor.
+func dropTasks(from, message string) string {
+	return `dropped AS (
+	    DELETE FROM tasks t ` + from + ` AND t.trigger <> 'reactor'
+	    RETURNING t.trigger, t.key)
+	UPDATE operations SET state = 'failed', message = '` + strings.ReplaceAll(message, "'", "''") + `', finished_at = now()
+	WHERE id IN (SELECT key FROM dropped WHERE trigger LIKE 'operation:%')`
+}
+
 // Want asks for up to N tasks of one (kind, version, trigger).
 type Want struct {
 	Kind    string
 	Version int32
 	Trigger string
 	N       int
+	// MaxInflight is this replica's view of the kind version's cap on tasks
+	// in flight across every replica (0: no cap). The cap itself is read
+	// from the kinds table as the claim runs; a nonzero view makes the claim
+	// serialise with other replicas' claims of the kind version.
+	MaxInflight int32
 }
 
 // Lease names one claim of one task at one generation.
@@ -60,24 +85,125 @@ type Claimed struct {
 	Kind    string
 	Version int32
 	Trigger string
+	// Key names an operation or a reactor delivery ('' otherwise).
+	Key string
+	// Payload is what an operation or a delivery carries (JSON).
+	Payload []byte
 	// Attempt is 1 for the first attempt at this generation.
 	Attempt    int32
 	ResourceID int64
-	Namespace  string
-	Name       string
-	Labels     []byte
-	Spec       []byte
-	Status     []byte
+	// Exists is false when the resource is gone (a reactor delivery for a
+	// deleted resource); the resource fields are then empty.
+	Exists         bool
+	Namespace      string
+	Name           string
+	Labels         []byte
+	Spec           []byte
+	Status         []byte
+	ProviderConfig string
 	// Rollup holds the children's counts, for childrenSettled tasks.
 	Rollup []byte
 }
 
+// claimSQL takes ready tasks for each want, oldest first, and leases them.
+// A want of a capped kind version takes no more than its free in-flight
+// slots (the cap as stored now, so a live policy edit holds at once);
+// callers serialise capped claims (see Claim). Operation tasks
+// move their operation to running.
+const claimSQL = `
+	WITH wanted AS (
+	    SELECT w.*, coalesce(k.max_inflight, 0) AS cap
+	    FROM unnest($1::text[], $2::int[], $3::text[], $4::int[]) AS w(kind, kind_version, trigger, n)
+	    LEFT JOIN kinds k ON k.kind = w.kind AND k.kind_version = w.kind_version
+	), capped AS (
+	    SELECT w.*, CASE WHEN w.cap > 0 THEN w.cap - (
+	        SELECT count(*) FROM tasks c
+	        WHERE c.claimed_by IS NOT NULL AND c.kind = w.kind AND c.kind_version = w.kind_version)::int END AS free
+	    FROM wanted w
+	), want AS (
+	    -- A capped kind version's free slots go to its triggers in turn.
+	    SELECT w.*, CASE WHEN w.free IS NULL THEN w.n
+	        ELSE least(w.n, w.free - coalesce(sum(w.n) OVER (PARTITION BY w.kind, w.kind_version ORDER BY w.trigger
+	                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::int) END AS take
+	    FROM capped w
+	), picked AS (
+	    SELECT p.id, p.resource_id FROM want w CROSS JOIN LATERAL (
+	        SELECT t.id, t.resource_id FROM tasks t
+	        WHERE t.kind = w.kind AND t.kind_version = w.kind_version AND t.trigger = w.trigger
+	          AND t.claimed_by IS NULL AND t.not_before <= now()
+	        ORDER BY t.not_before
+	        LIMIT greatest(w.take, 0)
+	        FOR UPDATE SKIP LOCKED) p
+	), claimed AS (
+	    UPDATE tasks t SET claimed_by = $5, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
+	        lease_expires_at = now() + $6 * interval '1 millisecond'
+	    FROM picked LEFT JOIN resources r ON r.id = picked.resource_id
+	    WHERE t.id = picked.id
+	    RETURNING t.id, t.epoch, t.kind, t.kind_version, t.trigger, t.key, t.payload, t.generation, t.attempts + 1 AS attempt,
+	        t.resource_id, r.id IS NOT NULL AS present, r.namespace, r.name, r.labels, r.spec, r.status,
+	        r.provider_config, r.rollup
+	), running AS (
+	    UPDATE operations o SET state = 'running', attempts = o.attempts + 1
+	    FROM claimed c WHERE c.trigger LIKE 'operation:%' AND o.id = c.key
+	)
+	SELECT * FROM claimed`
+
 // Claim takes ready tasks for each want, oldest first, and leases them to
-// member until now+lease. Locked rows are skipped, never waited on.
+// member until now+lease. Locked rows are skipped, never waited on. Wants
+// of capped kinds are claimed in a transaction that first takes each
+// capped kind version's advisory lock, so that replicas counting its
+// tasks in flight see each other's claims and the cap holds (R-11).
 func (s *Store) Claim(ctx context.Context, member string, lease time.Duration, wants []Want) ([]Claimed, error) {
 	if len(wants) == 0 {
 		return nil, nil
 	}
+	var free, capped []Want
+	for _, w := range wants {
+		if w.MaxInflight > 0 {
+			capped = append(capped, w)
+		} else {
+			free = append(free, w)
+		}
+	}
+	var out []Claimed
+	if len(free) > 0 {
+		got, err := claim(ctx, s.relaxed, member, lease, free)
+		if err != nil {
+			return nil, err
+		}
+		out = got
+	}
+	if len(capped) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(capped, func(a, b Want) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Version, b.Version))
+	})
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		for i, w := range capped {
+			if i > 0 && w.Kind == capped[i-1].Kind && w.Version == capped[i-1].Version {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, $2))`,
+				w.Kind, int64(w.Version)); err != nil {
+				return err
+			}
+		}
+		got, err := claim(ctx, tx, member, lease, capped)
+		out = append(out, got...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func claim(ctx context.Context, q querier, member string, lease time.Duration, wants []Want) ([]Claimed, error) {
 	kinds := make([]string, len(wants))
 	versions := make([]int32, len(wants))
 	triggers := make([]string, len(wants))
@@ -85,32 +211,24 @@ func (s *Store) Claim(ctx context.Context, member string, lease time.Duration, w
 	for i, w := range wants {
 		kinds[i], versions[i], triggers[i], limits[i] = w.Kind, w.Version, w.Trigger, int32(w.N)
 	}
-	rows, err := s.relaxed.Query(ctx, `
-		WITH want AS (
-		    SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::int[]) AS w(kind, kind_version, trigger, n)
-		), picked AS (
-		    SELECT p.id FROM want w CROSS JOIN LATERAL (
-		        SELECT t.id FROM tasks t
-		        WHERE t.kind = w.kind AND t.kind_version = w.kind_version AND t.trigger = w.trigger
-		          AND t.claimed_by IS NULL AND t.not_before <= now()
-		        ORDER BY t.not_before
-		        LIMIT w.n
-		        FOR UPDATE SKIP LOCKED) p
-		)
-		UPDATE tasks t SET claimed_by = $5, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
-		    lease_expires_at = now() + $6 * interval '1 millisecond'
-		FROM picked, resources r
-		WHERE t.id = picked.id AND r.id = t.resource_id
-		RETURNING t.id, t.epoch, t.kind, t.kind_version, t.trigger, t.generation, t.attempts + 1,
-		    r.id, r.namespace, r.name, r.labels, r.spec, r.status, r.rollup`,
-		kinds, versions, triggers, limits, member, lease.Milliseconds())
+	rows, err := q.Query(ctx, claimSQL, kinds, versions, triggers, limits, member, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
 		var c Claimed
-		err := row.Scan(&c.TaskID, &c.Epoch, &c.Kind, &c.Version, &c.Trigger, &c.Generation, &c.Attempt,
-			&c.ResourceID, &c.Namespace, &c.Name, &c.Labels, &c.Spec, &c.Status, &c.Rollup)
+		var ns, name, pc *string
+		err := row.Scan(&c.TaskID, &c.Epoch, &c.Kind, &c.Version, &c.Trigger, &c.Key, &c.Payload, &c.Generation,
+			&c.Attempt, &c.ResourceID, &c.Exists, &ns, &name, &c.Labels, &c.Spec, &c.Status, &pc, &c.Rollup)
+		if ns != nil {
+			c.Namespace = *ns
+		}
+		if name != nil {
+			c.Name = *name
+		}
+		if pc != nil {
+			c.ProviderConfig = *pc
+		}
 		return c, err
 	})
 }
@@ -217,34 +335,40 @@ func (s *Store) ReleaseExpired(ctx context.Context, limit int) (int, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			WITH expired AS (
-			    SELECT id FROM tasks
+			    SELECT id, resource_id FROM tasks
 			    WHERE claimed_by IS NOT NULL AND lease_expires_at < now()
 			    ORDER BY id LIMIT $1
 			    FOR UPDATE SKIP LOCKED
 			)
 			UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL
-			FROM expired, resources r
-			WHERE t.id = expired.id AND r.id = t.resource_id
+			FROM expired LEFT JOIN resources r ON r.id = expired.resource_id
+			WHERE t.id = expired.id
 			RETURNING r.id, r.namespace, r.kind, r.name, t.generation, t.trigger`, limit)
 		if err != nil {
 			return err
 		}
 		ev := newEventBatch()
+		n = 0
 		for rows.Next() {
-			var id, gen int64
-			var ns, kind, name, trigger string
+			var id *int64
+			var ns, kind, name *string
+			var gen int64
+			var trigger string
 			if err := rows.Scan(&id, &ns, &kind, &name, &gen, &trigger); err != nil {
 				rows.Close()
 				return err
 			}
-			ev.add(id, ns, kind, name, gen, "Warning", "LeaseExpired",
-				trigger+" task lease expired without a result; it will run again", "system")
+			n++
+			// A reactor delivery's resource is only the one it reports on.
+			if id != nil && trigger != TriggerReactor {
+				ev.add(*id, *ns, *kind, *name, gen, "Warning", "LeaseExpired",
+					trigger+" task lease expired without a result; it will run again", "system")
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		n = len(ev.ids)
 		batch := &pgx.Batch{}
 		ev.queue(batch)
 		if batch.Len() == 0 {

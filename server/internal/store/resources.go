@@ -31,7 +31,7 @@ type Resource struct {
 	FailureTerminal     bool
 	FailureAttempts     int32
 	FailureMessage      *string
-	FrozenUntil         *time.Time
+	FrozenUntil         *time.Time // an orphan's grace deadline; nil when quarantined (no end)
 	DeletionRequestedAt *time.Time
 	ResourceVersion     int64
 	Reconciles          int64
@@ -40,6 +40,9 @@ type Resource struct {
 	Phase               string
 	Waiting             *string
 	DeletionPolicy      string
+	// ProviderConfig names the provider config on top of the default
+	// ("" = the default alone).
+	ProviderConfig string
 	// Rollup holds the children's phase counts, for a composite.
 	Rollup []byte
 	// Owner and Root name the composite above, for a child.
@@ -65,9 +68,9 @@ func resourceColumns(summary bool) string {
 	}
 	return `r.id, r.namespace, r.kind, r.kind_version, r.name, r.labels, ` + body + `, r.conditions,
 		r.owner_id, r.root_id, r.generation, r.synced_generation, r.health_ok, r.failure_generation,
-		r.failure_terminal, r.failure_attempts, r.failure_message, r.frozen_until,
+		r.failure_terminal, r.failure_attempts, r.failure_message, nullif(r.frozen_until, 'infinity'),
 		r.deletion_requested_at, r.resource_version, r.reconciles, r.created_at, r.updated_at, r.phase,
-		r.waiting, r.deletion_policy, r.rollup,
+		r.waiting, r.deletion_policy, r.provider_config, r.rollup,
 		o.namespace, o.kind, o.name, rt.namespace, rt.kind, rt.name,
 		t.trigger, t.claimed_by IS NOT NULL, t.not_before, t.attempts`
 }
@@ -92,7 +95,7 @@ func scanResource(row pgx.Row) (Resource, error) {
 		&r.Status, &r.Conditions, &r.OwnerID, &r.RootID, &r.Generation, &r.SyncedGeneration,
 		&r.HealthOK, &r.FailureGeneration, &r.FailureTerminal, &r.FailureAttempts, &r.FailureMessage,
 		&r.FrozenUntil, &r.DeletionRequestedAt, &r.ResourceVersion, &r.Reconciles, &r.CreatedAt,
-		&r.UpdatedAt, &r.Phase, &r.Waiting, &r.DeletionPolicy, &r.Rollup,
+		&r.UpdatedAt, &r.Phase, &r.Waiting, &r.DeletionPolicy, &r.ProviderConfig, &r.Rollup,
 		&ons, &okind, &oname, &rns, &rkind, &rname, &trigger, &claimed, &notBefore, &attempts)
 	if err != nil {
 		return r, err
@@ -119,6 +122,9 @@ type ApplyInput struct {
 	Spec        []byte // JSON object, already validated
 	// DeletionPolicy is "", "delete" or "retain".
 	DeletionPolicy string
+	// ProviderConfig names a provider config of the kind version on top
+	// of its default ("" = the default alone).
+	ProviderConfig string
 	// KindRevision is the kind revision Spec was validated against; the
 	// apply fails with ErrStaleKind if the kind changed since.
 	KindRevision int64
@@ -128,7 +134,8 @@ type ApplyInput struct {
 type ApplyResult struct {
 	ID         int64
 	Generation int64
-	// "created", "configured" (spec or version changed), "relabeled" or
+	// "created", "configured" (spec, version or provider config changed:
+	// generation bumped), "relabeled" or
 	// "unchanged".
 	Result string
 }
@@ -184,32 +191,41 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 		if err := checkKinds(ctx, tx, in, existing); err != nil {
 			return err
 		}
+		if err := lockProviderConfigs(ctx, tx, in); err != nil {
+			return err
+		}
+		if err := recordAs(ctx, tx, SourceApply, actor); err != nil {
+			return err
+		}
 		n := len(in)
 		ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
 		versions := make([]int32, n)
 		labels, specs := make([][]byte, n), make([][]byte, n)
-		policies := make([]string, n)
+		policies, configs := make([]string, n), make([]string, n)
 		for j, i := range order {
 			a := in[i]
 			ns[j], kinds[j], names[j], versions[j] = a.Namespace, a.Kind, a.Name, a.KindVersion
-			labels[j], specs[j], policies[j] = a.Labels, a.Spec, a.DeletionPolicy
+			labels[j], specs[j], policies[j], configs[j] = a.Labels, a.Spec, a.DeletionPolicy, a.ProviderConfig
 		}
 		rows, err := tx.Query(ctx, `
-			INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[])
+			INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy, provider_config)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[])
 			ON CONFLICT (namespace, kind, name) DO UPDATE SET
 			    kind_version = EXCLUDED.kind_version,
 			    labels = EXCLUDED.labels,
 			    spec = EXCLUDED.spec,
 			    deletion_policy = EXCLUDED.deletion_policy,
+			    provider_config = EXCLUDED.provider_config,
 			    generation = r.generation + CASE WHEN r.spec <> EXCLUDED.spec
-			        OR r.kind_version <> EXCLUDED.kind_version THEN 1 ELSE 0 END,
+			        OR r.kind_version <> EXCLUDED.kind_version
+			        OR r.provider_config <> EXCLUDED.provider_config THEN 1 ELSE 0 END,
 			    resource_version = r.resource_version + 1,
 			    updated_at = now()
 			WHERE r.spec <> EXCLUDED.spec OR r.labels <> EXCLUDED.labels
 			   OR r.kind_version <> EXCLUDED.kind_version OR r.deletion_policy <> EXCLUDED.deletion_policy
+			   OR r.provider_config <> EXCLUDED.provider_config
 			RETURNING r.id, r.namespace, r.kind, r.name, r.generation`,
-			ns, kinds, versions, names, labels, specs, policies)
+			ns, kinds, versions, names, labels, specs, policies, configs)
 		if err != nil {
 			return err
 		}

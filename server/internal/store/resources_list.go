@@ -143,7 +143,7 @@ func (s *Store) DeleteResource(ctx context.Context, actor string, key ResourceKe
 			}
 			batch := &pgx.Batch{}
 			batch.Queue(`DELETE FROM resources WHERE id = $1`, id)
-			batch.Queue(`DELETE FROM tasks WHERE resource_id = $1`, id)
+			batch.Queue(`WITH `+dropTasks(`WHERE t.resource_id = $1`, "the resource was deleted"), id)
 			ev := newEventBatch()
 			ev.add(id, key.Namespace, key.Kind, key.Name, r.generation, "Normal", "Deleted", reason, actor)
 			ev.queue(batch)

@@ -24,7 +24,7 @@ func newStore(t *testing.T) (*store.Store, context.Context) {
 // applyKind registers kind v1 and returns its revision.
 func applyKind(t *testing.T, s *store.Store, kind string, p store.Policy) int64 {
 	t.Helper()
-	k, _, err := s.ApplyKind(context.Background(), store.Kind{Kind: kind, Version: 1, Manifest: []byte(`{"kind":"` + kind + `"}`), Policy: p})
+	k, _, err := s.ApplyKind(context.Background(), store.Kind{Kind: kind, Version: 1, Manifest: []byte(`{"kind":"` + kind + `"}`), Policy: p}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package sweeper runs the control plane's background duties: requeueing
-// tasks whose lease ran out, deleting orphans whose grace ended, trimming
+// tasks whose lease ran out, deleting orphans whose grace ended, queueing
+// resyncs that came due, trimming
 // the change feed to its retention, and forgetting replicas that stopped
 // heartbeating.
 package sweeper
@@ -20,6 +21,9 @@ type Config struct {
 	// ChangeRetention is how long the change feed keeps entries; a Watch
 	// cursor older than that has to list again.
 	ChangeRetention time.Duration
+	// Resyncing reports whether any kind opts into resync; while none
+	// does, due resyncs are not looked for (no query at all).
+	Resyncing func() bool
 }
 
 // Sweeper runs the duties.
@@ -61,6 +65,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 		case <-reap.C:
 			s.reap(ctx)
 			s.expireOrphans(ctx)
+			s.queueResyncs(ctx)
 		case <-slow.C:
 			s.trimChanges(ctx)
 			if _, err := s.store.ForgetDeadMembers(ctx, 10*time.Minute); err != nil && ctx.Err() == nil {
@@ -115,6 +120,28 @@ func (s *Sweeper) trimChanges(ctx context.Context) {
 	for {
 		n, err := s.store.PruneChanges(ctx, cut, 10000)
 		if err != nil || n < 10000 {
+			return
+		}
+	}
+}
+
+// queueResyncs queues the resyncs that came due.
+func (s *Sweeper) queueResyncs(ctx context.Context) {
+	if s.cfg.Resyncing == nil || !s.cfg.Resyncing() {
+		return
+	}
+	for {
+		n, err := s.store.QueueResyncs(ctx, 1000)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("queueing resyncs failed", "err", err)
+			}
+			return
+		}
+		if n > 0 {
+			s.bus.Publish(notify.Tasks)
+		}
+		if n < 1000 {
 			return
 		}
 	}

@@ -1,0 +1,89 @@
+package broker
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/manifest"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// taskOf builds the message a worker gets for a claimed task.
+func (b *Broker) taskOf(e *kinds.Entry, c store.Claimed, reaction string, deadline time.Time) (*convergev1.Task, error) {
+	t := &convergev1.Task{
+		Lease:            protoLease(c.Lease),
+		Kind:             c.Kind,
+		KindVersion:      c.Version,
+		Reaction:         reaction,
+		Trigger:          c.Trigger,
+		Deadline:         timestamppb.New(deadline),
+		Attempt:          c.Attempt,
+		DedupToken:       fmt.Sprintf("%d/%s/%d", c.ResourceID, c.Trigger, c.Generation),
+		ManifestRevision: e.Revision,
+		Rollup:           rollupOf(c.Rollup),
+	}
+	if c.Exists && c.Trigger != store.TriggerReactor {
+		t.Resource = &convergev1.TaskResource{
+			Namespace: c.Namespace, Name: c.Name, Uid: fmt.Sprint(c.ResourceID),
+			Generation: c.Generation, Labels: decodeLabels(c.Labels), Spec: c.Spec, Status: c.Status,
+		}
+	}
+	t.Config = b.kinds.EffectiveConfig(c.Kind, c.Version, c.ProviderConfig)
+	switch {
+	case c.Trigger == store.TriggerResync:
+		// Every resync is new work, though the generation is the same.
+		t.DedupToken = fmt.Sprintf("%d/resync/%d/%d", c.ResourceID, c.Generation, c.TaskID)
+	case strings.HasPrefix(c.Trigger, store.TriggerOperationPrefix):
+		var p struct {
+			ID    string          `json:"id"`
+			Verb  string          `json:"verb"`
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(c.Payload, &p); err != nil {
+			return nil, fmt.Errorf("operation payload: %w", err)
+		}
+		if len(p.Input) == 0 || string(p.Input) == "null" {
+			p.Input = json.RawMessage("{}")
+		}
+		t.Trigger = manifest.TriggerOperation
+		t.DedupToken = "operation/" + c.Key
+		t.Operation = &convergev1.OperationTask{Id: p.ID, Verb: p.Verb, Input: p.Input}
+	case c.Trigger == store.TriggerReactor:
+		var p struct {
+			Binding    string `json:"binding"`
+			Transition string `json:"transition"`
+			Watched    struct {
+				Namespace string `json:"namespace"`
+				Kind      string `json:"kind"`
+				Name      string `json:"name"`
+			} `json:"watched"`
+			KindVersion int32           `json:"watched_kind_version"`
+			Generation  int64           `json:"watched_generation"`
+			Phase       string          `json:"watched_phase"`
+			Status      json.RawMessage `json:"watched_status"`
+		}
+		if err := json.Unmarshal(c.Payload, &p); err != nil {
+			return nil, fmt.Errorf("reactor payload: %w", err)
+		}
+		if string(p.Status) == "null" {
+			p.Status = nil
+		}
+		t.DedupToken = c.Key
+		t.Reactor = &convergev1.ReactorTask{
+			Binding:            p.Binding,
+			Transition:         p.Transition,
+			Watched:            &convergev1.ResourceRef{Namespace: p.Watched.Namespace, Kind: p.Watched.Kind, Name: p.Watched.Name},
+			WatchedKindVersion: p.KindVersion,
+			WatchedGeneration:  p.Generation,
+			WatchedPhase:       p.Phase,
+			WatchedStatus:      p.Status,
+		}
+	}
+	return t, nil
+}

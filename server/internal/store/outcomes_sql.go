@@ -1,0 +1,216 @@
+package store
+
+// The statements ApplyOutcomes runs, in this order, in one transaction.
+// Each matches only the tasks of its trigger class, and only through the
+// fence, so every outcome is applied by exactly one of them at most.
+
+// outcomeInput is the fenced input of every outcome statement.
+const outcomeInput = `o AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS o(task_id, epoch, generation))`
+
+// fence matches a task row t to an outcome o whose lease is current.
+const fence = `t.id = o.task_id AND t.epoch = o.epoch AND t.generation = o.generation`
+
+// Trigger classes.
+const (
+	isReconcile = `t.trigger IN ('specChange', 'childrenSettled', 'resync')`
+	isOperation = `t.trigger LIKE 'operation:%'`
+	isDelivery  = `t.trigger = 'reactor'`
+)
+
+// escalates is true when one more failure exhausts the kind's
+// max_transient_attempts (the poison-pill rule).
+const escalates = `(k.max_transient_attempts > 0 AND t.attempts + 1 >= k.max_transient_attempts)`
+
+// nextResync is when a resource settled now is re-observed: about
+// resync_ms from now, spread by ±10% so resources applied together do
+// not come due together.
+const nextResync = `CASE WHEN done.resync_ms > 0
+	    THEN now() + done.resync_ms * (0.9 + random() * 0.2) * interval '1 millisecond' END`
+
+// applySuccessSQL applies reconcile results. A resync answers for the
+// generation it observed: if the spec moved on meanwhile, it is dropped
+// (the specChange task for the new generation reports instead).
+const applySuccessSQL = `
+	WITH o AS (
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::jsonb[], $5::bool[], $6::jsonb[], $7::bigint[])
+	        AS o(task_id, epoch, generation, status, unhealthy, conditions, resync_ms)
+	), done AS (
+	    DELETE FROM tasks t USING o
+	    WHERE ` + fence + ` AND ` + isReconcile + `
+	    RETURNING t.id AS task_id, t.resource_id, t.trigger, o.generation, o.status, o.unhealthy, o.conditions, o.resync_ms
+	), upd AS (
+	    -- old is the row as it was before this statement (same snapshot).
+	    UPDATE resources r SET
+	        status = coalesce(done.status, r.status),
+	        synced_generation = done.generation,
+	        health_ok = NOT done.unhealthy,
+	        conditions = CASE WHEN done.conditions IS NULL THEN r.conditions
+	                          ELSE converge_merge_conditions(r.conditions, done.conditions, now()) END,
+	        failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
+	        resync_at = ` + nextResync + `,
+	        resource_version = r.resource_version + 1,
+	        reconciles = r.reconciles + 1,
+	        updated_at = now()
+	    FROM done, resources old
+	    WHERE r.id = done.resource_id AND old.id = done.resource_id
+	      AND (done.trigger <> 'resync' OR r.generation = done.generation)
+	    RETURNING done.task_id, r.id, r.namespace, r.kind, r.name, r.generation, r.health_ok,
+	        old.failure_attempts AS prev_attempts, old.health_ok AS prev_health
+	), ev AS (
+	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+	    SELECT upd.id, upd.namespace, upd.kind, upd.name, upd.generation, e.type, e.reason, e.message, 'system'
+	    FROM upd CROSS JOIN LATERAL (VALUES
+	        (upd.prev_attempts > 0, 'Normal', 'Recovered',
+	         'reconciled after ' || upd.prev_attempts || ' failed attempt(s)'),
+	        (upd.prev_health AND NOT upd.health_ok, 'Warning', 'Unhealthy', 'the worker reported the resource unhealthy'),
+	        (NOT upd.prev_health AND upd.health_ok, 'Normal', 'Healthy', 'the worker reported the resource healthy again')
+	    ) AS e(happened, type, reason, message)
+	    WHERE e.happened
+	)
+	SELECT task_id FROM upd`
+
+// applyDeletedSQL removes resources whose teardown finished, with their
+// remaining work; operations still pending or running on them fail.
+// Reactor deliveries about them stay: they report on the resource, they
+// do not belong to it.
+const applyDeletedSQL = `
+	WITH o AS (
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS o(task_id, epoch, generation, actor)
+	), done AS (
+	    DELETE FROM tasks t USING o
+	    WHERE ` + fence + ` AND t.trigger = 'deleteRequested'
+	    RETURNING t.id AS task_id, t.resource_id, o.actor
+	), gone AS (
+	    DELETE FROM resources r USING done WHERE r.id = done.resource_id
+	    RETURNING done.task_id, done.actor, r.id, r.namespace, r.kind, r.name, r.generation
+	), other_tasks AS (
+	    DELETE FROM tasks t USING gone WHERE t.resource_id = gone.id AND NOT ` + isDelivery + `
+	    RETURNING t.trigger, t.key
+	), ops AS (
+	    UPDATE operations SET state = 'failed', message = 'the resource was deleted', finished_at = now()
+	    WHERE id IN (SELECT key FROM other_tasks WHERE trigger LIKE 'operation:%')
+	), ev AS (
+	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+	    SELECT id, namespace, kind, name, generation, 'Normal', 'Deleted', 'teardown finished; resource removed', actor
+	    FROM gone
+	)
+	SELECT task_id FROM gone`
+
+// applyOperationSQL records finished operations.
+const applyOperationSQL = `
+	WITH o AS (
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::jsonb[], $5::text[])
+	        AS o(task_id, epoch, generation, output, actor)
+	), done AS (
+	    DELETE FROM tasks t USING o
+	    WHERE ` + fence + ` AND ` + isOperation + `
+	    RETURNING t.id AS task_id, t.key, o.output, o.actor
+	), op AS (
+	    UPDATE operations p SET state = 'succeeded', output = coalesce(done.output, '{}'), message = NULL,
+	        finished_at = now()
+	    FROM done WHERE p.id = done.key
+	    RETURNING p.id, p.resource_id, p.verb, done.actor
+	), ev AS (
+	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+	    SELECT r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'OperationSucceeded',
+	           'operation ' || op.verb || ' ' || op.id || ' succeeded', op.actor
+	    FROM op JOIN resources r ON r.id = op.resource_id
+	)
+	SELECT task_id FROM done`
+
+// applyDeliveredSQL finishes reactor deliveries.
+const applyDeliveredSQL = `
+	WITH ` + outcomeInput + `
+	DELETE FROM tasks t USING o
+	WHERE ` + fence + ` AND ` + isDelivery + `
+	RETURNING t.id`
+
+// applyTerminalSQL applies terminal failures, and transient ones that
+// exhaust max_transient_attempts, of every trigger but deleteRequested.
+const applyTerminalSQL = `
+	WITH o AS (
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
+	        AS o(task_id, epoch, generation, message, actor, terminal)
+	), t AS (
+	    DELETE FROM tasks t USING o, kinds k
+	    WHERE ` + fence + ` AND k.kind = t.kind AND k.kind_version = t.kind_version
+	      AND t.trigger <> 'deleteRequested' AND (o.terminal OR ` + escalates + `)
+	    RETURNING t.id, t.resource_id, t.generation, t.attempts + 1 AS attempts, t.trigger, t.key, t.kind,
+	        t.kind_version, o.actor,
+	        CASE WHEN o.terminal THEN o.message
+	             ELSE o.message || ' (gave up after ' || (t.attempts + 1) || ' attempts)' END AS message
+	), upd AS (
+	    UPDATE resources r SET
+	        failure_generation = t.generation, failure_terminal = true, failure_attempts = t.attempts,
+	        failure_message = t.message, resync_at = NULL, resource_version = r.resource_version + 1, updated_at = now()
+	    FROM t WHERE r.id = t.resource_id AND t.trigger IN ('specChange', 'childrenSettled', 'resync')
+	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.message, t.actor
+	), op AS (
+	    UPDATE operations p SET state = 'failed', message = t.message, finished_at = now()
+	    FROM t WHERE p.id = t.key AND t.trigger LIKE 'operation:%'
+	    RETURNING p.id, p.resource_id, p.verb, t.message, t.actor
+	), ev AS (
+	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+	    SELECT id, namespace, kind, name, generation, 'Warning', 'Failed',
+	           trigger || ' failed terminally: ' || message, actor
+	    FROM upd
+	    UNION ALL
+	    SELECT r.id, r.namespace, r.kind, r.name, r.generation, 'Warning', 'OperationFailed',
+	           'operation ' || op.verb || ' ' || op.id || ' failed: ' || op.message, op.actor
+	    FROM op JOIN resources r ON r.id = op.resource_id
+	    UNION ALL
+	    SELECT r.id, r.namespace, r.kind, r.name, r.generation, 'Warning', 'ReactorFailed',
+	           'reactor ' || t.kind || ' v' || t.kind_version || ' gave up on delivery ' || t.key || ': ' || t.message, t.actor
+	    FROM t JOIN resources r ON r.id = t.resource_id WHERE t.trigger = 'reactor'
+	)
+	SELECT id FROM t`
+
+// applyTransientSQL runs after applyTerminalSQL in the same transaction,
+// so the rows that statement deleted are no longer there to match. The
+// task runs again after a backoff; the resource (for reconcile and
+// teardown work) or the operation records the failure meanwhile.
+const applyTransientSQL = `
+	WITH o AS (
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
+	        AS o(task_id, epoch, generation, message, actor)
+	), t AS (
+	    UPDATE tasks t SET
+	        claimed_by = NULL, lease_expires_at = NULL, attempts = t.attempts + 1,
+	        not_before = now() + least($7::float8, $6::float8 * power(2, least(t.attempts, 30)))
+	                             * (0.5 + random() / 2) * interval '1 millisecond'
+	    FROM o WHERE ` + fence + `
+	    RETURNING t.id, t.resource_id, t.attempts, t.not_before, t.trigger, t.key, o.message, o.actor
+	), upd AS (
+	    UPDATE resources r SET
+	        failure_generation = r.generation, failure_terminal = false, failure_attempts = t.attempts,
+	        failure_message = t.message, resource_version = r.resource_version + 1, updated_at = now()
+	    FROM t WHERE r.id = t.resource_id
+	      AND t.trigger IN ('specChange', 'childrenSettled', 'resync', 'deleteRequested')
+	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.attempts, t.message, t.actor
+	), op AS (
+	    UPDATE operations p SET state = 'pending',
+	        message = 'attempt ' || t.attempts || ' failed: ' || t.message || '; retrying'
+	    FROM t WHERE p.id = t.key AND t.trigger LIKE 'operation:%'
+	), ev AS (
+	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+	    SELECT id, namespace, kind, name, generation, 'Warning', 'TransientFailure',
+	           trigger || ' attempt ' || attempts || ' failed: ' || message, actor
+	    FROM upd
+	)
+	SELECT id, not_before FROM t`
+
+// releaseSupersededSQL handles leases that are current but whose
+// resource moved to a newer generation: a specChange task runs again at
+// the new generation; any other task (a childrenSettled or teardown from
+// before the change) is dropped, since what changed queues it afresh.
+const releaseSupersededSQL = `
+	WITH ` + outcomeInput + `, dropped AS (
+	    DELETE FROM tasks t USING o
+	    WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger <> 'specChange'
+	    RETURNING t.id
+	), released AS (
+	    UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
+	    FROM o WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger = 'specChange'
+	    RETURNING t.id
+	)
+	SELECT id FROM dropped UNION ALL SELECT id FROM released`
