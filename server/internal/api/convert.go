@@ -46,8 +46,9 @@ type storedCondition struct {
 	LastTransitionTime string `json:"last_transition_time"`
 }
 
-// parked reports whether a reaction has no connected worker anywhere.
-type parked func(kind string, version int32, trigger string) (reaction string, parked bool)
+// parked reports whether a reaction has no connected, ready worker
+// anywhere, and why connected workers are not ready, if that is the case.
+type parked func(kind string, version int32, trigger string) (reaction string, parked bool, notReady string)
 
 func toResource(r store.Resource, isParked parked) *convergev1.Resource {
 	out := &convergev1.Resource{
@@ -145,7 +146,12 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 		add("DependenciesReady", "False", "Waiting", *r.Waiting)
 	}
 	if r.Task != nil && !r.Task.Claimed && isParked != nil {
-		if reaction, p := isParked(r.Kind, r.KindVersion, r.Task.Trigger); p {
+		switch reaction, p, why := isParked(r.Kind, r.KindVersion, r.Task.Trigger); {
+		case p && why != "":
+			add("WorkerAvailable", "False", "NotReady", fmt.Sprintf(
+				"the workers of kind %s v%d reaction %q are connected but not ready (%s); the resource stays queued until one is",
+				r.Kind, r.KindVersion, reaction, why))
+		case p:
 			add("WorkerAvailable", "False", "NoWorker", fmt.Sprintf(
 				"no connected worker serves kind %s v%d reaction %q; the resource stays queued until one connects",
 				r.Kind, r.KindVersion, reaction))

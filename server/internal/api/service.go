@@ -30,18 +30,19 @@ func New(st *store.Store, reg *kinds.Registry, bus *notify.Bus, mem *members.Tra
 	return &Service{store: st, kinds: reg, bus: bus, members: mem, log: log}
 }
 
-// isParked reports whether no live replica has a worker serving the
-// reaction a trigger runs.
-func (s *Service) isParked(kind string, version int32, trigger string) (string, bool) {
+// isParked reports whether no live replica has a worker ready for the
+// reaction a trigger runs, and why connected ones are not ready, if any.
+func (s *Service) isParked(kind string, version int32, trigger string) (reaction string, parked bool, notReady string) {
 	e := s.kinds.Get(kind, version)
 	if e == nil {
-		return "", false
+		return "", false, ""
 	}
 	r, ok := e.Reaction(trigger)
 	if !ok {
-		return trigger, true
+		return trigger, true, ""
 	}
-	return r.Name, !s.members.Serves(kind, version, r.Name)
+	ready, why := s.members.Serves(kind, version, r.Name)
+	return r.Name, !ready, why
 }
 
 // actor names who made a request, for events.

@@ -197,17 +197,23 @@ func (b *Broker) Served() []store.Served {
 			continue
 		}
 		for rk := range s.serves {
-			if !s.ready(rk) {
-				continue
-			}
 			sv := agg[rk]
 			if sv == nil {
 				sv = &store.Served{Kind: rk.kind, Version: rk.version, Reaction: rk.reaction}
 				agg[rk] = sv
 				order = append(order, rk)
 			}
+			if why, not := s.notReady[rk]; not {
+				sv.NotReady = why
+				continue
+			}
 			sv.Workers++
 			sv.Capacity += s.capacity
+		}
+	}
+	for _, sv := range agg {
+		if sv.Workers > 0 {
+			sv.NotReady = ""
 		}
 	}
 	out := make([]store.Served, 0, len(order))

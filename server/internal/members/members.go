@@ -95,15 +95,18 @@ func (t *Tracker) Live() []store.Member {
 
 // Serves reports whether any live replica has a connected worker serving
 // the reaction.
-func (t *Tracker) Serves(kind string, version int32, reaction string) bool {
+func (t *Tracker) Serves(kind string, version int32, reaction string) (ready bool, notReady string) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, m := range t.live {
 		for _, s := range m.Served {
-			if s.Kind == kind && s.Version == version && s.Reaction == reaction && s.Workers > 0 {
-				return true
+			if s.Kind == kind && s.Version == version && s.Reaction == reaction {
+				if s.Workers > 0 {
+					return true, ""
+				}
+				notReady = s.NotReady
 			}
 		}
 	}
-	return false
+	return false, notReady
 }

@@ -15,6 +15,9 @@ type Served struct {
 	Reaction string `json:"reaction"`
 	Workers  int    `json:"workers"`
 	Capacity int    `json:"capacity"`
+	// NotReady is why connected workers of the reaction are not ready for
+	// it (Workers counts only ready ones), when none is.
+	NotReady string `json:"not_ready,omitempty"`
 }
 
 // Member is a running server replica.
