@@ -139,6 +139,10 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 		add("Synced", "False", "TerminalError", fmt.Sprintf("attempt %d failed terminally: %s", r.FailureAttempts, *r.FailureMessage))
 	case r.FailureMessage != nil:
 		add("Synced", "False", "ReconcileError", fmt.Sprintf("attempt %d failed: %s", r.FailureAttempts, *r.FailureMessage))
+	case r.Phase == "Quarantined":
+		add("Synced", "False", "Quarantined", fmt.Sprintf("generation %d runs once the resource is unquarantined", r.Generation))
+	case r.Waiting != nil:
+		add("Synced", "False", "Waiting", fmt.Sprintf("generation %d waits for its dependencies", r.Generation))
 	default:
 		add("Synced", "False", "Pending", fmt.Sprintf("generation %d is waiting for a worker", r.Generation))
 	}
