@@ -7,12 +7,10 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/kinds"
-	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
@@ -23,24 +21,15 @@ import (
 // the default; a new default together with every named config).
 func (s *Service) ApplyProviderConfig(ctx context.Context, req *convergev1.ApplyProviderConfigRequest) (*convergev1.ApplyProviderConfigResponse, error) {
 	c := req.GetConfig()
-	raw := []byte("{}")
-	if c.GetConfig() != nil {
-		var err error
-		if raw, err = protojson.Marshal(c.GetConfig()); err != nil {
-			return nil, invalid("config: %v", err)
-		}
-	}
-	if len(raw) > limits.MaxSpecBytes {
-		return nil, invalid("config is %d bytes; the limit is %d (docs/limits.md)", len(raw), limits.MaxSpecBytes)
-	}
-	if _, err := schema.Decode(raw); err != nil {
-		return nil, invalid("config: %v", err)
+	raw, _, err := requestDocument("config", c.GetConfig())
+	if err != nil {
+		return nil, err
 	}
 	in := store.ProviderConfig{Kind: c.GetKind(), Version: c.GetKindVersion(), Name: c.GetName(),
 		Config: raw, Description: c.GetDescription()}
 	var row store.ProviderConfig
 	var result string
-	err := s.withConfigValidator(ctx, in.Kind, in.Version, func(v store.ConfigValidator) error {
+	err = s.withConfigValidator(ctx, in.Kind, in.Version, func(v store.ConfigValidator) error {
 		var err error
 		row, result, err = s.store.ApplyProviderConfig(ctx, in, v)
 		return err
@@ -96,24 +85,17 @@ func (s *Service) DeleteProviderConfig(ctx context.Context, req *convergev1.Dele
 // config_schema. If the kind changed in between, it refreshes the kinds
 // and runs write once more. The error is an API error.
 func (s *Service) withConfigValidator(ctx context.Context, kind string, version int32, write func(store.ConfigValidator) error) error {
-	for attempt := 0; ; attempt++ {
+	return configError(s.retryStaleKind(ctx, func(first bool) error {
 		e := s.kinds.Get(kind, version)
-		if e == nil && attempt == 0 {
+		if e == nil && first {
 			// The kind may be newer than this replica's view.
 			if err := s.kinds.Refresh(ctx); err != nil {
 				return storeError(err)
 			}
 			e = s.kinds.Get(kind, version)
 		}
-		err := write(configValidator(e))
-		if errors.Is(err, store.ErrStaleKind) && attempt == 0 {
-			if err := s.kinds.Refresh(ctx); err != nil {
-				return storeError(err)
-			}
-			continue
-		}
-		return configError(err)
-	}
+		return write(configValidator(e))
+	}))
 }
 
 // configValidator validates against e's config_schema. With no entry
@@ -155,7 +137,7 @@ func configPath(pointer string) string {
 		return b.String()
 	}
 	for _, tok := range strings.Split(pointer[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		tok, _ = schema.UnescapeToken(tok)
 		if isIndexToken(tok) {
 			b.WriteString("[" + tok + "]")
 		} else {
@@ -185,7 +167,7 @@ func configError(err error) error {
 	case errors.Is(err, store.ErrInvalidConfig):
 		return connect.NewError(connect.CodeInvalidArgument, errors.New(trimSentinel(err, store.ErrInvalidConfig)))
 	case errors.Is(err, store.ErrStaleKind):
-		return connect.NewError(connect.CodeAborted, fmt.Errorf("%v; retry the request", err))
+		return staleKindError(err)
 	}
 	return storeError(err)
 }

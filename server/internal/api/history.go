@@ -85,23 +85,17 @@ func (s *Service) RollbackResource(ctx context.Context, req *convergev1.Rollback
 			return e.Revision, nil
 		}}
 	var changed bool
-	for attempt := 0; ; attempt++ {
+	err := s.retryStaleKind(ctx, func(bool) error {
 		var err error
 		changed, err = s.store.RollbackResource(ctx, rb)
-		if errors.Is(err, store.ErrStaleKind) && attempt == 0 {
-			if err := s.kinds.Refresh(ctx); err != nil {
-				return nil, storeError(err)
-			}
-			continue
+		return err
+	})
+	if err != nil {
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			return nil, ce
 		}
-		if err != nil {
-			var ce *connect.Error
-			if errors.As(err, &ce) {
-				return nil, ce
-			}
-			return nil, configError(err)
-		}
-		break
+		return nil, configError(err)
 	}
 	if changed {
 		s.bus.Publish(notify.Tasks)

@@ -7,12 +7,10 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/kinds"
-	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
@@ -23,52 +21,35 @@ import (
 // it. The operation is returned pending.
 func (s *Service) InvokeOperation(ctx context.Context, req *convergev1.InvokeOperationRequest) (*convergev1.InvokeOperationResponse, error) {
 	key := store.ResourceKey{Namespace: namespaceOr(req.GetNamespace()), Kind: req.GetKind(), Name: req.GetName()}
-	input := []byte("{}")
-	if req.GetInput() != nil {
-		var err error
-		if input, err = protojson.Marshal(req.GetInput()); err != nil {
-			return nil, invalid("input: %v", err)
-		}
-	}
-	if len(input) > limits.MaxSpecBytes {
-		return nil, invalid("input is %d bytes; the limit is %d, as for a spec (docs/limits.md)", len(input), limits.MaxSpecBytes)
-	}
-	doc, err := schema.Decode(input)
+	input, doc, err := requestDocument("input", req.GetInput())
 	if err != nil {
-		return nil, invalid("input: %v", err)
+		return nil, err
 	}
 	// The kind is checked again at commit; if the resource moved to
 	// another version or the kind changed in between, validate once more.
-	for attempt := 0; ; attempt++ {
+	var op store.Operation
+	err = s.retryStaleKind(ctx, func(bool) error {
 		r, err := s.store.GetResource(ctx, key.Namespace, key.Kind, key.Name)
 		if err != nil {
-			return nil, storeError(err)
+			return storeError(err)
 		}
 		e := s.kinds.Get(r.Kind, r.KindVersion)
 		if e == nil {
-			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf(
+			return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf(
 				"kind %s v%d of %s/%s/%s is not registered", r.Kind, r.KindVersion, r.Namespace, r.Kind, r.Name))
 		}
 		if err := checkOperation(e, req.GetVerb(), doc); err != nil {
-			return nil, err
+			return err
 		}
-		op, err := s.store.InvokeOperation(ctx, store.OperationRequest{Key: key, Verb: req.GetVerb(), Input: input,
+		op, err = s.store.InvokeOperation(ctx, store.OperationRequest{Key: key, Verb: req.GetVerb(), Input: input,
 			KindVersion: r.KindVersion, KindRevision: e.Revision, Actor: actor(ctx), Reason: req.GetReason()})
-		if errors.Is(err, store.ErrStaleKind) && attempt == 0 {
-			if err := s.kinds.Refresh(ctx); err != nil {
-				return nil, storeError(err)
-			}
-			continue
-		}
-		if errors.Is(err, store.ErrStaleKind) {
-			return nil, connect.NewError(connect.CodeAborted, fmt.Errorf("%v; retry the request", err))
-		}
-		if err != nil {
-			return nil, storeError(err)
-		}
-		s.bus.Publish(notify.Tasks)
-		return &convergev1.InvokeOperationResponse{Operation: toOperation(op)}, nil
+		return err
+	})
+	if err != nil {
+		return nil, storeError(err)
 	}
+	s.bus.Publish(notify.Tasks)
+	return &convergev1.InvokeOperationResponse{Operation: toOperation(op)}, nil
 }
 
 // checkOperation refuses a verb the kind version does not declare and an

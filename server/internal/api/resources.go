@@ -4,18 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/labels"
-	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/notify"
-	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
 )
 
@@ -63,30 +59,26 @@ func (s *Service) ApplyResources(ctx context.Context, req *convergev1.ApplyResou
 // transaction. If a kind changed in between, it validates again against
 // the new kind once.
 func (s *Service) apply(ctx context.Context, reqs []*convergev1.ApplyResourceRequest, batch bool) ([]store.ApplyResult, error) {
-	for attempt := 0; ; attempt++ {
+	var (
+		results   []store.ApplyResult
+		scheduled bool
+	)
+	err := s.retryStaleKind(ctx, func(bool) error {
 		inputs, err := s.validate(reqs, batch)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		results, scheduled, err := s.store.ApplyResources(ctx, actor(ctx), inputs)
-		if errors.Is(err, store.ErrStaleKind) && attempt == 0 {
-			if err := s.kinds.Refresh(ctx); err != nil {
-				return nil, storeError(err)
-			}
-			continue
-		}
-		if errors.Is(err, store.ErrStaleKind) {
-			return nil, connect.NewError(connect.CodeAborted, fmt.Errorf("%v; retry the request", err))
-		}
-		if err != nil {
-			return nil, storeError(err)
-		}
-		if scheduled {
-			s.bus.Publish(notify.Tasks)
-		}
-		s.bus.Publish(notify.Changes)
-		return results, nil
+		results, scheduled, err = s.store.ApplyResources(ctx, actor(ctx), inputs)
+		return err
+	})
+	if err != nil {
+		return nil, storeError(err)
 	}
+	if scheduled {
+		s.bus.Publish(notify.Tasks)
+	}
+	s.bus.Publish(notify.Changes)
+	return results, nil
 }
 
 // validate checks each request against its kind: the kind exists and is
@@ -110,20 +102,9 @@ func (s *Service) validate(reqs []*convergev1.ApplyResourceRequest, batch bool) 
 			return nil, invalid("%s: kind %s v%d is a reactor kind; it reacts to other resources and has no resources of its own",
 				id, r.GetKind(), r.GetKindVersion())
 		}
-		spec := []byte("{}")
-		if r.GetSpec() != nil {
-			var err error
-			spec, err = protojson.Marshal(r.GetSpec())
-			if err != nil {
-				return nil, invalid("%s: spec: %v", id, err)
-			}
-		}
-		if len(spec) > limits.MaxSpecBytes {
-			return nil, invalid("%s: spec is %d bytes; the limit is %d (docs/limits.md)", id, len(spec), limits.MaxSpecBytes)
-		}
-		doc, err := schema.Decode(spec)
+		spec, doc, err := requestDocument(id+": spec", r.GetSpec())
 		if err != nil {
-			return nil, invalid("%s: spec: %v", id, err)
+			return nil, err
 		}
 		if err := e.ValidateSpec(doc); err != nil {
 			return nil, invalid("%s: spec does not match the spec_schema of %s v%d: %v", id, e.Kind, e.Version, err)

@@ -74,6 +74,33 @@ func storeError(err error) error {
 	return connect.NewError(connect.CodeInternal, err)
 }
 
+// retryStaleKind runs write, which checks a request against this
+// replica's kinds and then commits it. The store refuses a commit checked
+// against a kind version that has changed since (store.ErrStaleKind);
+// retryStaleKind then refreshes the kinds and runs write once more, with
+// first false, and answers a second refusal with staleKindError. Any other
+// error, or nil, comes back as write returned it.
+func (s *Service) retryStaleKind(ctx context.Context, write func(first bool) error) error {
+	for first := true; ; first = false {
+		err := write(first)
+		if !errors.Is(err, store.ErrStaleKind) {
+			return err
+		}
+		if !first {
+			return staleKindError(err)
+		}
+		if err := s.kinds.Refresh(ctx); err != nil {
+			return storeError(err)
+		}
+	}
+}
+
+// staleKindError tells the client its request met a kind that kept
+// changing under it, and that trying again is safe.
+func staleKindError(err error) error {
+	return connect.NewError(connect.CodeAborted, fmt.Errorf("%v; retry the request", err))
+}
+
 // trimSentinel drops the "not found: " style prefix the store adds.
 func trimSentinel(err, sentinel error) string {
 	msg := err.Error()

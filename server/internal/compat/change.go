@@ -2,8 +2,9 @@ package compat
 
 import (
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // Change is one breaking difference between an old and a new schema: a
@@ -117,13 +118,13 @@ func sortChanges(cs []Change) []Change {
 		if c := compareFields(a.Field, b.Field); c != 0 {
 			return c
 		}
-		if c := comparePointers(a.Path, b.Path); c != 0 {
+		if c := schema.ComparePointers(a.Path, b.Path); c != 0 {
 			return c
 		}
 		if c := strings.Compare(string(a.Reason), string(b.Reason)); c != 0 {
 			return c
 		}
-		if c := comparePointers(a.Schema, b.Schema); c != 0 {
+		if c := schema.ComparePointers(a.Schema, b.Schema); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Detail, b.Detail)
@@ -148,28 +149,6 @@ func compareFields(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-func comparePointers(a, b string) int {
-	ta, tb := strings.Split(a, "/"), strings.Split(b, "/")
-	for i := 0; i < len(ta) && i < len(tb); i++ {
-		if c := compareTokens(ta[i], tb[i]); c != 0 {
-			return c
-		}
-	}
-	return len(ta) - len(tb)
-}
-
-func compareTokens(a, b string) int {
-	na, errA := strconv.ParseUint(a, 10, 64)
-	nb, errB := strconv.ParseUint(b, 10, 64)
-	if errA == nil && errB == nil && na != nb {
-		if na < nb {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
 // under prefixes relative changes with an instance token ("*" for every
 // item or value).
 func under(tok string, cs []Change) []Change {
@@ -177,7 +156,7 @@ func under(tok string, cs []Change) []Change {
 		return nil
 	}
 	if tok != "*" {
-		tok = escape(tok)
+		tok = schema.EscapeToken(tok)
 	}
 	out := make([]Change, len(cs))
 	for i, c := range cs {

@@ -58,7 +58,7 @@ func check(old, new any, o options) ([]Change, error) {
 	if _, err := schema.Compile("new", new); err != nil {
 		return nil, fmt.Errorf("new schema: %w", err)
 	}
-	if jsonEqual(old, new) {
+	if schema.EqualJSON(old, new) {
 		return nil, nil
 	}
 	return compareDocs(old, new, o), nil

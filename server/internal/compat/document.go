@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // baseURI names a document the way package schema names it for the
@@ -74,20 +76,20 @@ func (d *document) index(v any, ptr, base string) {
 	}
 	for _, kw := range schemaKeywords {
 		if sub, ok := m[kw]; ok {
-			d.index(sub, join(ptr, kw), base)
+			d.index(sub, schema.JoinPointer(ptr, kw), base)
 		}
 	}
 	for _, kw := range schemaMapKeywords {
 		if sm, ok := m[kw].(map[string]any); ok {
 			for name, sub := range sm {
-				d.index(sub, join(ptr, kw, name), base)
+				d.index(sub, schema.JoinPointer(ptr, kw, name), base)
 			}
 		}
 	}
 	for _, kw := range schemaArrayKeywords {
 		if arr, ok := m[kw].([]any); ok {
 			for i, sub := range arr {
-				d.index(sub, join(ptr, kw, strconv.Itoa(i)), base)
+				d.index(sub, schema.JoinPointer(ptr, kw, strconv.Itoa(i)), base)
 			}
 		}
 	}
@@ -105,36 +107,6 @@ func (d *document) baseOf(ptr string) string {
 		}
 		ptr = ptr[:i]
 	}
-}
-
-// at returns the value at a JSON pointer.
-func (d *document) at(ptr string) (any, bool) {
-	v := d.root
-	if ptr == "" {
-		return v, true
-	}
-	if ptr[0] != '/' {
-		return nil, false
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = unescape(tok)
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 // resolve finds the target of a "$ref" written in the subschema at from.
@@ -163,7 +135,7 @@ func (d *document) resolve(from, ref string) (node, bool) {
 			return node{}, false
 		}
 	}
-	v, ok := d.at(ptr)
+	v, ok := schema.ValueAt(d.root, ptr)
 	if !ok {
 		return node{}, false
 	}
@@ -219,25 +191,4 @@ func resolveURI(base, ref string) (string, bool) {
 func stripFragment(uri string) string {
 	u, _, _ := strings.Cut(uri, "#")
 	return u
-}
-
-// join appends tokens to a JSON pointer, escaping them.
-func join(ptr string, tokens ...string) string {
-	var b strings.Builder
-	b.WriteString(ptr)
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(escape(t))
-	}
-	return b.String()
-}
-
-func escape(t string) string {
-	t = strings.ReplaceAll(t, "~", "~0")
-	return strings.ReplaceAll(t, "/", "~1")
-}
-
-func unescape(t string) string {
-	t = strings.ReplaceAll(t, "~1", "/")
-	return strings.ReplaceAll(t, "~0", "~")
 }

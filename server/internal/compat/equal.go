@@ -3,6 +3,8 @@ package compat
 import (
 	"slices"
 	"strconv"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // equal reports whether two subschemas are the same after following
@@ -91,7 +93,7 @@ func (c *comparer) equalKeyword(a, b node, kw string, av, bv any, seen map[[2]st
 				return false
 			}
 			if _, isList := x.([]any); isList {
-				if !jsonEqual(x, y) {
+				if !schema.EqualJSON(x, y) {
 					return false
 				}
 				continue
@@ -111,7 +113,7 @@ func (c *comparer) equalKeyword(a, b node, kw string, av, bv any, seen map[[2]st
 		bs, _ := bv.(string)
 		return as == bs || (!assertedFormat(as) && !assertedFormat(bs))
 	}
-	return jsonEqual(av, bv)
+	return schema.EqualJSON(av, bv)
 }
 
 func (c *comparer) equalChild(a, b node, seen map[[2]string]bool, tokens ...string) bool {

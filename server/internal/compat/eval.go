@@ -4,6 +4,8 @@ import (
 	"math/big"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // verdict is what evaluating a schema on a concrete value decides. The
@@ -129,7 +131,7 @@ func (e *evaluator) keyword(n node, kw string, v any, depth int) verdict {
 		vs, _ := arg.([]any)
 		return verdictOf(containsValue(vs, v))
 	case "const":
-		return verdictOf(jsonEqual(arg, v))
+		return verdictOf(schema.EqualJSON(arg, v))
 	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
 		return evalNumber(kw, arg, v)
 	case "minLength", "maxLength", "pattern", "format":

@@ -3,6 +3,8 @@ package compat
 import (
 	"regexp"
 	"strconv"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // evalArray evaluates a keyword that applies to arrays.
@@ -24,7 +26,7 @@ func (e *evaluator) evalArray(n node, kw string, arr []any, depth int) verdict {
 		}
 		for i := range arr {
 			for j := i + 1; j < len(arr); j++ {
-				if jsonEqual(arr[i], arr[j]) {
+				if schema.EqualJSON(arr[i], arr[j]) {
 					return fail
 				}
 			}

@@ -2,6 +2,8 @@ package compat
 
 import (
 	"strconv"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // node is one subschema: a value (bool or object) at a pointer in a
@@ -74,14 +76,14 @@ func (n node) child(tokens ...string) (node, bool) {
 	}
 	switch v.(type) {
 	case bool, map[string]any:
-		return node{doc: n.doc, ptr: join(n.ptr, tokens...), v: v}, true
+		return node{doc: n.doc, ptr: schema.JoinPointer(n.ptr, tokens...), v: v}, true
 	}
 	return node{}, false
 }
 
 // at is the pointer of a keyword of this node, for findings.
 func (n node) at(tokens ...string) string {
-	return join(n.ptr, tokens...)
+	return schema.JoinPointer(n.ptr, tokens...)
 }
 
 // isFalse reports whether the node is the schema false.

@@ -3,6 +3,8 @@ package compat
 import (
 	"fmt"
 	"slices"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // objectKeywords checks the keywords that apply to objects.
@@ -125,7 +127,7 @@ func (c *comparer) additionalProperties(cs *oldCase, a node, strict bool) []Chan
 		if !addl.isFalse() {
 			detail = fmt.Sprintf("property %s was removed and now falls under %s, which refuses some of its old values (%s)", quote(name), kw, fs[0].Detail)
 		}
-		out = append(out, Change{Path: "/" + escape(name), Schema: addl.ptr, Reason: Removed, Detail: detail})
+		out = append(out, Change{Path: schema.JoinPointer("", name), Schema: addl.ptr, Reason: Removed, Detail: detail})
 	}
 	alts := familyOf(cs.atoms, func(old string) patternRel {
 		if _, same := res[old]; same {
@@ -181,7 +183,7 @@ func (c *comparer) propertyNames(cs *oldCase, a node, strict bool) []Change {
 		}
 		switch eval(pn, name, 0) {
 		case fail:
-			out = append(out, Change{Path: "/" + escape(name), Schema: pn.ptr, Reason: PropertyNames,
+			out = append(out, Change{Path: schema.JoinPointer("", name), Schema: pn.ptr, Reason: PropertyNames,
 				Detail: fmt.Sprintf("propertyNames refuses %s, a property the old schema declared", quote(name))})
 		case unknown:
 			structural = true
@@ -220,7 +222,7 @@ func (c *comparer) required(cs *oldCase, a node) []Change {
 		if old[name] || c.valuesHave(cs, "", name) {
 			continue
 		}
-		out = append(out, Change{Path: "/" + escape(name), Schema: a.at("required"), Reason: NewlyRequired,
+		out = append(out, Change{Path: schema.JoinPointer("", name), Schema: a.at("required"), Reason: NewlyRequired,
 			Detail: fmt.Sprintf("%s is now required", quote(name))})
 	}
 	return out
@@ -259,7 +261,7 @@ func (c *comparer) dependencies(cs *oldCase, a node, strict bool) []Change {
 					if oldReq[name] || c.oldDependsOn(cs, prop, name) || c.valuesHave(cs, prop, name) {
 						continue
 					}
-					out = append(out, Change{Path: "/" + escape(name), Schema: a.at(kw, prop), Reason: NewlyRequired,
+					out = append(out, Change{Path: schema.JoinPointer("", name), Schema: a.at(kw, prop), Reason: NewlyRequired,
 						Detail: fmt.Sprintf("%s is now required when %s is present", quote(name), quote(prop))})
 				}
 				continue

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // typeSet is a set of JSON types, with numbers split into integers and
@@ -138,51 +140,15 @@ func toRat(v any) (*big.Rat, bool) {
 	return nil, false
 }
 
-// jsonEqual compares two JSON values as the validator does: numbers by
-// value, objects regardless of key order.
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !jsonEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	}
-	ra, ok1 := toRat(a)
-	rb, ok2 := toRat(b)
-	return ok1 && ok2 && ra.Cmp(rb) == 0
-}
-
 // containsValue reports whether vs holds a value equal to v.
+//
+// Here and wherever this package compares values it uses
+// schema.EqualJSON. Check has compiled both documents first, so every
+// number in them is a JSON number within schema's limits, where
+// EqualJSON gives the validator's answer (exact decimal value).
 func containsValue(vs []any, v any) bool {
 	for _, x := range vs {
-		if jsonEqual(x, v) {
+		if schema.EqualJSON(x, v) {
 			return true
 		}
 	}

@@ -1,5 +1,7 @@
 package flow
 
+import "github.com/convergehq/converge/server/internal/schema"
+
 // Write is one flowed value and where it goes in the dependent's spec.
 type Write struct {
 	To    Pointer
@@ -17,7 +19,7 @@ func Apply(spec any, writes []Write) (any, bool, error) {
 	out := spec
 	touched := false
 	for _, w := range writes {
-		if old, ok := w.To.Get(out); ok && jsonEqual(old, w.Value) {
+		if old, ok := w.To.Get(out); ok && schema.EqualJSON(old, w.Value) {
 			continue
 		}
 		next, err := w.To.Set(out, w.Value)
@@ -30,7 +32,7 @@ func Apply(spec any, writes []Write) (any, bool, error) {
 		return spec, false, nil
 	}
 	// Later writes may undo earlier ones (two flows to one pointer).
-	if len(writes) > 1 && jsonEqual(spec, out) {
+	if len(writes) > 1 && schema.EqualJSON(spec, out) {
 		return spec, false, nil
 	}
 	return out, true, nil

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 func write(t testing.TB, ptr string, v any) Write {
@@ -104,7 +106,7 @@ func TestApply(t *testing.T) {
 			if changed != tt.changed {
 				t.Errorf("changed = %v, want %v", changed, tt.changed)
 			}
-			if !jsonEqual(got, decode(t, tt.want)) {
+			if !schema.EqualJSON(got, decode(t, tt.want)) {
 				t.Errorf("Apply = %#v, want %s", got, tt.want)
 			}
 			if !reflect.DeepEqual(spec, before) {
@@ -126,53 +128,5 @@ func TestApplyError(t *testing.T) {
 	}
 	if changed || !reflect.DeepEqual(got, before) || !reflect.DeepEqual(spec, before) {
 		t.Errorf("a failed Apply returned %v, changed=%v and left the input as %v; want the input, unchanged", got, changed, spec)
-	}
-}
-
-func TestJSONEqual(t *testing.T) {
-	equal := [][2]any{
-		{nil, nil},
-		{json.Number("1"), json.Number("1.0")},
-		{json.Number("1"), json.Number("1e0")},
-		{json.Number("1"), json.Number("10e-1")},
-		{json.Number("0"), json.Number("-0")},
-		{json.Number("0.0"), json.Number("0e10")},
-		{json.Number("120"), json.Number("1.2E+2")},
-		{json.Number("0.1"), 0.1},
-		{json.Number("3"), 3},
-		{json.Number("3"), int64(3)},
-		{json.Number("3"), uint8(3)},
-		{json.Number("1e21"), 1e21},
-		{float32(0.5), json.Number("0.5")},
-		{json.Number("1e999999999999999999999"), json.Number("1e999999999999999999999")},
-		{json.Number("1e00000000000000000000000005"), json.Number("100000")},
-		{map[string]any{"a": []any{json.Number("1")}}, map[string]any{"a": []any{1.0}}},
-		{[]any{}, []any{}},
-	}
-	for _, p := range equal {
-		if !jsonEqual(p[0], p[1]) || !jsonEqual(p[1], p[0]) {
-			t.Errorf("jsonEqual(%#v, %#v) = false, want true", p[0], p[1])
-		}
-	}
-	unequal := [][2]any{
-		{nil, false},
-		{json.Number("1"), json.Number("2")},
-		{json.Number("1"), json.Number("-1")},
-		{json.Number("9007199254740993"), json.Number("9007199254740992")},
-		{json.Number("9007199254740993"), 9007199254740992.0},
-		{json.Number("1e999999999999999999999"), json.Number("1e999999999999999999998")},
-		{json.Number("abc"), json.Number("abd")},
-		{json.Number("1"), "1"},
-		{"a", "b"},
-		{true, false},
-		{map[string]any{"a": nil}, map[string]any{"b": nil}},
-		{map[string]any{"a": nil}, map[string]any{}},
-		{[]any{json.Number("1")}, []any{json.Number("1"), json.Number("1")}},
-		{[]any{}, map[string]any{}},
-	}
-	for _, p := range unequal {
-		if jsonEqual(p[0], p[1]) || jsonEqual(p[1], p[0]) {
-			t.Errorf("jsonEqual(%#v, %#v) = true, want false", p[0], p[1])
-		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 
 	"github.com/convergehq/converge/server/internal/limits"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // maxResultDepth bounds the nesting of a result, so converting it cannot
@@ -25,7 +27,7 @@ func (e *errNoValue) Error() string {
 	if len(e.path) == 0 {
 		return "the result is optional.none()"
 	}
-	return "the result's " + tokensPointer(e.path) + " is optional.none()"
+	return "the result's " + schema.JoinPointer("", e.path...) + " is optional.none()"
 }
 
 // converter turns a CEL value into decoded JSON, keeping count of the
@@ -45,7 +47,7 @@ func (e *resultError) Error() string {
 	if len(e.path) == 0 {
 		return "the result " + e.message
 	}
-	return "the result's " + tokensPointer(e.path) + " " + e.message
+	return "the result's " + schema.JoinPointer("", e.path...) + " " + e.message
 }
 
 // toJSON converts a CEL result. Numbers become json.Number: ints and uints
@@ -88,7 +90,7 @@ func (c *converter) convert(v ref.Val, path []string) (any, error) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, &resultError{path, fmt.Sprintf("is %v, which is not a JSON number", f)}
 		}
-		s := floatText(f)
+		s := strconv.FormatFloat(f, 'g', -1, 64) // shortest round-trip form
 		return json.Number(s), c.spend(len(s), path)
 	case types.String:
 		return string(x), c.spend(len(x)+2, path)

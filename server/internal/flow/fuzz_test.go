@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 func FuzzParsePointer(f *testing.F) {
@@ -24,8 +26,8 @@ func FuzzParsePointer(f *testing.F) {
 			}
 			return
 		}
-		if p.String() != s || tokensPointer(p.tokens) != s {
-			t.Fatalf("ParsePointer(%q) renders as %q / %q", s, p.String(), tokensPointer(p.tokens))
+		if p.String() != s || schema.JoinPointer("", p.tokens...) != s {
+			t.Fatalf("ParsePointer(%q) renders as %q / %q", s, p.String(), schema.JoinPointer("", p.tokens...))
 		}
 		p.Get(doc)
 	})
@@ -57,15 +59,15 @@ func FuzzSet(f *testing.F) {
 			return
 		}
 		if !slices.Contains(p.tokens, "-") {
-			if got, ok := p.Get(out); !ok || !jsonEqual(got, value) {
+			if got, ok := p.Get(out); !ok || !schema.EqualJSON(got, value) {
 				t.Fatalf("after Set(%q, %v), Get = %v, %v", ptr, value, got, ok)
 			}
 		}
 		got, changed, err := Apply(doc, []Write{{To: p, Value: value}})
-		if err != nil || !jsonEqual(got, out) {
+		if err != nil || !schema.EqualJSON(got, out) {
 			t.Fatalf("Apply = %v, %v; want %v as Set gave", got, err, out)
 		}
-		if old, ok := p.Get(doc); ok && jsonEqual(old, value) && changed {
+		if old, ok := p.Get(doc); ok && schema.EqualJSON(old, value) && changed {
 			t.Fatalf("Apply of an equal value reported a change")
 		}
 		if !reflect.DeepEqual(doc, before) {

@@ -1,10 +1,13 @@
 package flow
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // Pointer is a parsed RFC 6901 JSON pointer. The zero Pointer is the root
@@ -31,7 +34,7 @@ func ParsePointer(s string) (Pointer, error) {
 	offset := 1
 	for i, t := range tokens {
 		if strings.IndexByte(t, '~') >= 0 {
-			u, bad := unescape(t)
+			u, bad := schema.UnescapeToken(t)
 			if bad >= 0 {
 				seq := "~"
 				if bad+1 < len(t) {
@@ -47,29 +50,6 @@ func ParsePointer(s string) (Pointer, error) {
 	return Pointer{tokens: tokens, text: s}, nil
 }
 
-// unescape decodes "~0" and "~1" in a reference token. It returns the
-// offset of a "~" that starts no valid escape, or -1.
-func unescape(t string) (string, int) {
-	var b strings.Builder
-	b.Grow(len(t))
-	for i := 0; i < len(t); i++ {
-		if t[i] != '~' {
-			b.WriteByte(t[i])
-			continue
-		}
-		switch {
-		case i+1 < len(t) && t[i+1] == '0':
-			b.WriteByte('~')
-		case i+1 < len(t) && t[i+1] == '1':
-			b.WriteByte('/')
-		default:
-			return "", i
-		}
-		i++
-	}
-	return b.String(), -1
-}
-
 // String returns the pointer as written, e.g. "/a~1b/0".
 func (p Pointer) String() string {
 	return p.text
@@ -77,17 +57,7 @@ func (p Pointer) String() string {
 
 // prefix renders the first n tokens as a pointer, for messages.
 func (p Pointer) prefix(n int) string {
-	return tokensPointer(p.tokens[:n])
-}
-
-func tokensPointer(tokens []string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		t = strings.ReplaceAll(t, "~", "~0")
-		b.WriteString(strings.ReplaceAll(t, "/", "~1"))
-	}
-	return b.String()
+	return schema.JoinPointer("", p.tokens[:n]...)
 }
 
 // Get returns the value p points to in doc, a decoded JSON document made
@@ -174,10 +144,10 @@ func (p Pointer) setAt(node any, i int, v any) (any, error) {
 			var ok bool
 			idx, ok = arrayIndex(t)
 			if !ok {
-				return nil, fmt.Errorf("pointer %q: %s is an array and %q is not an index (want 0, 1, ... or \"-\" to append)", p.text, display(p.prefix(i)), t)
+				return nil, fmt.Errorf("pointer %q: %s is an array and %q is not an index (want 0, 1, ... or \"-\" to append)", p.text, schema.DisplayPointer(p.prefix(i)), t)
 			}
 			if idx >= len(n) {
-				return nil, fmt.Errorf("pointer %q: index %d is past the end of %s (length %d); use \"-\" to append", p.text, idx, display(p.prefix(i)), len(n))
+				return nil, fmt.Errorf("pointer %q: index %d is past the end of %s (length %d); use \"-\" to append", p.text, idx, schema.DisplayPointer(p.prefix(i)), len(n))
 			}
 		}
 		var cur any
@@ -196,16 +166,8 @@ func (p Pointer) setAt(node any, i int, v any) (any, error) {
 		out[idx] = child
 		return out, nil
 	default:
-		return nil, fmt.Errorf("pointer %q: cannot step into %s: it is %s, not an object or array", p.text, display(p.prefix(i)), describe(node))
+		return nil, fmt.Errorf("pointer %q: cannot step into %s: it is %s, not an object or array", p.text, schema.DisplayPointer(p.prefix(i)), describe(node))
 	}
-}
-
-// display renders a pointer for people: the root is shown as "/".
-func display(ptr string) string {
-	if ptr == "" {
-		return "/"
-	}
-	return ptr
 }
 
 // describe names the JSON type of a decoded value, with an article.
@@ -221,8 +183,7 @@ func describe(v any) string {
 		return "a string"
 	case bool:
 		return "a boolean"
-	}
-	if isNumber(v) {
+	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		return "a number"
 	}
 	return fmt.Sprintf("a Go %T (not a JSON value)", v)

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // decode parses JSON the way the server does, keeping numbers exact.
@@ -99,11 +101,11 @@ func TestPointerGet(t *testing.T) {
 	}
 	for _, tt := range found {
 		got, ok := mustParse(t, tt.ptr).Get(doc)
-		if !ok || !jsonEqual(got, decode(t, tt.want)) {
+		if !ok || !schema.EqualJSON(got, decode(t, tt.want)) {
 			t.Errorf("Get(%q) = %v, %v; want %s", tt.ptr, got, ok, tt.want)
 		}
 	}
-	if got, ok := mustParse(t, "").Get(doc); !ok || !jsonEqual(got, doc) {
+	if got, ok := mustParse(t, "").Get(doc); !ok || !schema.EqualJSON(got, doc) {
 		t.Errorf(`Get("") = %v, %v; want the whole document`, got, ok)
 	}
 	absent := []string{"/nope", "/foo/2", "/foo/-", "/foo/01", "/foo/-1", "/foo/x", "/foo/0/x",

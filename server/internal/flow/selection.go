@@ -9,6 +9,8 @@ import (
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
+
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // step is one selection: a key, or a list index when isIndex.
@@ -140,20 +142,20 @@ func follow(root string, doc any, steps []step) (v any, missingErr error, mismat
 		if n == 0 {
 			return root
 		}
-		return root + " at " + tokensPointer(tokens[:n])
+		return root + " at " + schema.JoinPointer("", tokens[:n]...)
 	}
 	cur := doc
 	for i, st := range steps {
 		switch node := cur.(type) {
 		case nil:
-			return nil, missing("%s has no %s yet (%s is null)", root, tokensPointer(tokens[:i+1]), where(i)), ""
+			return nil, missing("%s has no %s yet (%s is null)", root, schema.JoinPointer("", tokens[:i+1]...), where(i)), ""
 		case map[string]any:
 			if st.isIndex {
 				return nil, nil, fmt.Sprintf("%s is an object, not a list; it has no index %d", where(i), st.index)
 			}
 			next, ok := node[st.key]
 			if !ok {
-				return nil, missing("%s has no %s yet", root, tokensPointer(tokens[:i+1])), ""
+				return nil, missing("%s has no %s yet", root, schema.JoinPointer("", tokens[:i+1]...)), ""
 			}
 			cur = next
 		case []any:
@@ -169,7 +171,7 @@ func follow(root string, doc any, steps []step) (v any, missingErr error, mismat
 				return nil, nil, fmt.Sprintf("index %d into %s is negative", idx, where(i))
 			}
 			if idx >= int64(len(node)) {
-				return nil, missing("%s has no %s yet (%s has %d elements)", root, tokensPointer(tokens[:i+1]), where(i), len(node)), ""
+				return nil, missing("%s has no %s yet (%s has %d elements)", root, schema.JoinPointer("", tokens[:i+1]...), where(i), len(node)), ""
 			}
 			cur = node[idx]
 		default:

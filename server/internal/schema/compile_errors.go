@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -31,7 +30,8 @@ func compileViolations(err error, doc any, w walkResult) []Violation {
 		var lib *jsonschema.ValidationError
 		if errors.As(sve.Err, &lib) {
 			ptr, _ := localPointer(sve.URL)
-			if vs := violations(lib, lookup(doc, ptr), ptr); len(vs) > 0 {
+			at, _ := ValueAt(doc, ptr)
+			if vs := violations(lib, at, ptr); len(vs) > 0 {
 				return vs
 			}
 		}
@@ -50,10 +50,10 @@ func compileViolations(err error, doc any, w walkResult) []Violation {
 	case errors.As(err, &dupID):
 		first, second := ordered(dupID.Ptr1, dupID.Ptr2)
 		id := strings.TrimPrefix(dupID.ID, baseDir)
-		return []Violation{{Path: second + "/$id", Message: fmt.Sprintf("$id %q is also declared at %s", id, display(first))}}
+		return []Violation{{Path: second + "/$id", Message: fmt.Sprintf("$id %q is also declared at %s", id, DisplayPointer(first))}}
 	case errors.As(err, &dupAnchor):
 		first, second := ordered(dupAnchor.Ptr1, dupAnchor.Ptr2)
-		return []Violation{{Path: second, Message: fmt.Sprintf("anchor %q is also declared at %s", dupAnchor.Anchor, display(first))}}
+		return []Violation{{Path: second, Message: fmt.Sprintf("anchor %q is also declared at %s", dupAnchor.Anchor, DisplayPointer(first))}}
 	case errors.As(err, &badID):
 		ptr, _ := localPointer(badID.URL)
 		return []Violation{{Path: ptr + "/$id", Message: "invalid $id"}}
@@ -70,7 +70,7 @@ func compileViolations(err error, doc any, w walkResult) []Violation {
 // ordered returns two pointers in document order, so a message about a
 // duplicate always blames the later one.
 func ordered(a, b string) (string, string) {
-	if comparePointers(a, b) > 0 {
+	if ComparePointers(a, b) > 0 {
 		return b, a
 	}
 	return a, b
@@ -127,27 +127,4 @@ func localPointer(u string) (string, bool) {
 		frag = p
 	}
 	return frag, true
-}
-
-// lookup returns the value at a JSON pointer in doc, or nil.
-func lookup(doc any, ptr string) any {
-	if ptr == "" {
-		return doc
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := doc.(type) {
-		case map[string]any:
-			doc = x[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			doc = x[i]
-		default:
-			return nil
-		}
-	}
-	return doc
 }

@@ -98,10 +98,10 @@ func syntaxError(dec *json.Decoder, path []string, err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("json: input ends inside the value at %s", display(pointer(path)))
+		return fmt.Errorf("json: input ends inside the value at %s", DisplayPointer(JoinPointer("", path...)))
 	case errors.As(err, &se):
-		return fmt.Errorf("json: invalid at byte offset %d (inside %s): %v", se.Offset, display(pointer(path)), err)
+		return fmt.Errorf("json: invalid at byte offset %d (inside %s): %v", se.Offset, DisplayPointer(JoinPointer("", path...)), err)
 	default:
-		return fmt.Errorf("json: invalid at byte offset %d (inside %s): %v", dec.InputOffset(), display(pointer(path)), err)
+		return fmt.Errorf("json: invalid at byte offset %d (inside %s): %v", dec.InputOffset(), DisplayPointer(JoinPointer("", path...)), err)
 	}
 }

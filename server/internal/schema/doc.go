@@ -17,6 +17,11 @@
 // the underlying library knows must match it. Unknown formats are ignored.
 // "pattern" and "patternProperties" use Go's RE2 syntax (linear time);
 // patterns that need backtracking features such as lookahead do not compile.
+//
+// The package is also the one home of two JSON rules the validator relies
+// on and other packages share: value equality (EqualJSON, as "const" and
+// "enum" compare) and JSON pointers (JoinPointer, EscapeToken,
+// UnescapeToken, ValueAt, ComparePointers, DisplayPointer).
 package schema
 
 // Limits on documents handled by this package. They bound the memory and

@@ -44,3 +44,20 @@ func ExampleDecode() {
 	// map[id:9007199254740993] <nil>
 	// json: /: duplicate key "a"
 }
+
+func ExampleEqualJSON() {
+	a, _ := schema.Decode([]byte(`{"replicas": 3, "zones": ["a", "b"]}`))
+	b, _ := schema.Decode([]byte(`{"zones": ["a", "b"], "replicas": 3.0}`))
+	fmt.Println(schema.EqualJSON(a, b))
+	// Output: true
+}
+
+func ExampleJoinPointer() {
+	ptr := schema.JoinPointer("/properties", "a/b", "items")
+	fmt.Println(ptr)
+	tok, _ := schema.UnescapeToken("a~1b")
+	fmt.Println(tok)
+	// Output:
+	// /properties/a~1b/items
+	// a/b
+}

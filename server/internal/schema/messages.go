@@ -29,14 +29,14 @@ func violations(e *jsonschema.ValidationError, instance any, prefix string) []Vi
 	fl.collect(e, &fs)
 	out := make([]Violation, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, Violation{Path: prefix + pointer(f.path), Message: f.message})
+		out = append(out, Violation{Path: prefix + JoinPointer("", f.path...), Message: f.message})
 	}
 	return sortViolations(out)
 }
 
 func sortViolations(vs []Violation) []Violation {
 	slices.SortStableFunc(vs, func(a, b Violation) int {
-		if c := comparePointers(a.Path, b.Path); c != 0 {
+		if c := ComparePointers(a.Path, b.Path); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Message, b.Message)
@@ -102,7 +102,7 @@ func (fl flattener) alternatives(e *jsonschema.ValidationError, keyword string) 
 	if len(e.Causes) == 0 {
 		return []finding{{path: e.InstanceLocation, message: "matches none of the " + keyword + " alternatives"}}
 	}
-	here := pointer(e.InstanceLocation)
+	here := JoinPointer("", e.InstanceLocation...)
 	branches := make([][]finding, len(e.Causes))
 	var kept []int
 	var types []string
@@ -132,8 +132,8 @@ func (fl flattener) alternatives(e *jsonschema.ValidationError, keyword string) 
 	for _, i := range kept {
 		b := sortFindings(branches[i])
 		part := "#" + strconv.Itoa(i) + ": "
-		if p := pointer(b[0].path); p != here {
-			part += display(p) + " "
+		if p := JoinPointer("", b[0].path...); p != here {
+			part += DisplayPointer(p) + " "
 		}
 		part += b[0].message
 		if len(b) > 1 {
@@ -147,7 +147,7 @@ func (fl flattener) alternatives(e *jsonschema.ValidationError, keyword string) 
 // sortFindings orders findings by path, then message, dropping duplicates.
 func sortFindings(fs []finding) []finding {
 	slices.SortFunc(fs, func(x, y finding) int {
-		if c := comparePointers(pointer(x.path), pointer(y.path)); c != 0 {
+		if c := ComparePointers(JoinPointer("", x.path...), JoinPointer("", y.path...)); c != 0 {
 			return c
 		}
 		return strings.Compare(x.message, y.message)
@@ -160,7 +160,7 @@ func sortFindings(fs []finding) []finding {
 // onlyTypeMismatch reports whether a branch failed solely because the value
 // at ptr is not of the type(s) the branch wants, and which types those are.
 func onlyTypeMismatch(branch []finding, ptr string) ([]string, bool) {
-	if len(branch) != 1 || branch[0].wantTypes == nil || pointer(branch[0].path) != ptr {
+	if len(branch) != 1 || branch[0].wantTypes == nil || JoinPointer("", branch[0].path...) != ptr {
 		return nil, false
 	}
 	return branch[0].wantTypes, true

@@ -19,7 +19,7 @@ type Violation struct {
 
 // String renders the violation as "/path: message", showing the root as "/".
 func (v Violation) String() string {
-	return display(v.Path) + ": " + v.Message
+	return DisplayPointer(v.Path) + ": " + v.Message
 }
 
 // ValidationError is returned by Validate when an instance does not

@@ -16,11 +16,11 @@ type valueError struct {
 }
 
 func (e *valueError) Error() string {
-	return display(pointer(e.path)) + ": " + e.message
+	return DisplayPointer(JoinPointer("", e.path...)) + ": " + e.message
 }
 
 func (e *valueError) violation() Violation {
-	return Violation{Path: pointer(e.path), Message: e.message}
+	return Violation{Path: JoinPointer("", e.path...), Message: e.message}
 }
 
 // normalize returns a copy of v made only of the types the validator
@@ -46,26 +46,9 @@ func normalizeAt(v any, path []string, depth int) (any, error) {
 		return floatNumber(x, path)
 	case float32:
 		return floatNumber(float64(x), path)
-	case int:
-		return json.Number(strconv.FormatInt(int64(x), 10)), nil
-	case int8:
-		return json.Number(strconv.FormatInt(int64(x), 10)), nil
-	case int16:
-		return json.Number(strconv.FormatInt(int64(x), 10)), nil
-	case int32:
-		return json.Number(strconv.FormatInt(int64(x), 10)), nil
-	case int64:
-		return json.Number(strconv.FormatInt(x, 10)), nil
-	case uint:
-		return json.Number(strconv.FormatUint(uint64(x), 10)), nil
-	case uint8:
-		return json.Number(strconv.FormatUint(uint64(x), 10)), nil
-	case uint16:
-		return json.Number(strconv.FormatUint(uint64(x), 10)), nil
-	case uint32:
-		return json.Number(strconv.FormatUint(uint64(x), 10)), nil
-	case uint64:
-		return json.Number(strconv.FormatUint(x, 10)), nil
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		text, _ := numberText(x)
+		return json.Number(text), nil
 	case map[string]any:
 		if depth+1 > MaxDepth {
 			return nil, depthError(path)

@@ -44,7 +44,7 @@ type walkResult struct {
 func walk(doc any) walkResult {
 	var w walkResult
 	w.visit(doc, nil)
-	sort.Slice(w.refs, func(i, j int) bool { return comparePointers(w.refs[i].ptr, w.refs[j].ptr) < 0 })
+	sort.Slice(w.refs, func(i, j int) bool { return ComparePointers(w.refs[i].ptr, w.refs[j].ptr) < 0 })
 	return w
 }
 
@@ -55,13 +55,13 @@ func (w *walkResult) visit(v any, path []string) {
 	}
 	for _, kw := range []string{"$ref", "$dynamicRef"} {
 		if s, ok := obj[kw].(string); ok {
-			w.refs = append(w.refs, reference{ptr: pointer(child(path, kw)), keyword: kw, value: s})
+			w.refs = append(w.refs, reference{ptr: JoinPointer("", child(path, kw)...), keyword: kw, value: s})
 		}
 	}
 	if s, ok := obj["$schema"].(string); ok {
 		id, _ := obj["$id"].(string)
 		if len(path) == 0 || id != "" {
-			w.dialects = append(w.dialects, dialect{ptr: pointer(child(path, "$schema")), value: s})
+			w.dialects = append(w.dialects, dialect{ptr: JoinPointer("", child(path, "$schema")...), value: s})
 		}
 	}
 	for _, kw := range schemaKeywords {

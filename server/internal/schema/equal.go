@@ -1,4 +1,4 @@
-package flow
+package schema
 
 import (
 	"encoding/json"
@@ -7,10 +7,19 @@ import (
 	"strings"
 )
 
-// jsonEqual reports whether two decoded JSON values are equal as JSON:
-// numbers compare by exact decimal value whatever their Go type, so 1,
-// 1.0, json.Number("1e0") and float64(1) are all equal.
-func jsonEqual(a, b any) bool {
+// EqualJSON reports whether two decoded JSON values are equal as JSON, the
+// equality "const", "enum" and "uniqueItems" use: objects regardless of
+// key order, arrays item by item, and numbers by exact decimal value
+// whatever their Go type, so 1, 1.0, json.Number("1e0") and float64(1)
+// are all equal. A float32 counts as the float64 it converts to, as
+// Compile and Validate read it.
+//
+// What a document within this package's limits never holds still gets an
+// answer rather than an error, at bounded cost: a number text that is
+// not a JSON number, or whose exponent has more than 18 digits, equals
+// only the same text; NaN and infinities equal only themselves; values of
+// other Go types compare with reflect.DeepEqual.
+func EqualJSON(a, b any) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
@@ -27,7 +36,7 @@ func jsonEqual(a, b any) bool {
 		}
 		for k, v := range x {
 			w, ok := y[k]
-			if !ok || !jsonEqual(v, w) {
+			if !ok || !EqualJSON(v, w) {
 				return false
 			}
 		}
@@ -38,63 +47,53 @@ func jsonEqual(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
+			if !EqualJSON(x[i], y[i]) {
 				return false
 			}
 		}
 		return true
 	}
-	if isNumber(a) && isNumber(b) {
-		return equalNumbers(numberText(a), numberText(b))
+	ta, okA := numberText(a)
+	tb, okB := numberText(b)
+	if okA && okB {
+		return equalNumbers(ta, tb)
 	}
 	return reflect.DeepEqual(a, b)
 }
 
-func isNumber(v any) bool {
-	switch v.(type) {
-	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return true
-	}
-	return false
-}
-
 // numberText renders a Go number as JSON number text; non-finite floats
-// come out as "NaN", "+Inf" or "-Inf", which only equal themselves.
-func numberText(v any) string {
+// come out as "NaN", "+Inf" or "-Inf", which only equal themselves. ok is
+// false for anything that is not a number.
+func numberText(v any) (text string, ok bool) {
 	switch x := v.(type) {
 	case json.Number:
-		return string(x)
+		return string(x), true
 	case float64:
-		return floatText(x)
+		return strconv.FormatFloat(x, 'g', -1, 64), true
 	case float32:
-		return floatText(float64(x))
+		return strconv.FormatFloat(float64(x), 'g', -1, 64), true
 	case int:
-		return strconv.FormatInt(int64(x), 10)
+		return strconv.FormatInt(int64(x), 10), true
 	case int8:
-		return strconv.FormatInt(int64(x), 10)
+		return strconv.FormatInt(int64(x), 10), true
 	case int16:
-		return strconv.FormatInt(int64(x), 10)
+		return strconv.FormatInt(int64(x), 10), true
 	case int32:
-		return strconv.FormatInt(int64(x), 10)
+		return strconv.FormatInt(int64(x), 10), true
 	case int64:
-		return strconv.FormatInt(x, 10)
+		return strconv.FormatInt(x, 10), true
 	case uint:
-		return strconv.FormatUint(uint64(x), 10)
+		return strconv.FormatUint(uint64(x), 10), true
 	case uint8:
-		return strconv.FormatUint(uint64(x), 10)
+		return strconv.FormatUint(uint64(x), 10), true
 	case uint16:
-		return strconv.FormatUint(uint64(x), 10)
+		return strconv.FormatUint(uint64(x), 10), true
 	case uint32:
-		return strconv.FormatUint(uint64(x), 10)
+		return strconv.FormatUint(uint64(x), 10), true
 	case uint64:
-		return strconv.FormatUint(x, 10)
+		return strconv.FormatUint(x, 10), true
 	}
-	return ""
-}
-
-// floatText is the shortest decimal that reads back as f.
-func floatText(f float64) string {
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return "", false
 }
 
 // equalNumbers compares two JSON number texts by exact decimal value.
@@ -125,11 +124,11 @@ func parseDecimal(s string) (decimal, bool) {
 	if neg {
 		s = s[1:]
 	}
-	intEnd := digitRun(s)
+	intEnd := skipDigits(s, 0)
 	intPart, rest := s[:intEnd], s[intEnd:]
 	var frac string
 	if strings.HasPrefix(rest, ".") {
-		n := digitRun(rest[1:])
+		n := skipDigits(rest, 1) - 1
 		if n == 0 {
 			return decimal{}, false
 		}
@@ -147,7 +146,7 @@ func parseDecimal(s string) (decimal, bool) {
 		if e != "" && (e[0] == '+' || e[0] == '-') {
 			e = e[1:]
 		}
-		if digitRun(e) != len(e) || e == "" {
+		if e == "" || skipDigits(e, 0) != len(e) {
 			return decimal{}, false
 		}
 		if trimmed := strings.TrimLeft(e, "0"); len(trimmed) > maxExponentDigits {
@@ -167,12 +166,4 @@ func parseDecimal(s string) (decimal, bool) {
 	trimmed := strings.TrimRight(digits, "0")
 	exp += int64(len(digits) - len(trimmed))
 	return decimal{neg: neg, digits: trimmed, exp: exp}, true
-}
-
-func digitRun(s string) int {
-	n := 0
-	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-		n++
-	}
-	return n
 }
