@@ -44,9 +44,11 @@ type Task struct {
 
 	// Attempt is 1 for the first attempt at this generation.
 	Attempt int
-	// DedupToken is stable across redeliveries of the same work (resource,
-	// trigger, generation; for a reactor, one event) and differs between
-	// pieces of work. Use it to make side effects idempotent.
+	// DedupToken is stable across redeliveries of the same piece of work
+	// (a retry, a reassignment) and differs between pieces of work: a
+	// forced reconcile or a resync at an unchanged generation gets a new
+	// one; an operation's is its id, a reactor delivery's its event. Use it
+	// to make side effects idempotent.
 	DedupToken string
 	// Deadline is when the server gives up on this attempt; zero when the
 	// server set none. The handler's context carries the same deadline.

@@ -1,7 +1,8 @@
 // Package e2e holds end-to-end tests that run the real binaries as
 // subprocesses: `converge serve`, `conctl`, the example workers `leaf`,
-// `noop` and `landingzone`, and the composition tests' own worker
-// (testdata/specworker), over real PostgreSQL clusters.
+// `noop` and `landingzone`, and the tests' own workers (testdata/specworker
+// for composition, testdata/lifecycleworker for kind lifecycle), over real
+// PostgreSQL clusters.
 //
 // The package has no code of its own; its tests are in the _test.go files.
 // Run them with

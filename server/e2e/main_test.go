@@ -30,6 +30,7 @@ var mainPackages = []string{
 	"./sdk-go/examples/noop",
 	"./sdk-go/examples/landingzone",
 	"./server/e2e/testdata/specworker",
+	"./server/e2e/testdata/lifecycleworker",
 }
 
 // bin holds what TestMain built; it is read-only once tests run.
@@ -43,6 +44,8 @@ var bin struct {
 	landingzone string
 	// specworker serves the composition tests' kinds (specKinds).
 	specworker string
+	// lifecycleworker serves the kind-lifecycle tests' kinds.
+	lifecycleworker string
 	// sources are the files of this module the binaries are built from.
 	sources []string
 }
@@ -113,6 +116,7 @@ func buildBinaries() error {
 	bin.noop = filepath.Join(dir, "noop")
 	bin.landingzone = filepath.Join(dir, "landingzone")
 	bin.specworker = filepath.Join(dir, "specworker")
+	bin.lifecycleworker = filepath.Join(dir, "lifecycleworker")
 	return nil
 }
 

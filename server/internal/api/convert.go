@@ -153,8 +153,8 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 		switch reaction, p, why := isParked(r.Kind, r.KindVersion, r.Task.Trigger); {
 		case p && why != "":
 			add("WorkerAvailable", "False", "NotReady", fmt.Sprintf(
-				"the workers of kind %s v%d reaction %q are connected but not ready (%s); the resource stays queued until one is",
-				r.Kind, r.KindVersion, reaction, why))
+				"workers not ready: %s (kind %s v%d reaction %q); the resource stays queued until one is",
+				why, r.Kind, r.KindVersion, reaction))
 		case p:
 			add("WorkerAvailable", "False", "NoWorker", fmt.Sprintf(
 				"no connected worker serves kind %s v%d reaction %q; the resource stays queued until one connects",

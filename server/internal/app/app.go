@@ -141,6 +141,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}, served, cfg.Log)
 	tracker.Refresh(ctx)
 	a.members = tracker
+	if b != nil {
+		b.OnServedChange(tracker.Changed)
+	}
 
 	var svc *api.Service
 	if control {

@@ -80,7 +80,7 @@ func TestProviderConfigsReachWorkersAndReadinessParks(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the resource to say its workers are not ready", func() bool {
-		return hasConditionMessage(get(t, ctl, "cloud", "a"), "WorkerAvailable", "connected but not ready (no default provider config yet)")
+		return hasConditionMessage(get(t, ctl, "cloud", "a"), "WorkerAvailable", "workers not ready: no default provider config yet (kind cloud v1")
 	})
 
 	applyConfig(t, ctl, "default", map[string]any{"region": "eu-west-1", "tier": "small"})

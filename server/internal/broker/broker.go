@@ -97,6 +97,8 @@ type Broker struct {
 	pending  map[triggerKey][]*lease
 
 	flows *flow.Cache
+	// servedChanged is told when what the workers serve changes.
+	servedChanged func()
 
 	claimWake chan struct{}
 	retryAt   chan time.Time
@@ -183,6 +185,16 @@ func (b *Broker) Run(ctx context.Context) {
 	}
 	stopApply()
 	<-applied
+}
+
+// OnServedChange registers f, called whenever what the connected workers
+// serve or are ready for changes. Call it before Run.
+func (b *Broker) OnServedChange(f func()) { b.servedChanged = f }
+
+func (b *Broker) notifyServed() {
+	if b.servedChanged != nil {
+		b.servedChanged()
+	}
 }
 
 // Served reports what the connected workers serve and are ready for, for

@@ -82,4 +82,5 @@ func (b *Broker) onReadiness(s *session, r *convergev1.Readiness) {
 	b.drainPending(s)
 	b.mu.Unlock()
 	b.wakeClaimer()
+	b.notifyServed()
 }

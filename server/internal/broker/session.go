@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -118,6 +119,7 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 		return err
 	}
 	b.pushConfigs(s)
+	b.notifyServed()
 	b.log.Info("worker connected", "session", s.id, "worker", s.name, "capacity", s.capacity,
 		"reactions", len(s.serves), "resumed", len(adopted), "lost", len(lost))
 
@@ -175,6 +177,7 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 			b.mu.Lock()
 			s.draining = true
 			b.mu.Unlock()
+			b.notifyServed()
 		case *convergev1.WorkerMessage_Subscribe:
 			return connect.NewError(connect.CodeInvalidArgument, errors.New("subscribe may only be the first message on a stream"))
 		}
@@ -285,6 +288,7 @@ func (b *Broker) dropSession(s *session) {
 	s.closed = true
 	delete(b.sessions, s)
 	b.mu.Unlock()
+	b.notifyServed()
 }
 
 func (b *Broker) onHeartbeat(s *session, h *convergev1.Heartbeat) {
@@ -298,20 +302,25 @@ func (b *Broker) onHeartbeat(s *session, h *convergev1.Heartbeat) {
 	}
 }
 
-// subscriptionWarnings names reactions no applied manifest declares yet.
+// subscriptionWarnings names kinds not applied yet (once per kind
+// version) and reactions no applied manifest declares.
 func (b *Broker) subscriptionWarnings(s *session) []string {
 	var out []string
+	missing := map[kindKey]bool{}
 	for rk := range s.serves {
 		e := b.kinds.Get(rk.kind, rk.version)
 		switch {
 		case e == nil:
-			out = append(out, fmt.Sprintf("kind %s v%d is not registered yet; its tasks will flow once its manifest is applied", rk.kind, rk.version))
-		default:
-			if len(e.TriggersOf(rk.reaction)) == 0 {
-				out = append(out, fmt.Sprintf("kind %s v%d has no reaction named %q", rk.kind, rk.version, rk.reaction))
+			k := kindKey{rk.kind, rk.version}
+			if !missing[k] {
+				missing[k] = true
+				out = append(out, fmt.Sprintf("kind %s v%d is not registered yet; its tasks will flow once its manifest is applied", rk.kind, rk.version))
 			}
+		case len(e.TriggersOf(rk.reaction)) == 0:
+			out = append(out, fmt.Sprintf("kind %s v%d has no reaction named %q", rk.kind, rk.version, rk.reaction))
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 

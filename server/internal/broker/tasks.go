@@ -24,7 +24,7 @@ func (b *Broker) taskOf(e *kinds.Entry, c store.Claimed, reaction string, deadli
 		Trigger:          c.Trigger,
 		Deadline:         timestamppb.New(deadline),
 		Attempt:          c.Attempt,
-		DedupToken:       fmt.Sprintf("%d/%s/%d", c.ResourceID, c.Trigger, c.Generation),
+		DedupToken:       fmt.Sprintf("%d/%s/%d/%d", c.ResourceID, c.Trigger, c.Generation, c.TaskID),
 		ManifestRevision: e.Revision,
 		Rollup:           rollupOf(c.Rollup),
 	}
@@ -36,9 +36,6 @@ func (b *Broker) taskOf(e *kinds.Entry, c store.Claimed, reaction string, deadli
 	}
 	t.Config = b.kinds.EffectiveConfig(c.Kind, c.Version, c.ProviderConfig)
 	switch {
-	case c.Trigger == store.TriggerResync:
-		// Every resync is new work, though the generation is the same.
-		t.DedupToken = fmt.Sprintf("%d/resync/%d/%d", c.ResourceID, c.Generation, c.TaskID)
 	case strings.HasPrefix(c.Trigger, store.TriggerOperationPrefix):
 		var p struct {
 			ID    string          `json:"id"`

@@ -31,12 +31,25 @@ type Tracker struct {
 
 	mu   sync.RWMutex
 	live []store.Member
+	// changed wakes Run for a heartbeat ahead of the tick.
+	changed chan struct{}
 }
 
 // New returns a tracker for self. served, if not nil, reports what this
 // replica's workers serve.
 func New(st *store.Store, bus *notify.Bus, self store.Member, served func() []store.Served, log *slog.Logger) *Tracker {
-	return &Tracker{store: st, bus: bus, self: self, served: served, log: log}
+	return &Tracker{store: st, bus: bus, self: self, served: served, log: log, changed: make(chan struct{}, 1)}
+}
+
+// Changed says what this replica serves changed (a worker connected, left
+// or changed its readiness): the member row is rewritten at once rather
+// than at the next tick, so this replica's API reports it without delay.
+// Other replicas see it at their next heartbeat.
+func (t *Tracker) Changed() {
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Run heartbeats until ctx ends, then removes this replica's row.
@@ -52,6 +65,7 @@ func (t *Tracker) Run(ctx context.Context) {
 			_ = t.store.DeleteMember(c, t.self.ID)
 			return
 		case <-tick.C:
+		case <-t.changed:
 		}
 	}
 }

@@ -1659,8 +1659,12 @@ type Task struct {
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// 1 for the first attempt at this generation.
 	Attempt int32 `protobuf:"varint,8,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// Stable across redeliveries of the same work: resource uid, trigger and
-	// generation. Handlers use it to make side effects idempotent.
+	// Stable across redeliveries of the same piece of work (a retry, a
+	// reassignment after a lost lease) and different for every other: the
+	// resource uid, trigger and generation, and the queued task, so a forced
+	// reconcile or a resync at an unchanged generation is new work.
+	// Operations use their id, reactor deliveries their event. Handlers use
+	// it to make side effects idempotent.
 	DedupToken string `protobuf:"bytes,9,opt,name=dedup_token,json=dedupToken,proto3" json:"dedup_token,omitempty"`
 	// The kind manifest revision the task was claimed under.
 	ManifestRevision int64 `protobuf:"varint,10,opt,name=manifest_revision,json=manifestRevision,proto3" json:"manifest_revision,omitempty"`

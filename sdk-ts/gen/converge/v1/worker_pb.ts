@@ -831,8 +831,12 @@ export type Task = Message<"converge.v1.Task"> & {
   attempt: number;
 
   /**
-   * Stable across redeliveries of the same work: resource uid, trigger and
-   * generation. Handlers use it to make side effects idempotent.
+   * Stable across redeliveries of the same piece of work (a retry, a
+   * reassignment after a lost lease) and different for every other: the
+   * resource uid, trigger and generation, and the queued task, so a forced
+   * reconcile or a resync at an unchanged generation is new work.
+   * Operations use their id, reactor deliveries their event. Handlers use
+   * it to make side effects idempotent.
    *
    * @generated from field: string dedup_token = 9;
    */
