@@ -9,17 +9,22 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/convergehq/converge/sdk-go/converge"
+	"github.com/convergehq/converge/server/internal/manifest"
 )
 
 // The composite benchmark kinds: bench.fanout composes n leaves;
 // bench.chain composes a chain of bench.link, each depending on the
-// previous one, with its value flowing along the edge.
+// previous one, with its value flowing along the edge. bench.probe is the
+// fairness workload's kind B: a no-op whose status says when its task was
+// delivered and run.
 const (
 	fanoutKind = "bench.fanout"
 	chainKind  = "bench.chain"
 	linkKind   = "bench.link"
+	probeKind  = "bench.probe"
 )
 
 // runBenchWorker is `converge-bench worker`: a no-op Go SDK worker for
@@ -28,6 +33,8 @@ func runBenchWorker(args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	server := fs.String("server", "http://localhost:7070", "Converge server URL")
 	capacity := fs.Int("capacity", 256, "tasks run at once")
+	leafDelay := fs.Duration("leaf-delay", 0, "handler time of each bench.leaf task")
+	stamp := fs.Bool("stamp", false, "bench.leaf statuses carry the task's delivery and handler times, like bench.probe's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,8 +42,22 @@ func runBenchWorker(args []string) error {
 	defer stop()
 	w := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithLogger(slog.New(slog.DiscardHandler)))
 	ok := json.RawMessage(`{"ok":true}`)
-	w.Handle(benchKind, 1, "reconcile", func(context.Context, *converge.Task) (*converge.Result, error) {
+	w.Handle(benchKind, 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+		start := time.Now()
+		if *leafDelay > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(*leafDelay):
+			}
+		}
+		if *stamp {
+			return &converge.Result{Status: stamped(t, start)}, nil
+		}
 		return &converge.Result{Status: ok}, nil
+	})
+	w.Handle(probeKind, 1, "reconcile", func(_ context.Context, t *converge.Task) (*converge.Result, error) {
+		return &converge.Result{Status: stamped(t, time.Now())}, nil
 	})
 	w.Handle(fanoutKind, 1, "compose", func(_ context.Context, t *converge.Task) (*converge.Result, error) {
 		var spec struct{ N int }
@@ -74,4 +95,19 @@ func runBenchWorker(args []string) error {
 		return &converge.Result{Status: map[string]any{"value": spec.Upstream + 1}}, nil
 	})
 	return w.Run(ctx)
+}
+
+// stamped is a status recording three instants, in microseconds since the
+// epoch: d, when the broker took the task from its claim; s, when the
+// handler started; e, when it returned. The broker sets a task's deadline
+// to the moment it takes a claimed batch plus the kind's task deadline
+// (the bench kinds keep the default), so d is that deadline less the
+// default: one value shared by every task of one claim.
+func stamped(t *converge.Task, start time.Time) map[string]any {
+	return map[string]any{
+		"ok": true,
+		"d":  t.Deadline.Add(-manifest.DefaultTaskDeadline).UnixMicro(),
+		"s":  start.UnixMicro(),
+		"e":  time.Now().UnixMicro(),
+	}
 }

@@ -7,6 +7,14 @@
 // calls per reconcile, and CPU per process; and, on the same PostgreSQL in
 // the same run, River's own benchmark as the queue-throughput baseline.
 //
+// Fairness: a backlog of N resources of one kind and single resources of
+// another applied while it drains, on one worker serving both: the single
+// resource's submit to Ready against a bound of claim rounds.
+//
+// Resync: PostgreSQL CPU, statements and commits per minute of an idle
+// system holding N resources of a kind that does not opt into resync,
+// against the empty system and the same resources resynced.
+//
 // Every figure is read from the database (timestamps the database
 // stamped), not from client-side polling.
 package main
@@ -19,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,25 +37,29 @@ import (
 )
 
 type options struct {
-	runs        int
-	resources   int
-	batch       int
-	concurrency int
-	capacity    int
-	idle        int
-	river       bool
-	riverJobs   int
-	durable     bool
-	convergeBin string
-	workerBin   string
-	keep        bool
-	pgSettings  string
-	top         int
-	profile     string
-	split       bool
-	workload    string
-	fanoutReps  int
-	chainReps   int
+	runs         int
+	resources    int
+	batch        int
+	concurrency  int
+	capacity     int
+	idle         int
+	river        bool
+	riverJobs    int
+	durable      bool
+	convergeBin  string
+	workerBin    string
+	keep         bool
+	pgSettings   string
+	top          int
+	profile      string
+	split        bool
+	workload     string
+	fanoutReps   int
+	chainReps    int
+	probes       int
+	fairCapacity int
+	fairDelay    time.Duration
+	window       time.Duration
 }
 
 func main() {
@@ -59,7 +72,7 @@ func main() {
 	}
 	var o options
 	flag.IntVar(&o.runs, "runs", 3, "repetitions (the report gives the median, min and max)")
-	flag.IntVar(&o.resources, "resources", 100_000, "leaves per W1 run")
+	flag.IntVar(&o.resources, "resources", 100_000, "leaves per W1 run; also the fairness backlog and the resync population")
 	flag.IntVar(&o.batch, "batch", 1000, "resources per ApplyResources call")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "ApplyResources calls in flight")
 	flag.IntVar(&o.capacity, "capacity", 256, "the no-op worker's capacity")
@@ -73,9 +86,13 @@ func main() {
 	flag.StringVar(&o.pgSettings, "pg", "", "extra PostgreSQL settings, comma-separated key=value")
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
-	flag.StringVar(&o.workload, "workload", "all", "w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone) or all")
+	flag.StringVar(&o.workload, "workload", "all", "w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync or all")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
+	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
+	flag.IntVar(&o.fairCapacity, "fair-capacity", 16, "fairness: the worker's capacity")
+	flag.DurationVar(&o.fairDelay, "fair-delay", 2*time.Millisecond, "fairness: kind A's handler time")
+	flag.DurationVar(&o.window, "window", time.Minute, "resync: length of each measurement window")
 	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr)")
 	flag.Parse()
 
@@ -105,10 +122,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	if o.workload != "w1" && o.workload != "composites" && o.workload != "all" {
-		return fmt.Errorf("-workload %q: use w1, composites or all", o.workload)
+	if !slices.Contains([]string{"w1", "composites", "fairness", "resync", "all"}, o.workload) {
+		return fmt.Errorf("-workload %q: use w1, composites, fairness, resync or all", o.workload)
 	}
-	doW1, doComposites := o.workload != "composites", o.workload != "w1"
+	does := func(w string) bool { return o.workload == w || o.workload == "all" }
+	doW1, doComposites, doFairness, doResync := does("w1"), does("composites"), does("fairness"), does("resync")
 	var zoneBin string
 	if doComposites {
 		zoneBin = filepath.Join(tmp, "landingzone")
@@ -135,6 +153,8 @@ func run(ctx context.Context, o options) error {
 	var w1 []w1Result
 	var rivers []riverResult
 	var comps []compositeResult
+	var fairs []fairnessResult
+	var resyncs []resyncResult
 	for r := 1; r <= o.runs && doComposites; r++ {
 		logf("run %d/%d: W2 fan-out, W3 chains", r, o.runs)
 		cr, err := runComposites(ctx, o, cluster, r)
@@ -167,11 +187,37 @@ func run(ctx context.Context, o options) error {
 			logf("run %d/%d: River %.0f jobs/s", r, o.runs, rr.rate)
 		}
 	}
+	for r := 1; r <= o.runs && doFairness; r++ {
+		logf("run %d/%d: fairness, a backlog of %d", r, o.runs, o.resources)
+		fr, err := runFairness(ctx, o, cluster, r)
+		if err != nil {
+			return fmt.Errorf("run %d: fairness: %w", r, err)
+		}
+		fairs = append(fairs, fr)
+		logf("run %d/%d: B under the backlog p50 %.1f ms, p99 %.1f ms; claim round p50 %.2f ms", r, o.runs,
+			ms(percentile(probeTotals(fr), 0.5)), ms(percentile(probeTotals(fr), 0.99)), ms(percentile(fr.rounds, 0.5)))
+	}
+	for r := 1; r <= o.runs && doResync; r++ {
+		logf("run %d/%d: resync cost, %d resources", r, o.runs, o.resources)
+		rr, err := runResync(ctx, o, cluster, r)
+		if err != nil {
+			return fmt.Errorf("run %d: resync: %w", r, err)
+		}
+		resyncs = append(resyncs, rr)
+		logf("run %d/%d: PostgreSQL CPU %.2f%% empty, %.2f%% with %d, %.1f%% resyncing %.0f/s", r, o.runs,
+			100*rr.empty.pgCPU, 100*rr.settled.pgCPU, o.resources, 100*rr.resyncing.pgCPU, rr.resyncing.resyncs)
+	}
 	if doW1 {
 		report(os.Stdout, o, settings, fsync, w1, rivers)
 	}
 	if doComposites {
 		reportComposites(os.Stdout, o, settings, comps)
+	}
+	if doFairness {
+		reportFairness(os.Stdout, o, settings, fairs)
+	}
+	if doResync {
+		reportResync(os.Stdout, o, settings, resyncs)
 	}
 	return nil
 }

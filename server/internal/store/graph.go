@@ -458,7 +458,7 @@ func (s *Store) ExpireOrphans(ctx context.Context, limit int) (int, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT id FROM resources
 			WHERE frozen_until < now() AND deletion_requested_at IS NULL
-			ORDER BY id LIMIT $1`, limit)
+			ORDER BY frozen_until LIMIT $1`, limit)
 		if err != nil {
 			return err
 		}
