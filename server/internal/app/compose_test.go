@@ -245,3 +245,43 @@ func TestOrderedDeletion(t *testing.T) {
 		t.Fatalf("deletion order = %s", raw)
 	}
 }
+
+// TestCELFlows: a CEL flow computes a dependent's spec value from its
+// dependency's status; one whose source field is missing holds the
+// dependent, which says which field it waits for.
+func TestCELFlows(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyStackKinds(t, ctl, 0)
+	w := stackWorker(t, wrk)
+	if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "c",
+		Spec: mustStruct(t, map[string]any{})}); err != nil {
+		t.Fatal(err)
+	}
+	compose := w.task()
+	w.compose(compose.GetLease(), &convergev1.Composition{
+		Children: []*convergev1.Child{child("db", `{}`), child("app", `{}`), child("late", `{}`)},
+		Edges: []*convergev1.Edge{
+			edge("app", "db", &convergev1.Flow{Source: &convergev1.Flow_Expr{Expr: `status.host + ":" + string(status.port + 1)`}, To: "/upstream"},
+				&convergev1.Flow{Source: &convergev1.Flow_Expr{Expr: `size(status.replicas)`}, To: "/n"}),
+			edge("late", "db", &convergev1.Flow{Source: &convergev1.Flow_Expr{Expr: `status.endpoint.url`}, To: "/upstream"}),
+		},
+	})
+	db := w.task()
+	if db.GetResource().GetName() != "db" {
+		t.Fatalf("first task = %s; want db (the others wait for it)", db.GetResource().GetName())
+	}
+	w.result(db.GetLease(), `{"host":"db.internal","port":5431,"replicas":["r1","r2","r3"]}`)
+	app := w.task()
+	var spec map[string]any
+	if err := json.Unmarshal(app.GetResource().GetSpec(), &spec); err != nil || app.GetResource().GetName() != "app" ||
+		spec["upstream"] != "db.internal:5432" || spec["n"] != float64(3) {
+		t.Fatalf("app task %s with spec %s; want upstream db.internal:5432 and n 3", app.GetResource().GetName(), app.GetResource().GetSpec())
+	}
+	w.result(app.GetLease(), `{}`)
+	eventually(t, "late to wait naming the missing field", func() bool {
+		return strings.Contains(get(t, ctl, "part", "late").GetWaiting(), "endpoint")
+	})
+	if s := get(t, ctl, "stack", "c"); s.GetPhase() == "Ready" {
+		t.Fatalf("the composite is Ready while late waits")
+	}
+}
