@@ -73,8 +73,9 @@ func TestChildDeletedByHandComesBack(t *testing.T) {
 			recomposed = e
 		}
 	}
-	if recomposed == nil || !strings.Contains(recomposed.GetMessage(), "1 created") {
-		t.Fatalf("after part/%s was deleted (event %d), the composite's events are: %s; want a Composed event saying 1 child was created",
+	if recomposed == nil || !strings.Contains(recomposed.GetMessage(), "1 created") ||
+		!strings.Contains(recomposed.GetMessage(), "created "+kindPart+"/"+lost) {
+		t.Fatalf("after part/%s was deleted (event %d), the composite's events are: %s; want a Composed event naming the child it created again",
 			lost, deleted.GetId(), renderEvents(eventsOf(t, srv.api, kindStack, root)))
 	}
 	if lag := recomposed.GetTime().AsTime().Sub(deleted.GetTime().AsTime()); lag > reactLag {

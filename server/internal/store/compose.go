@@ -55,6 +55,9 @@ type Composition struct {
 type ComposeResult struct {
 	OutcomeResult
 	Created, Updated, Orphaned, Readopted, Deleted int
+	// CreatedNames names the first children created (kind/name), for the
+	// event: a child deleted by hand and created again is named there.
+	CreatedNames []string
 	// Refused is set when the composition could not apply; nothing was
 	// written, and the caller reports it as a failure of the task.
 	Refused *Refusal
@@ -179,10 +182,16 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 		if !res.Applied {
 			return errCompositionLost
 		}
+		summary := fmt.Sprintf("children: %d created, %d updated, %d re-adopted, %d orphaned, %d deleted; %d edges",
+			res.Created, res.Updated, res.Readopted, res.Orphaned, res.Deleted, len(c.Edges))
+		if len(res.CreatedNames) > 0 {
+			summary += "; created " + strings.Join(res.CreatedNames, ", ")
+			if more := res.Created - len(res.CreatedNames); more > 0 {
+				summary += fmt.Sprintf(" and %d more", more)
+			}
+		}
 		ev := newEventBatch()
-		ev.add(parentID, namespace, "", "", c.Generation, "Normal", "Composed", fmt.Sprintf(
-			"children: %d created, %d updated, %d re-adopted, %d orphaned, %d deleted; %d edges",
-			res.Created, res.Updated, res.Readopted, res.Orphaned, res.Deleted, len(c.Edges)), c.Actor)
+		ev.add(parentID, namespace, "", "", c.Generation, "Normal", "Composed", summary, c.Actor)
 		return queueEventsFor(ctx, tx, ev)
 	})
 	if errors.Is(err, errCompositionLost) {
@@ -192,6 +201,9 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 }
 
 var errCompositionLost = errors.New("composition lost its lease")
+
+// maxNamedInEvent caps the children a Composed event names.
+const maxNamedInEvent = 5
 
 // queueEventsFor inserts events whose kind and name are filled from the
 // resource rows (composition events name the composite by id only).
@@ -406,6 +418,9 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 			}
 			ids[[2]string{kind, name}] = id
 			res.Created++
+			if len(res.CreatedNames) < maxNamedInEvent {
+				res.CreatedNames = append(res.CreatedNames, kind+"/"+name)
+			}
 			if isGated {
 				gate = append(gate, id)
 			} else {
