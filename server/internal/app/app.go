@@ -291,12 +291,6 @@ func roleList(control, broker bool) []string {
 // openPool opens a pool; relaxed sessions commit without waiting for the
 // WAL flush (see store.Store). Every session tells the change trigger how
 // many spec revisions to keep.
-//
-// Every statement is planned for its arguments (plan_cache_mode
-// force_custom_plan): a generic plan cached while the tables were nearly
-// empty keeps scanning them whole once they hold 100,000 rows, which made
-// claim rounds 28 times slower after a burst. Planning costs a fraction of
-// a millisecond per statement, and the hot statements run in batches.
 func openPool(ctx context.Context, url string, size int32, historyKeep int, relaxed bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -307,7 +301,6 @@ func openPool(ctx context.Context, url string, size int32, historyKeep int, rela
 	pc.HealthCheckPeriod = 5 * time.Second
 	pc.ConnConfig.RuntimeParams["application_name"] = "converge"
 	pc.ConnConfig.RuntimeParams[store.HistoryKeepSetting] = strconv.Itoa(historyKeep)
-	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	if relaxed {
 		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}

@@ -135,8 +135,8 @@ const claimSQL = `
 	        LIMIT greatest(w.take, 0)
 	        FOR UPDATE SKIP LOCKED) p
 	), claimed AS (
-	    UPDATE tasks t SET claimed_by = $5, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
-	        lease_expires_at = now() + $6 * interval '1 millisecond'
+	    UPDATE tasks t SET claimed_by = $5::text, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
+	        lease_expires_at = now() + $6::bigint * interval '1 millisecond'
 	    FROM picked LEFT JOIN resources r ON r.id = picked.resource_id
 	    WHERE t.id = picked.id
 	    RETURNING t.id, t.epoch, t.kind, t.kind_version, t.trigger, t.key, t.payload, t.generation, t.attempts + 1 AS attempt,
@@ -211,7 +211,12 @@ func claim(ctx context.Context, q querier, member string, lease time.Duration, w
 	for i, w := range wants {
 		kinds[i], versions[i], triggers[i], limits[i] = w.Kind, w.Version, w.Trigger, int32(w.N)
 	}
-	rows, err := q.Query(ctx, claimSQL, kinds, versions, triggers, limits, member, lease.Milliseconds())
+	// Planned for its arguments every time (an unnamed statement): the
+	// queue grows from nothing to a backlog of 100,000 faster than
+	// autovacuum analyzes it, and a plan cached for the empty queue kept
+	// scanning all of it, 48 ms a claim round instead of 0.3 ms.
+	rows, err := q.Query(ctx, claimSQL, pgx.QueryExecModeExec,
+		kinds, versions, triggers, limits, member, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
