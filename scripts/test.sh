@@ -39,6 +39,13 @@ fi
 [ -n "$pgbin" ] || die "PostgreSQL server binaries (initdb, postgres) not found. Install them (Debian/Ubuntu: apt-get install postgresql; Fedora: dnf install postgresql-server; macOS: brew install postgresql@16) or set CONVERGE_PG_BIN to their directory."
 echo "$pgbin"
 
+say "terraform or OpenTofu (for stdworker's stdterraform)"
+# A real binary, never a fake: terraform or tofu on PATH, else OpenTofu
+# built once from the Go module proxy into a cache (minutes, the first time).
+TERRAFORM_BINARY=$(scripts/find-terraform.sh) || die "no terraform or tofu binary, and OpenTofu could not be built (see the messages above); install terraform or tofu, or set TERRAFORM_BINARY"
+export TERRAFORM_BINARY
+echo "$TERRAFORM_BINARY"
+
 say "go vet"
 go vet ./...
 

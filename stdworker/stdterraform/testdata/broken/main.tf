@@ -1,0 +1,6 @@
+resource "terraform_data" "x" {
+  input = "unclosed"
+
+output "o" {
+  value = 1
+}

@@ -1,0 +1,7 @@
+variable "size" {
+  type = number
+}
+
+output "double" {
+  value = var.size * 2
+}
