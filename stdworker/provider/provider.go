@@ -40,6 +40,9 @@ type Env struct {
 	// (stdcel serves the kind a graph defines once the graph is applied); stop
 	// drains and ends it. It is nil where serving at run time is not offered.
 	Serve func(ctx context.Context, p Provider, s Served) (stop func(), err error)
+	// Done is closed when stdworker stops serving this kind (a drain, or
+	// stop); work a provider starts in the background ends with it.
+	Done <-chan struct{}
 }
 
 // Provider serves kinds.

@@ -11,13 +11,18 @@ import (
 )
 
 // follow keeps the served kinds in step with the std.graph resources on
-// the server, for as long as the process runs: at start (graphs applied
+// the server, for as long as std.graph is served: at start (graphs applied
 // before this stdworker started), and on every change (a graph compiled
 // or deleted through another stdworker). The compile and teardown
 // reactions act at once on the stdworker that runs them; this catches up
 // the others.
 func (p *Provider) follow(env provider.Env) {
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-env.Done
+		cancel()
+	}()
 	delay := time.Second
 	for {
 		err := env.Control.Follow(ctx, &convergev1.WatchRequest{Kind: Kind}, func(r *convergev1.WatchResponse) error {
@@ -28,7 +33,11 @@ func (p *Provider) follow(env provider.Env) {
 		if err != nil {
 			env.Log.Debug("following std.graph resources", "err", err)
 		}
-		time.Sleep(delay/2 + rand.N(delay/2))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay/2 + rand.N(delay/2)):
+		}
 		delay = min(2*delay, 30*time.Second)
 	}
 }

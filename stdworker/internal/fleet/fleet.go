@@ -115,12 +115,13 @@ func (f *Fleet) Start(ctx context.Context, p provider.Provider, s provider.Serve
 		opts = append(opts, converge.WithDrainTimeout(f.opts.DrainTimeout))
 	}
 	w := converge.NewWorker(f.opts.ServerURL, opts...)
-	env := provider.Env{Log: log, Control: f.opts.Control, StateDir: stateDir, Serve: f.serve}
+	runCtx, cancel := context.WithCancel(f.root)
+	env := provider.Env{Log: log, Control: f.opts.Control, StateDir: stateDir, Serve: f.serve, Done: runCtx.Done()}
 	if err := p.Register(ctx, w, s, env); err != nil {
+		cancel()
 		return nil, fmt.Errorf("%s (provider %s): %w", ref, p.Name(), err)
 	}
 
-	runCtx, cancel := context.WithCancel(f.root)
 	m := &member{cancel: cancel, done: make(chan struct{})}
 	f.mu.Lock()
 	if _, dup := f.running[ref]; dup {
