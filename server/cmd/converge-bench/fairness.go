@@ -143,7 +143,7 @@ func probeBacklog(ctx context.Context, o options, st *stack, res *fairnessResult
 	}
 	var execMs float64
 	if err := st.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(total_exec_time) / nullif(sum(calls), 0), 0)
-		FROM pg_stat_statements WHERE query LIKE '%claimed_by = $5, claimed_at = now()%'`).Scan(&res.claimCalls, &execMs); err != nil {
+		FROM pg_stat_statements WHERE query LIKE '%claimed_by = $5::text, claimed_at = now()%'`).Scan(&res.claimCalls, &execMs); err != nil {
 		return err
 	}
 	res.claimExec = time.Duration(execMs * float64(time.Millisecond))

@@ -179,7 +179,7 @@ func run(ctx context.Context, o options) error {
 		logf("run %d/%d: %.0f reconciles/s, idle p50 %.1f ms", r, o.runs, res.rate, ms(res.idleP50))
 		if riverBin != "" {
 			logf("run %d/%d: River bench, %d jobs", r, o.runs, o.riverJobs)
-			rr, err := runRiver(ctx, riverBin, cluster, fmt.Sprintf("river_%d", r), o.riverJobs)
+			rr, err := runRiver(ctx, riverBin, cluster, fmt.Sprintf("river_%d", r), o.riverJobs, o.keep)
 			if err != nil {
 				return fmt.Errorf("run %d: River: %w", r, err)
 			}

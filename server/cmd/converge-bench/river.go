@@ -50,8 +50,8 @@ var riverRate = regexp.MustCompile(`overall job/sec \[\s*([0-9.]+)\s*\]`)
 
 // runRiver runs River's burn-down benchmark on a fresh database of the
 // same cluster.
-func runRiver(ctx context.Context, bin string, cluster *devpg.Cluster, db string, jobs int) (riverResult, error) {
-	if err := cluster.CreateDatabase(ctx, db, ""); err != nil {
+func runRiver(ctx context.Context, bin string, cluster *devpg.Cluster, db string, jobs int, keep bool) (riverResult, error) {
+	if err := freshDatabase(ctx, cluster, db, keep); err != nil {
 		return riverResult{}, err
 	}
 	url := cluster.URL(db)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/convergehq/converge/sdk-go/client"
@@ -28,7 +29,7 @@ type stack struct {
 // startStack creates database db and starts the server and one worker
 // (workerBin with workerArgs, plus -server).
 func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db string, workerBin string, workerArgs ...string) (*stack, error) {
-	if err := cluster.CreateDatabase(ctx, db, ""); err != nil {
+	if err := freshDatabase(ctx, cluster, db, o.keep); err != nil {
 		return nil, err
 	}
 	url := cluster.URL(db)
@@ -101,4 +102,36 @@ func (s *stack) close() {
 	if s.logDir != "" {
 		_ = os.RemoveAll(s.logDir)
 	}
+}
+
+// freshDatabase creates db on a cluster left as if nothing had run before
+// it: the databases of earlier runs are dropped (autovacuum would work
+// through their 100,000-row tables during this run) and a checkpoint
+// writes out what they dirtied, so that no run pays for the one before.
+// With -keep the earlier databases stay, for inspection.
+func freshDatabase(ctx context.Context, cluster *devpg.Cluster, db string, keep bool) error {
+	conn, err := pgx.Connect(ctx, cluster.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("settling the cluster: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if !keep {
+		rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE NOT datistemplate AND datname <> 'postgres'`)
+		if err != nil {
+			return fmt.Errorf("settling the cluster: %w", err)
+		}
+		old, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("settling the cluster: %w", err)
+		}
+		for _, name := range old {
+			if _, err := conn.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+				return fmt.Errorf("dropping %s: %w", name, err)
+			}
+		}
+	}
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("settling the cluster: %w", err)
+	}
+	return cluster.CreateDatabase(ctx, db, "")
 }

@@ -291,6 +291,16 @@ func roleList(control, broker bool) []string {
 // openPool opens a pool; relaxed sessions commit without waiting for the
 // WAL flush (see store.Store). Every session tells the change trigger how
 // many spec revisions to keep.
+//
+// Statements are planned for their arguments (plan_cache_mode
+// force_custom_plan): the queue and the resources grow from nothing to
+// 100,000 rows well before autovacuum analyzes them, and a plan cached
+// while they were nearly empty scans them whole, tens of milliseconds a
+// statement; results then queue behind it for seconds. Index probes are
+// costed as the cached pages they are (random_page_cost 1.1): at the
+// default of 4 the planner prefers a scan of the whole table to 1,000
+// probes by key, which takes three times as long. Both stay the operator's
+// to override in the database URL.
 func openPool(ctx context.Context, url string, size int32, historyKeep int, relaxed bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -301,6 +311,11 @@ func openPool(ctx context.Context, url string, size int32, historyKeep int, rela
 	pc.HealthCheckPeriod = 5 * time.Second
 	pc.ConnConfig.RuntimeParams["application_name"] = "converge"
 	pc.ConnConfig.RuntimeParams[store.HistoryKeepSetting] = strconv.Itoa(historyKeep)
+	for k, v := range map[string]string{"plan_cache_mode": "force_custom_plan", "random_page_cost": "1.1"} {
+		if _, set := pc.ConnConfig.RuntimeParams[k]; !set {
+			pc.ConnConfig.RuntimeParams[k] = v
+		}
+	}
 	if relaxed {
 		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}
