@@ -23,6 +23,9 @@ else
   mkdir -p "$out"
   "$buf" generate -o "$out"
 fi
+# The TypeScript code imports buf/validate from @bufbuild/protovalidate
+# (rewrite_imports); include_imports generates a local copy nothing uses.
+rm -rf "$out/sdk-ts/gen/buf"
 go run ./server/internal/api/openapi/internal/convert \
   "$out/server/internal/api/openapi/gen/converge.swagger.json" \
   "$out/server/internal/api/openapi/openapi.json"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: everything CI runs, from a clean clone on a fresh machine.
 #
-#   scripts/test.sh            all tests (Go with -race, including end-to-end)
+#   scripts/test.sh            all tests: Go with -race (including end-to-end),
+#                              then the TypeScript SDK (scripts/test-ts.sh)
 #   scripts/test.sh -short     skip the slow end-to-end and fault tests
 #
 # It installs what it needs when it can (npm packages; PostgreSQL server
@@ -57,5 +58,17 @@ status=${PIPESTATUS[0]}
 set -e
 passed=$(grep -c '^ok ' /tmp/converge-test.log || true)
 failed=$(grep -c '^FAIL' /tmp/converge-test.log || true)
-say "summary: $passed packages passed, $failed failed, $(( $(date +%s) - start ))s"
-exit "$status"
+go_summary="Go: $passed packages passed, $failed failed, $(( $(date +%s) - start ))s"
+
+say "TypeScript SDK"
+ts_start=$(date +%s)
+set +e
+scripts/test-ts.sh "$@"
+ts_status=$?
+set -e
+
+say "summary"
+echo "$go_summary"
+echo "TypeScript SDK: $([ "$ts_status" = 0 ] && echo passed || echo FAILED), $(( $(date +%s) - ts_start ))s"
+[ "$status" = 0 ] || exit "$status"
+exit "$ts_status"

@@ -1,0 +1,227 @@
+// End to end: the packed SDK, installed into a fresh project with npm, runs
+// the examples' workers against a real server in dev mode, and the SDK's
+// client applies resources and waits for them.
+//
+// Two `converge dev` processes share one database: the first starts the
+// throwaway PostgreSQL and stays up for the whole run; the second is the
+// server under test (workers and the client talk to it), started on that
+// database so it can be stopped and started again on the same database and
+// port, as a server restart.
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { after, before, describe, it } from "node:test";
+import { freePort, poll, run, start, type Proc } from "./procs.js";
+
+type SDK = typeof import("../src/index.js");
+
+// build/test/e2e → the sdk-ts package and the repository.
+const here = dirname(fileURLToPath(import.meta.url));
+const pkg = join(here, "..", "..", "..");
+const repo = join(pkg, "..");
+const examples = join(pkg, "build", "test", "examples");
+
+const readyTimeout = 60_000;
+const waitTimeout = 30_000;
+
+let tmp = "";
+let app = "";
+let converge = "";
+let dbURL = "";
+let apiURL = "";
+let listen = "";
+let holder: Proc | undefined;
+let server: Proc | undefined;
+let serverStarts = 0;
+const workers: Proc[] = [];
+let sdk: SDK;
+let client: InstanceType<SDK["Client"]>;
+
+function diagnostics(): string {
+  return [holder, server, ...workers].filter((p): p is Proc => p !== undefined).map((p) => p.tail()).join("\n");
+}
+
+async function startServer(): Promise<void> {
+  serverStarts++;
+  // Short leases and retries, as the Go end-to-end tests use.
+  server = start(`converge-dev-${serverStarts}`, tmp, converge, [
+    "dev", "--database-url", dbURL, "--listen", listen,
+    "--lease", "3s", "--heartbeat", "500ms", "--poll", "200ms", "--retry-base", "100ms", "--retry-max", "1s",
+  ], repo);
+  const s = server;
+  await poll(`${s.name} to answer /readyz`, readyTimeout, async () => {
+    if (!s.running) throw new Error(`${s.name} exited:\n${s.tail()}`);
+    const r = await fetch(`${apiURL}/readyz`);
+    return r.status === 200 ? true : undefined;
+  });
+}
+
+function startWorker(name: string, example: string): Proc {
+  const p = start(name, tmp, process.execPath, [join(example, "main.js"), "--server", apiURL], app);
+  workers.push(p);
+  return p;
+}
+
+before(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "converge-sdk-ts-e2e-"));
+  converge = join(tmp, "converge");
+  await run("go", ["build", "-o", converge, "./server/cmd/converge"], repo);
+
+  // The package exactly as published, installed the way a user would.
+  const packed = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", tmp, "--json"], pkg);
+  const tarball = join(tmp, (JSON.parse(packed) as { filename: string }[])[0].filename);
+  app = join(tmp, "app");
+  mkdirSync(app);
+  writeFileSync(
+    join(app, "package.json"),
+    JSON.stringify({ name: "sdk-e2e-app", private: true, type: "module", dependencies: { "@converge/sdk": `file:${tarball}` } }),
+  );
+  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], app);
+  for (const ex of ["leaf", "composer"]) {
+    mkdirSync(join(app, ex));
+    for (const f of readdirSync(join(examples, ex)).filter((f) => f.endsWith(".js"))) {
+      copyFileSync(join(examples, ex, f), join(app, ex, f));
+    }
+  }
+  const entry = createRequire(join(app, "package.json")).resolve("@converge/sdk");
+  sdk = (await import(pathToFileURL(entry).href)) as SDK;
+
+  holder = start("converge-dev-holder", tmp, converge, ["dev", "--listen", `127.0.0.1:${await freePort()}`], repo);
+  const h = holder;
+  dbURL = await poll("the holder's database URL", readyTimeout, () => {
+    if (!h.running) throw new Error(`holder exited:\n${h.tail()}`);
+    return /Database:\s+(postgres:\/\/\S+)/.exec(h.output())?.[1];
+  });
+  listen = `127.0.0.1:${await freePort()}`;
+  apiURL = `http://${listen}`;
+  await startServer();
+  client = new sdk.Client({ url: apiURL });
+  for (const f of [join(pkg, "examples", "leaf", "hello.yaml"), join(pkg, "examples", "composer", "kinds.yaml")]) {
+    await client.applyDocuments(sdk.parseDocuments(readFileSync(f, "utf8"), f));
+  }
+  startWorker("leaf-worker", "leaf");
+  startWorker("composer-worker", "composer");
+});
+
+after(async () => {
+  for (const w of workers) {
+    await w.stop("SIGKILL");
+  }
+  await server?.stop("SIGINT");
+  await holder?.stop("SIGINT");
+  if (tmp && process.env.KEEP_E2E !== "1") {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+describe("TypeScript SDK end to end", () => {
+  it("packs without tests, sources or source maps", async () => {
+    const out = await run("npm", ["pack", "--dry-run", "--ignore-scripts", "--json"], pkg);
+    const files = (JSON.parse(out) as { files: { path: string }[] }[])[0].files.map((f) => f.path);
+    assert.ok(files.includes("dist/src/index.js") && files.includes("dist/src/index.d.ts") && files.includes("README.md"), files.join("\n"));
+    const bad = files.filter((f) => /\.map$|\.test\.|(^|\/)test\/|^src\/|^gen\/|\.ts$/.test(f) && !f.endsWith(".d.ts"));
+    assert.deepEqual(bad, []);
+  });
+
+  it("a leaf resource becomes Ready with its handler's status", async () => {
+    const r = await client.waitForPhase("hello", "hello-world", "Ready", { timeoutMs: waitTimeout }).catch((e) => {
+      throw new Error(`${(e as Error).message}\n${diagnostics()}`);
+    });
+    assert.deepEqual(r.status, { message: "Hello, world!" });
+  });
+
+  it("a handler's terminal() error makes the resource Failed with the message", async () => {
+    await client.apply({ kind: "hello", kindVersion: 1, name: "nobody", spec: { name: "" } });
+    const r = await client.waitForPhase("hello", "nobody", ["Failed", "Ready"], { timeoutMs: waitTimeout });
+    assert.equal(r.phase, "Failed");
+    assert.equal(r.failure?.terminal, true);
+    assert.match(r.failure?.message ?? "", /spec\.name is empty: say who to greet/);
+  });
+
+  it("a composer's children become Ready, with values flowed from one into the other", async () => {
+    const app = await client.waitForPhase("webapp", "shop", "Ready", { timeoutMs: waitTimeout }).catch((e) => {
+      throw new Error(`${(e as Error).message}\n${diagnostics()}`);
+    });
+    assert.deepEqual(app.status, { components: 2 });
+    const children = await client.list({ kind: "service" });
+    const svc = children.find((c) => c.name === "shop-svc");
+    assert.ok(svc, "the service child exists");
+    assert.equal(svc.owner?.name, "shop");
+    assert.equal(svc.spec?.database_endpoint, "shop-db.db.internal:5432");
+    assert.equal(svc.spec?.database_url, "postgres://shop-db.db.internal:5432/shop");
+    assert.match(String(svc.status?.url), /db postgres:\/\/shop-db\.db\.internal:5432\/shop/);
+    const db = await client.get("database", "shop-db");
+    assert.equal(db.phase, "Ready");
+  });
+
+  it("workers reconnect after the server restarts on the same database and port, and new work is done", async () => {
+    assert.equal(await server?.stop("SIGTERM"), 0, `the server should exit cleanly:\n${server?.tail()}`);
+    await startServer();
+    await client.apply({ kind: "hello", kindVersion: 1, name: "after-restart", spec: { name: "again", greeting: "Welcome back" } });
+    await client.apply({ kind: "webapp", kindVersion: 1, name: "blog", spec: { image: "blog:2" } });
+    const r = await client.waitForPhase("hello", "after-restart", "Ready", { timeoutMs: waitTimeout }).catch((e) => {
+      throw new Error(`${(e as Error).message}\n${diagnostics()}`);
+    });
+    assert.deepEqual(r.status, { message: "Welcome back, again!" });
+    await client.waitForPhase("webapp", "blog", "Ready", { timeoutMs: waitTimeout });
+    for (const w of workers) {
+      assert.ok(w.running, `${w.name} is still running`);
+      assert.match(w.output(), /worker stream ended; reconnecting/, `${w.name} logged the reconnect`);
+    }
+  });
+
+  it("the installed package's types check in a TypeScript consumer", async () => {
+    writeFileSync(
+      join(app, "check.ts"),
+      `import { Worker, Client, terminal, dependsOn, flowFrom, Phase, type Task } from "@converge/sdk";
+import { generateTypes } from "@converge/sdk/typegen";
+interface Spec { name: string }
+const w = new Worker({ url: "http://localhost:7070", capacity: 2 });
+w.handle<Spec, { message: string }>("greeting", 1, "reconcile", async (t: Task<Spec, { message: string }>) => {
+  if (!t.spec.name) throw terminal(new Error("spec.name is empty"));
+  return { status: { message: "hello " + t.spec.name } };
+});
+w.handle("web", 1, "compose", () => ({ compose: true, children: [], edges: [dependsOn({ kind: "a", name: "b" }, { kind: "c", name: "d" }, flowFrom("/x", "/y"))] }));
+const c = new Client({ url: "http://localhost:7070" });
+const p: Promise<string> = c.waitForPhase("greeting", "x", Phase.Ready).then((r) => r.phase);
+const s: string = generateTypes([]);
+void p; void s;
+`,
+    );
+    writeFileSync(
+      join(app, "tsconfig.json"),
+      // A Node project has @types/node (the workspace's is used rather than
+      // installing it); connect's declarations name DOM types (HeadersInit).
+      // skipLibCheck is off, so the package's own declarations are checked.
+      JSON.stringify({
+        compilerOptions: {
+          strict: true, noEmit: true, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", lib: ["ES2023", "DOM"],
+          types: ["node"], typeRoots: [join(repo, "node_modules", "@types")], skipLibCheck: false,
+        },
+        files: ["check.ts"],
+      }),
+    );
+    const tsc = createRequire(join(pkg, "package.json")).resolve("typescript/bin/tsc");
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], app);
+  });
+
+  it("workers drain on SIGTERM and exit with status 0", async () => {
+    for (const w of workers) {
+      const t0 = Date.now();
+      assert.equal(await w.stop("SIGTERM"), 0, `${w.name} after SIGTERM:\n${w.tail()}`);
+      // An idle worker's drain is quick; a timer left behind (the drain's
+      // 5 s bounds) would hold the process.
+      assert.ok(Date.now() - t0 < 4500, `${w.name} took ${Date.now() - t0} ms to exit after SIGTERM`);
+      assert.match(w.output(), /worker draining/);
+    }
+  });
+
+  it("the installed converge-ts-types command writes types from a manifest", async () => {
+    const out = await run(join(app, "node_modules", ".bin", "converge-ts-types"), [join(pkg, "examples", "composer", "kinds.yaml")], app);
+    assert.match(out, /export interface ServiceV1Spec \{/);
+    assert.match(out, /size\?: "small" \| "large";/);
+  });
+});
