@@ -11,44 +11,12 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-listen=${LISTEN:-127.0.0.1:7070}
-export CONVERGE_SERVER=http://$listen
-work=$(mktemp -d)
-pids=()
-
-cleanup() {
-	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-bin=${CONVERGE_BIN_DIR:-}
-if [[ -z "$bin" ]]; then
-	bin=$work/bin
-	echo "building converge, conctl and stdworker..."
-	(cd "$root" && go build -o "$bin/" ./server/cmd/converge ./server/cmd/conctl ./stdworker/cmd/stdworker)
-fi
-conctl() { "$bin/conctl" "$@"; }
-stdworker() { "$bin/stdworker" "$@"; }
-
-echo "starting converge dev on $listen (log: $work/converge.log)..."
-"$bin/converge" dev --listen "$listen" >"$work/converge.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 300); do
-	conctl list kinds >/dev/null 2>&1 && break
-	sleep 0.1
-done
-conctl list kinds >/dev/null 2>&1 || { cat "$work/converge.log"; exit 1; }
+. "$here/../demo.sh"
 
 set -x
-stdworker kinds apply
+"$bin/stdworker" kinds apply
 { set +x; } 2>/dev/null
-echo "starting stdworker (serves every std kind on the server)"
-# Not through the function: $! must be stdworker's pid, for the cleanup.
-"$bin/stdworker" --state-dir "$work/state" >"$work/stdworker.log" 2>&1 &
-pids+=($!)
+demo_stdworker "$here"
 
 set -x
 conctl apply -f "$here/resources.yaml" --wait --wait-timeout 60s
@@ -67,7 +35,4 @@ YAML
 conctl describe resource std.shell/no-interpreter
 { set +x; } 2>/dev/null
 
-if [[ "${KEEP:-}" == 1 ]]; then
-	echo "running; press Ctrl-C to stop (stdworker log: $work/stdworker.log)"
-	wait
-fi
+demo_end

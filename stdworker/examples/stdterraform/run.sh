@@ -13,38 +13,10 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-listen=${LISTEN:-127.0.0.1:7070}
-export CONVERGE_SERVER=http://$listen
-work=$(mktemp -d)
-pids=()
-
-cleanup() {
-	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. "$here/../demo.sh"
 
 tf=$("$root/scripts/find-terraform.sh")
 echo "using $tf"
-
-bin=${CONVERGE_BIN_DIR:-}
-if [[ -z "$bin" ]]; then
-	bin=$work/bin
-	echo "building converge, conctl and stdworker..."
-	(cd "$root" && go build -o "$bin/" ./server/cmd/converge ./server/cmd/conctl ./stdworker/cmd/stdworker)
-fi
-conctl() { "$bin/conctl" "$@"; }
-
-echo "starting converge dev on $listen (log: $work/converge.log)..."
-"$bin/converge" dev --listen "$listen" --retry-base 200ms --retry-max 2s >"$work/converge.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 300); do
-	conctl list kinds >/dev/null 2>&1 && break
-	sleep 0.1
-done
-conctl list kinds >/dev/null 2>&1 || { cat "$work/converge.log"; exit 1; }
 
 set -x
 "$bin/stdworker" kinds apply
@@ -57,9 +29,7 @@ config: {binary: "$tf", backend: {type: local}}
 YAML
 { set +x; } 2>/dev/null
 
-echo "starting stdworker in $here (log: $work/stdworker.log)"
-(cd "$here" && exec "$bin/stdworker" --kinds std.terraform@1 --state-dir "$work/state") >"$work/stdworker.log" 2>&1 &
-pids+=($!)
+demo_stdworker "$here" --kinds std.terraform@1
 
 set -x
 conctl apply -f "$here/resources.yaml" --wait --wait-timeout 2m
@@ -79,7 +49,4 @@ conctl delete resource std.terraform/shop --wait
 { set +x; } 2>/dev/null
 echo "resources left in $state: $(jq '.resources | length' "$state")"
 
-if [[ "${KEEP:-}" == 1 ]]; then
-	echo "running; press Ctrl-C to stop (stdworker log: $work/stdworker.log)"
-	wait
-fi
+demo_end
