@@ -59,9 +59,16 @@ Ctrl-C stops everything and removes the cluster's data directory, unless --keep.
 			if err != nil {
 				return err
 			}
-			url := "http://" + a.Addr().String()
+			scheme := "http://"
+			if cfg.TLS.Enabled() {
+				scheme = "https://"
+			}
+			url := scheme + a.Addr().String()
 			fmt.Fprintf(os.Stderr, "\nConverge is running.\n  API:       %s   (REST under %s/api/v1, OpenAPI at %s/openapi.json)\n  Workers:   %s\n  Database:  %s\n\nTry:\n  export CONVERGE_SERVER=%s\n  go run ./server/cmd/conctl apply -f sdk-go/examples/leaf/greeting.yaml\n\nPress Ctrl-C to stop.\n\n",
 				url, url, url, url, databaseURL, url)
+			if m := a.MetricsAddr(); m != nil {
+				fmt.Fprintf(os.Stderr, "Metrics:   http://%s/metrics\n\n", m)
+			}
 			select {
 			case <-ctx.Done():
 			case <-a.Done():

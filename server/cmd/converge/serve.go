@@ -12,6 +12,7 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/sweeper"
+	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
 // serverFlags are the flags serve and dev share.
@@ -29,7 +30,9 @@ type serverFlags struct {
 	logLevel       string
 	logFormat      string
 	pprofListen    string
+	metricsListen  string
 	historyKeep    int
+	tls            tlsconf.Config
 }
 
 func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
@@ -46,7 +49,14 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address, plaintext and apart from the API (e.g. :9090); off by default")
 	fs.IntVar(&f.historyKeep, "history-keep", store.DefaultHistoryKeep, "spec revisions kept per resource for history and rollback (1..1000)")
+	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM; re-read when it changes)")
+	fs.StringVar(&f.tls.KeyFile, "tls-key", "", "private key of --tls-cert (PEM; re-read when it changes)")
+	fs.StringVar(&f.tls.ClientCAFile, "tls-client-ca", "", "verify client certificates against these CAs (PEM): mutual TLS")
+	fs.StringVar(&f.tls.ClientAuth, "tls-client-auth", tlsconf.ClientAuthRequire, "with --tls-client-ca: require a client certificate on every connection, or request one (connections without one reach only paths whose allowlist is empty, and /healthz, /readyz)")
+	fs.StringSliceVar(&f.tls.AllowAPIIDs, "allow-api-ids", nil, "SPIFFE IDs allowed to call the control API, comma-separated; a trailing /* admits a prefix (default: any verified client)")
+	fs.StringSliceVar(&f.tls.AllowWorkerIDs, "allow-worker-ids", nil, "SPIFFE IDs allowed to connect as workers, comma-separated; a trailing /* admits a prefix (default: any verified client)")
 }
 
 func (f *serverFlags) config(databaseURL string) (app.Config, error) {
@@ -72,7 +82,9 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		Sweeper:        sweeper.Config{ChangeRetention: f.changeRetain},
 		NotifyInterval: f.notifyInterval,
 		PprofListen:    f.pprofListen,
+		MetricsListen:  f.metricsListen,
 		HistoryKeep:    f.historyKeep,
+		TLS:            f.tls,
 		Version:        version,
 		Log:            log,
 	}, nil
@@ -92,7 +104,9 @@ Roles:
   control  the API (Connect, gRPC, gRPC-Web and REST under /api/v1) and the sweepers
   broker   the worker endpoint: claims tasks, pushes them to workers, applies results`,
 		Example: `  converge serve --database-url postgres://converge@db:5432/converge
-  CONVERGE_DATABASE_URL=postgres://... converge serve --role broker --listen :7071`,
+  CONVERGE_DATABASE_URL=postgres://... converge serve --role broker --listen :7071
+  converge serve --database-url ... --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt \
+    --allow-api-ids 'spiffe://example.org/ns/ops/*' --allow-worker-ids 'spiffe://example.org/ns/workers/*'`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if databaseURL == "" {
 				databaseURL = os.Getenv("CONVERGE_DATABASE_URL")

@@ -24,11 +24,13 @@ import (
 	"github.com/convergehq/converge/server/internal/graph"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/members"
+	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/migrate"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/reactor"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/sweeper"
+	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
 // Roles a process can run.
@@ -55,11 +57,17 @@ type Config struct {
 	Sweeper        sweeper.Config
 	// PprofListen, if set, serves Go's pprof profiles on that address.
 	PprofListen string
+	// MetricsListen, if set, serves Prometheus metrics at /metrics on that
+	// address, in plaintext and apart from the API listener.
+	MetricsListen string
 	// HistoryKeep is how many spec revisions per resource are kept
 	// (1..1000; 0 means store.DefaultHistoryKeep).
 	HistoryKeep int
-	Version     string
-	Log         *slog.Logger
+	// TLS, if enabled, serves the listener over TLS (mutual with a client
+	// CA) and admits callers by SPIFFE ID per audience.
+	TLS     tlsconf.Config
+	Version string
+	Log     *slog.Logger
 }
 
 // App is a running server.
@@ -74,6 +82,8 @@ type App struct {
 	err      error
 	memberID string
 	members  *members.Tracker
+	// metricsAddr is the bound metrics listener; nil when metrics are off.
+	metricsAddr net.Addr
 }
 
 // Start connects, migrates if asked, and starts serving. It returns once
@@ -97,6 +107,12 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	if cfg.HistoryKeep < 1 || cfg.HistoryKeep > 1000 {
 		return nil, fmt.Errorf("--history-keep %d: must be between 1 and 1000", cfg.HistoryKeep)
+	}
+	var tc *tlsconf.Server
+	if cfg.TLS.Enabled() {
+		if tc, err = tlsconf.New(cfg.TLS, cfg.Log); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Migrate {
 		steps, err := migrate.Up(ctx, cfg.DatabaseURL)
@@ -125,10 +141,15 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("loading kinds: %w", err)
 	}
 
+	var m *metrics.Metrics
+	if cfg.MetricsListen != "" {
+		m = metrics.New()
+	}
 	var b *broker.Broker
 	if brokerRole {
 		bc := cfg.Broker
 		bc.MemberID = a.memberID
+		bc.Metrics = m
 		b = broker.New(bc, st, reg, bus, cfg.Log)
 	}
 	var served func() []store.Served
@@ -149,10 +170,16 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if control {
 		svc = api.New(st, reg, bus, tracker, cfg.Log)
 	}
-	handler, err := newHandler(svc, b, pool)
+	handler, err := newHandler(svc, b, pool, tc, m)
 	if err != nil {
 		a.closePools()
 		return nil, err
+	}
+	if m != nil {
+		if err := watchAll(m, st, pool, relaxed, b, bus, cfg.Log); err != nil {
+			a.closePools()
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -163,7 +190,18 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	if tc != nil {
+		// HTTP/2 and HTTP/1.1 by ALPN; h2c cannot happen inside TLS.
+		protocols.SetHTTP2(true)
+		protocols.SetUnencryptedHTTP2(false)
+	}
 	a.server = &http.Server{Handler: handler, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+	if tc != nil {
+		a.server.TLSConfig = tc.TLSConfig()
+		// Failed handshakes (unknown CA, expired or missing client
+		// certificates) are the operator's to see, in the structured log.
+		a.server.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)
+	}
 
 	runCtx, stop := context.WithCancel(context.Background())
 	a.stop = stop
@@ -195,8 +233,22 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			return nil, err
 		}
 	}
+	if m != nil {
+		if a.metricsAddr, err = serveMetrics(runCtx, cfg.MetricsListen, m, pool); err != nil {
+			stop()
+			a.server.Close()
+			a.closePools()
+			return nil, err
+		}
+	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- a.server.Serve(ln) }()
+	go func() {
+		if tc != nil {
+			serveErr <- a.server.ServeTLS(ln, "", "")
+			return
+		}
+		serveErr <- a.server.Serve(ln)
+	}()
 	go func() {
 		select {
 		case err := <-serveErr:
@@ -232,6 +284,10 @@ func (a *App) Peers() []string {
 	}
 	return out
 }
+
+// MetricsAddr is the bound metrics listener address, or nil when metrics
+// are off.
+func (a *App) MetricsAddr() net.Addr { return a.metricsAddr }
 
 // MemberID identifies this replica.
 func (a *App) MemberID() string { return a.memberID }

@@ -16,7 +16,9 @@ import (
 	"github.com/convergehq/converge/server/internal/api/openapi"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/limits"
+	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/rpcvalidate"
+	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
 // JSON on every transport uses the proto field names (snake_case), the
@@ -31,7 +33,7 @@ var (
 const compressMinBytes = 64 << 10
 
 // newHandler mounts the services of the roles this process runs.
-func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Handler, error) {
+func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsconf.Server, m *metrics.Metrics) (http.Handler, error) {
 	validator, err := rpcvalidate.New()
 	if err != nil {
 		return nil, err
@@ -39,7 +41,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Ha
 	mux := http.NewServeMux()
 	if svc != nil {
 		path, h := convergev1connect.NewControlServiceHandler(svc,
-			connect.WithInterceptors(validator),
+			connect.WithInterceptors(m.Interceptor(), validator),
 			connect.WithCodec(jsonCodec{}),
 			connect.WithCompressMinBytes(compressMinBytes),
 			connect.WithReadMaxBytes(limits.MaxRequestBytes))
@@ -52,18 +54,31 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Ha
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle(path, transcoder)
-		mux.Handle("/api/v1/", transcoder)
-		mux.HandleFunc("/api/v1/watch", svc.ServeWatchNDJSON)
-		mux.Handle("GET /openapi.json", openapi.Handler())
+		// Over TLS, every API path admits only the API audience's SPIFFE IDs.
+		guarded := func(h http.Handler) http.Handler {
+			return tlsconf.Guard(tlsconf.AudienceAPI, tc.Allowlist(tlsconf.AudienceAPI), h)
+		}
+		mux.Handle(path, guarded(transcoder))
+		mux.Handle("/api/v1/", guarded(transcoder))
+		mux.Handle("/api/v1/watch", guarded(http.HandlerFunc(svc.ServeWatchNDJSON)))
+		mux.Handle("GET /openapi.json", guarded(openapi.Handler()))
 	}
 	if b != nil {
 		path, h := convergev1connect.NewWorkerServiceHandler(b,
-			connect.WithInterceptors(validator),
+			connect.WithInterceptors(m.Interceptor(), validator),
 			connect.WithCompressMinBytes(compressMinBytes),
 			connect.WithReadMaxBytes(limits.MaxWorkerMessageBytes))
-		mux.Handle(path, h)
+		mux.Handle(path, tlsconf.Guard(tlsconf.AudienceWorker, tc.Allowlist(tlsconf.AudienceWorker), h))
 	}
+	mountHealth(mux, pool)
+	return mux, nil
+}
+
+// mountHealth serves liveness (/healthz: the process answers; it never
+// touches the database) and readiness (/readyz: the database answers a ping
+// within 2 s) on mux. Both the API listener and the metrics listener serve
+// them: behind mTLS, probes reach the plaintext metrics port.
+func mountHealth(mux *http.ServeMux, pool *pgxpool.Pool) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
@@ -76,7 +91,6 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool) (http.Ha
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return mux, nil
 }
 
 // jsonCodec is Connect's JSON codec with proto field names.

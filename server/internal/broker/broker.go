@@ -13,6 +13,7 @@ import (
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
 )
@@ -39,6 +40,8 @@ type Config struct {
 	DeadlineGrace time.Duration
 	// Backoff shapes retries of transient failures.
 	Backoff store.Backoff
+	// Metrics counts claims and completions; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // DefaultConfig returns the production defaults.
@@ -233,6 +236,23 @@ func (b *Broker) Served() []store.Served {
 		out = append(out, *agg[rk])
 	}
 	return out
+}
+
+// Stats reports the connected workers and the tasks this broker holds per
+// kind, for the metrics scrape.
+func (b *Broker) Stats() metrics.BrokerStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := metrics.BrokerStats{InFlight: map[string]int{}}
+	for sess := range b.sessions {
+		if !sess.closed {
+			s.Workers++
+		}
+	}
+	for _, l := range b.leases {
+		s.InFlight[l.key.kind]++
+	}
+	return s
 }
 
 func (b *Broker) wakeClaimer() {

@@ -60,11 +60,16 @@ func (b *Broker) claimRound(ctx context.Context) {
 			}
 			return
 		}
-		b.deliver(claimed)
 		got := map[triggerKey]int{}
 		for _, c := range claimed {
 			got[triggerKey{c.Kind, c.Version, c.Trigger}]++
 		}
+		// Counted before delivery, so a worker never holds a task the
+		// claims counter has not seen yet.
+		for k, n := range got {
+			b.cfg.Metrics.Claimed(k.kind, n)
+		}
+		b.deliver(claimed)
 		more := false
 		for _, w := range wants {
 			if got[triggerKey{w.Kind, w.Version, w.Trigger}] == w.N {

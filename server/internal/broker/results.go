@@ -12,6 +12,7 @@ import (
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/manifest"
+	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
@@ -301,10 +302,12 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 			delete(b.leases, r.lease.TaskID)
 		}
 		applied, reason := false, "the result could not be applied"
+		outcome := metrics.Stale
 		if res != nil {
 			switch {
 			case res[i].Applied:
 				applied, reason = true, ""
+				outcome = outcomeOf(r.out, res[i])
 				if !res[i].RetryAt.IsZero() {
 					select {
 					case b.retryAt <- res[i].RetryAt:
@@ -312,11 +315,13 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 					}
 				}
 			case res[i].Superseded:
+				outcome = metrics.Superseded
 				reason = "the resource changed while the task ran; it runs again at the new generation"
 			default:
 				reason = "the lease is no longer current"
 			}
 		}
+		b.cfg.Metrics.Completed(r.lease.key.kind, outcome)
 		if r.echo != nil && !r.session.closed {
 			r.session.send(ack(r.echo, applied, reason))
 		}
@@ -326,6 +331,19 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 	// Applying results may have queued work: a requeued task, or (by the
 	// database's triggers) a rollup, a gate or a teardown.
 	b.bus.Publish(notify.Tasks)
+}
+
+// outcomeOf classifies an applied outcome for the completions metric. A
+// transient failure that exhausted its attempts was applied as terminal:
+// only a failure given a retry time counts as transient.
+func outcomeOf(o store.Outcome, res store.OutcomeResult) metrics.Outcome {
+	switch {
+	case !o.Failed:
+		return metrics.Success
+	case !o.Terminal && !res.RetryAt.IsZero():
+		return metrics.Transient
+	}
+	return metrics.Terminal
 }
 
 func decodeLabels(raw []byte) map[string]string {

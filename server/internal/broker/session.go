@@ -24,6 +24,9 @@ type session struct {
 	actor    string
 	serves   map[reactionKey]bool
 	capacity int
+	// permit, if set, says whether the worker's verified identity may
+	// serve a reaction's kind now (see Broker.authorize).
+	permit func(reactionKey) bool
 
 	// Guarded by Broker.mu.
 	// notReady holds the reactions the worker reported not ready, with why.
@@ -45,7 +48,7 @@ type session struct {
 // ready reports whether the worker serves rk and has not reported it not
 // ready. Callers hold Broker.mu.
 func (s *session) ready(rk reactionKey) bool {
-	if !s.serves[rk] {
+	if !s.serves[rk] || (s.permit != nil && !s.permit(rk)) {
 		return false
 	}
 	_, not := s.notReady[rk]
@@ -97,6 +100,9 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 	}
 	for _, r := range sub.GetReactions() {
 		s.serves[reactionKey{r.GetKind(), r.GetKindVersion(), r.GetReaction()}] = true
+	}
+	if err := b.authorize(ctx, s); err != nil {
+		return err
 	}
 
 	adopted, lost, err := b.adopt(ctx, s, sub.GetResumed())

@@ -83,6 +83,7 @@ type app struct {
 	namespace string
 	output    string
 	timeout   time.Duration
+	tls       tlsFlags
 
 	client *client.Client
 }
@@ -170,6 +171,9 @@ tune a kind's policy live.`,
 	f.StringVarP(&a.namespace, "namespace", "n", client.DefaultNamespace, "namespace to work in")
 	f.StringVarP(&a.output, "output", "o", formatTable, "output format: table, json or yaml (some commands also take wide or dot)")
 	f.DurationVar(&a.timeout, "timeout", 30*time.Second, "time limit for each call to the server (0: none)")
+	f.StringVar(&a.tls.ca, "tls-ca", "", "verify an https:// server against these CAs (PEM; env "+tlsCAEnv+"; default: the system's)")
+	f.StringVar(&a.tls.cert, "tls-cert", "", "client certificate for mutual TLS (PEM; env "+tlsCertEnv+")")
+	f.StringVar(&a.tls.key, "tls-key", "", "private key of --tls-cert (PEM; env "+tlsKeyEnv+")")
 
 	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.treeCmd(), a.graphCmd(),
 		a.deleteCmd(), a.watchCmd(), a.eventsCmd(), a.historyCmd(), a.rollbackCmd(), a.quarantineCmd(),
@@ -201,9 +205,17 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 		t := isTerminal(a.stdout)
 		a.terminal = &t
 	}
+	a.tls.fromEnv(cmd.Flags().Changed, a.getenv)
+	tlsClient, err := a.tls.httpClient(u)
+	if err != nil {
+		return err
+	}
 	var opts []client.Option
-	if a.httpClient != nil {
+	switch {
+	case a.httpClient != nil:
 		opts = append(opts, client.WithHTTPClient(a.httpClient))
+	case tlsClient != nil:
+		opts = append(opts, client.WithHTTPClient(tlsClient))
 	}
 	a.client = client.New(strings.TrimRight(a.server, "/"), opts...)
 	return nil

@@ -68,6 +68,8 @@ func (a *app) printError(cmd *cobra.Command, err error) {
 			path = cmd.CommandPath()
 		}
 		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", path)
+	case tlsHint(a, err) != "":
+		fmt.Fprintln(a.stderr, tlsHint(a, err))
 	case connect.CodeOf(err) == connect.CodeUnavailable && !connect.IsWireError(err):
 		fmt.Fprintf(a.stderr, "Is the server running at %s? Set it with --server or %s.\n", a.server, serverEnv)
 	case connect.CodeOf(err) == connect.CodeDeadlineExceeded && !connect.IsWireError(err):

@@ -33,13 +33,14 @@ type Bus struct {
 	interval time.Duration
 	log      *slog.Logger
 
-	mu     sync.Mutex
-	subs   map[string]map[chan struct{}]struct{}
-	dirty  map[string]bool
-	last   map[string]time.Time
-	kick   chan struct{}
-	remote atomic.Bool
-	sent   atomic.Int64
+	mu       sync.Mutex
+	subs     map[string]map[chan struct{}]struct{}
+	dirty    map[string]bool
+	last     map[string]time.Time
+	kick     chan struct{}
+	remote   atomic.Bool
+	sent     atomic.Int64
+	received atomic.Int64
 }
 
 // New returns a bus. self tags this process's notifications so it can
@@ -78,6 +79,10 @@ func (b *Bus) SetRemote(v bool) { b.remote.Store(v) }
 
 // Sent reports how many NOTIFY statements this bus has issued.
 func (b *Bus) Sent() int64 { return b.sent.Load() }
+
+// Received reports how many notifications from other replicas this bus
+// has received.
+func (b *Bus) Received() int64 { return b.received.Load() }
 
 // Publish wakes local subscribers now and, if other replicas exist,
 // schedules a NOTIFY.
@@ -198,6 +203,7 @@ func (b *Bus) listenOnce(ctx context.Context) error {
 			return err
 		}
 		if n.Payload != b.self {
+			b.received.Add(1)
 			b.wakeLocal(n.Channel)
 		}
 	}

@@ -76,4 +76,11 @@ func TestWakeCrossesReplicasAndIsRateLimited(t *testing.T) {
 		t.Fatal("a woke from its own NOTIFY")
 	case <-time.After(300 * time.Millisecond):
 	}
+	// Only notifications from other replicas count as received.
+	if got, sent := b.Received(), a.Sent(); got < 1 || got > sent {
+		t.Fatalf("b received %d notifications, a sent %d", got, sent)
+	}
+	if got := a.Received(); got != 0 {
+		t.Fatalf("a received %d notifications, want 0 (its own do not count)", got)
+	}
 }

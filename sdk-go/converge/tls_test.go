@@ -1,0 +1,103 @@
+package converge
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeSelfSigned writes a self-signed certificate named cn and its key
+// to certFile and keyFile, with modification time mod.
+func writeSelfSigned(t *testing.T, cn, certFile, keyFile string, mod time.Time) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(file, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestKeyPairReloadsChangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	start := time.Now().Add(-time.Minute)
+	writeSelfSigned(t, "first", certFile, keyFile, start)
+	kp := &keyPair{certFile: certFile, keyFile: keyFile}
+	cn := func() string {
+		t.Helper()
+		c, err := kp.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.Subject.CommonName
+	}
+	if got := cn(); got != "first" {
+		t.Fatalf("loaded %q, want first", got)
+	}
+	writeSelfSigned(t, "second", certFile, keyFile, start.Add(time.Second))
+	if got := cn(); got != "second" {
+		t.Fatalf("after rotation loaded %q, want second", got)
+	}
+	if err := os.WriteFile(certFile, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := cn(); got != "second" {
+		t.Fatalf("after a bad file loaded %q, want the previous second", got)
+	}
+}
+
+func TestWithTLSRejectsBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeSelfSigned(t, "w", certFile, keyFile, time.Now())
+	for _, c := range []struct {
+		name string
+		opt  Option
+		want string
+	}{
+		{"missing CA", WithTLS(certFile, keyFile, filepath.Join(dir, "nope.pem")), "WithTLS: CA file"},
+		{"CA not PEM", WithTLS(certFile, keyFile, keyFile), "no PEM certificates"},
+		{"cert without key", WithTLS(certFile, "", ""), "both certFile and keyFile"},
+		{"key mismatch", WithTLS(certFile, certFile, ""), "WithTLS: certificate"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := NewWorker("https://localhost:1", c.opt, WithLogger(slog.New(slog.DiscardHandler)))
+			w.Handle("k", 1, "reconcile", nop)
+			if err := w.Run(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Run = %v; want an error containing %q", err, c.want)
+			}
+		})
+	}
+}

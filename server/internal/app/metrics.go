@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/metrics"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// watchAll registers the scrape-time sources of m: both pools, the queue
+// depth, the broker's state (when this process runs one) and the NOTIFY
+// counters.
+func watchAll(m *metrics.Metrics, st *store.Store, pool, relaxed *pgxpool.Pool, b *broker.Broker, bus *notify.Bus, log *slog.Logger) error {
+	if err := m.WatchPools(map[string]*pgxpool.Pool{"requests": pool, "relaxed": relaxed}); err != nil {
+		return err
+	}
+	queue := func(ctx context.Context) ([]metrics.QueueDepth, error) {
+		ds, err := st.QueueDepths(ctx)
+		out := make([]metrics.QueueDepth, len(ds))
+		for i, d := range ds {
+			out[i] = metrics.QueueDepth{Kind: d.Kind, Trigger: d.Trigger, Tasks: d.Tasks}
+		}
+		return out, err
+	}
+	if err := m.WatchQueue(queue, 0, log); err != nil {
+		return err
+	}
+	if b != nil {
+		if err := m.WatchBroker(b.Stats); err != nil {
+			return err
+		}
+	}
+	return m.WatchNotify(bus.Sent, bus.Received)
+}
+
+// serveMetrics serves m, and the health endpoints, on their own plaintext
+// listener at addr until ctx ends, and returns the bound address.
+func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, pool *pgxpool.Pool) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+metrics.Path, m.Handler())
+	mountHealth(mux, pool)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return ln.Addr(), nil
+}
