@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergehq/converge/server/internal/app"
+	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/sweeper"
@@ -33,6 +34,49 @@ type serverFlags struct {
 	metricsListen  string
 	historyKeep    int
 	tls            tlsconf.Config
+	authz          authzFlags
+}
+
+// authzFlags map API callers to roles and teams.
+type authzFlags struct {
+	adminIDs, writerIDs, readerIDs []string
+	teams                          []string
+	tokenFile                      string
+}
+
+func (f *authzFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringSliceVar(&f.adminIDs, "admin-ids", nil, "identities (SPIFFE IDs, trailing /* for a prefix) that may do everything, comma-separated")
+	fs.StringSliceVar(&f.writerIDs, "writer-ids", nil, "identities that may apply and delete resources and run operator actions on them, comma-separated")
+	fs.StringSliceVar(&f.readerIDs, "reader-ids", nil, "identities that may read, comma-separated")
+	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write its resources")
+	fs.StringVar(&f.tokenFile, "token-file", "", "development: map bearer tokens to identities, one \"TOKEN IDENTITY\" per line")
+}
+
+// policy builds the authorization policy. With none of the flags set it
+// has no rules, and every caller may do everything.
+func (f *authzFlags) policy() (*authz.Policy, error) {
+	opts := []authz.Option{}
+	for role, ids := range map[string][]string{authz.RoleAdmin: f.adminIDs, authz.RoleWriter: f.writerIDs, authz.RoleReader: f.readerIDs} {
+		if len(ids) > 0 {
+			opts = append(opts, authz.WithRole(role, ids...))
+		}
+	}
+	for _, t := range f.teams {
+		o, err := authz.ParseTeam(t)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
+	}
+	if f.tokenFile != "" {
+		o, err := authz.LoadTokens(f.tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
+	}
+	return authz.New(opts...)
 }
 
 func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
@@ -57,6 +101,7 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.StringVar(&f.tls.ClientAuth, "tls-client-auth", tlsconf.ClientAuthRequire, "with --tls-client-ca: require a client certificate on every connection, or request one (connections without one reach only paths whose allowlist is empty, and /healthz, /readyz)")
 	fs.StringSliceVar(&f.tls.AllowAPIIDs, "allow-api-ids", nil, "SPIFFE IDs allowed to call the control API, comma-separated; a trailing /* admits a prefix (default: any verified client)")
 	fs.StringSliceVar(&f.tls.AllowWorkerIDs, "allow-worker-ids", nil, "SPIFFE IDs allowed to connect as workers, comma-separated; a trailing /* admits a prefix (default: any verified client)")
+	f.authz.register(cmd)
 }
 
 func (f *serverFlags) config(databaseURL string) (app.Config, error) {
@@ -69,6 +114,10 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	}
 	if f.heartbeat*3 > f.lease {
 		return app.Config{}, errors.New("--heartbeat must be at most a third of --lease, so one lost heartbeat does not cost a lease")
+	}
+	policy, err := f.authz.policy()
+	if err != nil {
+		return app.Config{}, err
 	}
 	return app.Config{
 		DatabaseURL: databaseURL,
@@ -85,6 +134,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		MetricsListen:  f.metricsListen,
 		HistoryKeep:    f.historyKeep,
 		TLS:            f.tls,
+		Authz:          policy,
 		Version:        version,
 		Log:            log,
 	}, nil
@@ -102,11 +152,21 @@ func serveCmd() *cobra.Command {
 Roles:
   all      the API, the sweepers and the broker (default)
   control  the API (Connect, gRPC, gRPC-Web and REST under /api/v1) and the sweepers
-  broker   the worker endpoint: claims tasks, pushes them to workers, applies results`,
+  broker   the worker endpoint: claims tasks, pushes them to workers, applies results
+
+Authorization: WITHOUT ANY OF --admin-ids, --writer-ids, --reader-ids, --team
+OR --token-file, EVERY API CALLER MAY DO EVERYTHING (development mode). With any
+of them, callers are identified by their verified SPIFFE ID (mTLS) or bearer
+token (--token-file) and each request needs a role: reads need any role or team;
+resource writes need writer, admin or the kind's owner team; kind manifests,
+provider configs, reactor bindings and policies need admin or the kind's owner
+team (see docs/operations.md).`,
 		Example: `  converge serve --database-url postgres://converge@db:5432/converge
   CONVERGE_DATABASE_URL=postgres://... converge serve --role broker --listen :7071
   converge serve --database-url ... --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt \
-    --allow-api-ids 'spiffe://example.org/ns/ops/*' --allow-worker-ids 'spiffe://example.org/ns/workers/*'`,
+    --allow-api-ids 'spiffe://example.org/ns/ops/*' --allow-worker-ids 'spiffe://example.org/ns/workers/*' \
+    --admin-ids spiffe://example.org/ns/ops/admin --writer-ids 'spiffe://example.org/ns/ci/*' \
+    --reader-ids 'spiffe://example.org/*' --team 'data-platform=spiffe://example.org/ns/data/*'`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if databaseURL == "" {
 				databaseURL = os.Getenv("CONVERGE_DATABASE_URL")

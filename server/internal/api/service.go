@@ -10,10 +10,12 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
 // Service implements convergev1connect.ControlServiceHandler.
@@ -45,8 +47,16 @@ func (s *Service) isParked(kind string, version int32, trigger string) (reaction
 	return r.Name, !ready, why
 }
 
-// actor names who made a request, for events.
+// actor names who made a request, for events: the caller's verified
+// identity (SPIFFE ID or bearer token identity) when there is one, else
+// the peer address.
 func actor(ctx context.Context) string {
+	if id, ok := authz.CallerFrom(ctx); ok {
+		return "api:" + id
+	}
+	if p, ok := tlsconf.PeerFrom(ctx); ok && p.ID != "" {
+		return "api:" + p.ID
+	}
 	if ci, ok := connect.CallInfoForHandlerContext(ctx); ok && ci.Peer().Addr != "" {
 		return "api:" + ci.Peer().Addr
 	}

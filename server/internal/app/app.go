@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/convergehq/converge/server/internal/api"
+	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/graph"
 	"github.com/convergehq/converge/server/internal/kinds"
@@ -65,7 +66,10 @@ type Config struct {
 	HistoryKeep int
 	// TLS, if enabled, serves the listener over TLS (mutual with a client
 	// CA) and admits callers by SPIFFE ID per audience.
-	TLS     tlsconf.Config
+	TLS tlsconf.Config
+	// Authz maps API callers to roles and teams and decides each request;
+	// nil (or a policy without rules) allows every request.
+	Authz   *authz.Policy
 	Version string
 	Log     *slog.Logger
 }
@@ -113,6 +117,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		if tc, err = tlsconf.New(cfg.TLS, cfg.Log); err != nil {
 			return nil, err
 		}
+	}
+	if control && !cfg.Authz.Enabled() {
+		cfg.Log.Warn("authorization is off: every API caller may do everything (set --admin-ids, --writer-ids, --reader-ids, --team or --token-file)")
 	}
 	if cfg.Migrate {
 		steps, err := migrate.Up(ctx, cfg.DatabaseURL)
@@ -170,7 +177,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if control {
 		svc = api.New(st, reg, bus, tracker, cfg.Log)
 	}
-	handler, err := newHandler(svc, b, pool, tc, m)
+	handler, err := newHandler(svc, b, pool, tc, m, cfg.Authz)
 	if err != nil {
 		a.closePools()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
 	"github.com/convergehq/converge/server/internal/api"
 	"github.com/convergehq/converge/server/internal/api/openapi"
+	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/metrics"
@@ -33,7 +34,7 @@ var (
 const compressMinBytes = 64 << 10
 
 // newHandler mounts the services of the roles this process runs.
-func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsconf.Server, m *metrics.Metrics) (http.Handler, error) {
+func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsconf.Server, m *metrics.Metrics, az *authz.Policy) (http.Handler, error) {
 	validator, err := rpcvalidate.New()
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 	mux := http.NewServeMux()
 	if svc != nil {
 		path, h := convergev1connect.NewControlServiceHandler(svc,
-			connect.WithInterceptors(m.Interceptor(), validator),
+			connect.WithInterceptors(m.Interceptor(), validator, svc.Authorizer(az)),
 			connect.WithCodec(jsonCodec{}),
 			connect.WithCompressMinBytes(compressMinBytes),
 			connect.WithReadMaxBytes(limits.MaxRequestBytes))
@@ -60,7 +61,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 		}
 		mux.Handle(path, guarded(transcoder))
 		mux.Handle("/api/v1/", guarded(transcoder))
-		mux.Handle("/api/v1/watch", guarded(http.HandlerFunc(svc.ServeWatchNDJSON)))
+		mux.Handle("/api/v1/watch", guarded(api.RequireRead(az, "Watch", http.HandlerFunc(svc.ServeWatchNDJSON))))
 		mux.Handle("GET /openapi.json", guarded(openapi.Handler()))
 	}
 	if b != nil {

@@ -1,0 +1,32 @@
+package authz
+
+// needs maps each ControlService method to what it needs of its caller.
+// A method missing here needs admin: new RPCs fail closed.
+var needs = map[string]Need{
+	"GetKind": NeedRead, "ListKinds": NeedRead,
+	"GetProviderConfig": NeedRead, "ListProviderConfigs": NeedRead,
+	"GetReactorBinding": NeedRead, "ListReactorBindings": NeedRead,
+	"GetResource": NeedRead, "ListResources": NeedRead,
+	"GetResourceTree": NeedRead, "GetResourceGraph": NeedRead,
+	"GetResourceHistory": NeedRead, "GetOperation": NeedRead,
+	"ListOperations": NeedRead, "ListEvents": NeedRead, "Watch": NeedRead,
+
+	"ApplyKind": NeedKindOwner, "DeleteKind": NeedKindOwner,
+	"UpdateKindPolicy": NeedKindOwner, "ApplyProviderConfig": NeedKindOwner,
+	"DeleteProviderConfig": NeedKindOwner, "ApplyReactorBinding": NeedKindOwner,
+	"DeleteReactorBinding": NeedKindOwner,
+
+	"ApplyResource": NeedResourceWrite, "ApplyResources": NeedResourceWrite,
+	"DeleteResource": NeedResourceWrite, "RollbackResource": NeedResourceWrite,
+	"QuarantineResource": NeedResourceWrite, "UnquarantineResource": NeedResourceWrite,
+	"ReconcileResource": NeedResourceWrite, "InvokeOperation": NeedResourceWrite,
+}
+
+// NeedOf returns what the ControlService method named method (short name,
+// e.g. "ApplyKind") needs of its caller.
+func NeedOf(method string) Need {
+	if n, ok := needs[method]; ok {
+		return n
+	}
+	return NeedAdmin
+}
