@@ -80,6 +80,7 @@ type app struct {
 	httpClient connect.HTTPClient
 
 	server    string
+	token     string
 	namespace string
 	output    string
 	timeout   time.Duration
@@ -126,6 +127,10 @@ func (a *app) machine() bool {
 }
 
 const serverEnv = "CONVERGE_SERVER"
+
+// tokenEnv stands in for --token: a bearer token for a server that maps
+// tokens to identities (converge serve --token-file; meant for dev).
+const tokenEnv = "CONVERGE_TOKEN"
 
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -174,6 +179,7 @@ tune a kind's policy live.`,
 	f.StringVar(&a.tls.ca, "tls-ca", "", "verify an https:// server against these CAs (PEM; env "+tlsCAEnv+"; default: the system's)")
 	f.StringVar(&a.tls.cert, "tls-cert", "", "client certificate for mutual TLS (PEM; env "+tlsCertEnv+")")
 	f.StringVar(&a.tls.key, "tls-key", "", "private key of --tls-cert (PEM; env "+tlsKeyEnv+")")
+	f.StringVar(&a.token, "token", "", "bearer token sent with every call, for a server started with --token-file (env "+tokenEnv+")")
 
 	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.treeCmd(), a.graphCmd(),
 		a.deleteCmd(), a.watchCmd(), a.eventsCmd(), a.historyCmd(), a.rollbackCmd(), a.quarantineCmd(),
@@ -216,6 +222,12 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 		opts = append(opts, client.WithHTTPClient(a.httpClient))
 	case tlsClient != nil:
 		opts = append(opts, client.WithHTTPClient(tlsClient))
+	}
+	if !cmd.Flags().Changed("token") {
+		a.token = a.getenv(tokenEnv)
+	}
+	if a.token != "" {
+		opts = append(opts, client.WithHeader("Authorization", "Bearer "+a.token))
 	}
 	a.client = client.New(strings.TrimRight(a.server, "/"), opts...)
 	return nil
