@@ -53,6 +53,7 @@ type options struct {
 	top          int
 	profile      string
 	split        bool
+	brokers      int
 	workload     string
 	fanoutReps   int
 	chainReps    int
@@ -86,6 +87,7 @@ func main() {
 	flag.StringVar(&o.pgSettings, "pg", "", "extra PostgreSQL settings, comma-separated key=value")
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
+	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
 	flag.StringVar(&o.workload, "workload", "all", "w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync or all")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
@@ -105,6 +107,12 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	if o.brokers < 1 {
+		return fmt.Errorf("-brokers %d: must be at least 1", o.brokers)
+	}
+	if o.brokers > 1 && (!o.split || o.workload != "w1") {
+		return fmt.Errorf("-brokers %d: needs -split and -workload w1 (the other workloads measure one worker)", o.brokers)
+	}
 	tmp, err := os.MkdirTemp("", "converge-bench-*")
 	if err != nil {
 		return err

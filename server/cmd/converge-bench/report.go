@@ -33,11 +33,18 @@ func report(w io.Writer, o options, settings map[string]string, fsync string, ru
 	p("- PostgreSQL: %s; %s", profileName(o.durable), settingList(settings))
 	p("- fsync calibration (pg_test_fsync): %s", fsync)
 	topology := "one `converge serve --role all`"
+	workers := fmt.Sprintf("one no-op Go SDK worker, capacity %d", o.capacity)
 	if o.split {
-		topology = "two replicas, `--role control` (API) and `--role broker` (worker endpoint)"
+		topology = fmt.Sprintf("%d replicas, one `--role control` (API) and %d `--role broker` (worker endpoint)", 1+o.brokers, o.brokers)
+		if o.brokers > 1 {
+			workers = fmt.Sprintf("%d no-op Go SDK workers, one dialing each broker, capacity %d each", o.brokers, o.capacity)
+		}
 	}
-	p("- Load: %d leaves through ApplyResources, batches of %d, %d calls in flight; one no-op Go SDK worker, capacity %d; %s; all on this machine",
-		o.resources, o.batch, o.concurrency, o.capacity, topology)
+	p("- Load: %d leaves through ApplyResources, batches of %d, %d calls in flight; %s; %s; all on this machine",
+		o.resources, o.batch, o.concurrency, workers, topology)
+	if o.split {
+		p("- Brokers: %d (CPU figures sum every replica and every worker; peak RSS is the control replica's and the first worker's)", o.brokers)
+	}
 	p("- Runs: %d; each on a fresh database; median (min – max)", len(runs))
 	p("")
 	p("| Figure | Median | Range |")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -15,19 +16,22 @@ import (
 )
 
 // stack is one measured setup: a fresh database, the server (one
-// replica, or with -split a control and a broker replica) and a worker.
+// replica, or with -split a control replica and -brokers broker replicas)
+// and one worker per broker.
 type stack struct {
-	db     string
-	pool   *pgxpool.Pool
-	server *proc // serves the API
-	broker *proc // serves workers (the same process unless split)
-	worker *proc
-	client *client.Client
-	logDir string
+	db      string
+	pool    *pgxpool.Pool
+	server  *proc   // serves the API
+	broker  *proc   // serves workers: the first of brokers
+	brokers []*proc // every process serving workers (the server unless split)
+	worker  *proc   // the first of workers
+	workers []*proc // workers[i] dials brokers[i]
+	client  *client.Client
+	logDir  string
 }
 
 // startStack creates database db and starts the server and one worker
-// (workerBin with workerArgs, plus -server).
+// per broker (workerBin with workerArgs, plus -server).
 func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db string, workerBin string, workerArgs ...string) (*stack, error) {
 	if err := freshDatabase(ctx, cluster, db, o.keep); err != nil {
 		return nil, err
@@ -72,28 +76,47 @@ func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db strin
 		s.close()
 		return nil, err
 	}
-	s.broker = s.server
-	workerURL := base
+	brokerURLs := []string{base}
 	if o.split {
-		// A second replica runs the broker; workers dial it, the load goes
+		// Other replicas run the broker; workers dial them, the load goes
 		// to the control replica, and wake-ups cross by NOTIFY.
-		if s.broker, workerURL, err = serve("broker", "broker", "--migrate=false"); err != nil {
+		s.brokers, brokerURLs = nil, nil
+		for i := range max(o.brokers, 1) {
+			b, url, err := serve(fmt.Sprintf("broker-%d", i+1), "broker", "--migrate=false")
+			if b != nil {
+				s.brokers = append(s.brokers, b)
+			}
+			if err != nil {
+				s.close()
+				return nil, err
+			}
+			brokerURLs = append(brokerURLs, url)
+		}
+	} else {
+		s.brokers = []*proc{s.server}
+	}
+	s.broker = s.brokers[0]
+	for i, url := range brokerURLs {
+		w, err := start(fmt.Sprintf("worker-%d", i+1), s.logDir, workerBin, append(slices.Clone(workerArgs), "-server", url)...)
+		if err != nil {
 			s.close()
 			return nil, err
 		}
+		s.workers = append(s.workers, w)
 	}
-	if s.worker, err = start("worker", s.logDir, workerBin, append(workerArgs, "-server", workerURL)...); err != nil {
-		s.close()
-		return nil, err
-	}
+	s.worker = s.workers[0]
 	s.client = client.New(base, client.WithHTTPClient(http.DefaultClient))
 	return s, nil
 }
 
 func (s *stack) close() {
-	s.worker.stop()
-	if s.broker != s.server {
-		s.broker.stop()
+	for _, w := range s.workers {
+		w.stop()
+	}
+	for _, b := range s.brokers {
+		if b != s.server {
+			b.stop()
+		}
 	}
 	s.server.stop()
 	if s.pool != nil {

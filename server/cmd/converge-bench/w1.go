@@ -53,7 +53,7 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 		return res, err
 	}
 	defer st.close()
-	pool, server, brk, worker, c := st.pool, st.server, st.broker, st.worker, st.client
+	pool, server, worker, c := st.pool, st.server, st.worker, st.client
 	if _, err := c.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: benchManifest()}); err != nil {
 		return res, fmt.Errorf("applying the bench kind: %w", err)
 	}
@@ -63,10 +63,10 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	}
 
 	if o.split {
-		// Both replicas heartbeat every 2 s; let them see each other.
+		// The replicas heartbeat every 2 s; let them see each other.
 		time.Sleep(4 * time.Second)
 	}
-	before, err := takeSnapshot(ctx, pool, db, cluster, server, brk, worker)
+	before, err := takeSnapshot(ctx, db, cluster, st)
 	if err != nil {
 		return res, err
 	}
@@ -84,7 +84,7 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	if err := waitReady(ctx, pool, o.resources+1, 30*time.Minute); err != nil {
 		return res, err
 	}
-	after, err := takeSnapshot(ctx, pool, db, cluster, server, brk, worker)
+	after, err := takeSnapshot(ctx, db, cluster, st)
 	if err != nil {
 		return res, err
 	}
@@ -256,13 +256,20 @@ func loadFigures(ctx context.Context, pool *pgxpool.Pool, res *w1Result) error {
 	return nil
 }
 
-func takeSnapshot(ctx context.Context, pool *pgxpool.Pool, db string, cluster *devpg.Cluster, server, brk, worker *proc) (snapshot, error) {
+// takeSnapshot reads the database's counters and the CPU of every
+// converge replica and every worker of st.
+func takeSnapshot(ctx context.Context, db string, cluster *devpg.Cluster, st *stack) (snapshot, error) {
 	var s snapshot
-	err := pool.QueryRow(ctx, `SELECT xact_commit, (SELECT wal_bytes::bigint FROM pg_stat_wal)
+	err := st.pool.QueryRow(ctx, `SELECT xact_commit, (SELECT wal_bytes::bigint FROM pg_stat_wal)
 		FROM pg_stat_database WHERE datname = $1`, db).Scan(&s.commits, &s.walBytes)
-	s.converge, s.worker = cpuSeconds(server.pid(), true), cpuSeconds(worker.pid(), true)
-	if brk != server {
-		s.converge += cpuSeconds(brk.pid(), true)
+	s.converge = cpuSeconds(st.server.pid(), true)
+	for _, b := range st.brokers {
+		if b != st.server {
+			s.converge += cpuSeconds(b.pid(), true)
+		}
+	}
+	for _, w := range st.workers {
+		s.worker += cpuSeconds(w.pid(), true)
 	}
 	s.pg = postgresCPU(filepath.Join(cluster.Dir(), "data"))
 	return s, err
