@@ -153,10 +153,17 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		m = metrics.New()
 	}
 	var b *broker.Broker
+	var tracker *members.Tracker // set below; it needs the broker's Served
 	if brokerRole {
 		bc := cfg.Broker
 		bc.MemberID = a.memberID
 		bc.Metrics = m
+		bc.Tile = func(kind string, version int32) (lo, hi int16) {
+			if tracker == nil {
+				return 0, store.Shards
+			}
+			return tracker.Tile(kind, version)
+		}
 		b = broker.New(bc, st, reg, bus, cfg.Log)
 	}
 	var served func() []store.Served
@@ -164,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		served = b.Served
 	}
 	host, _ := os.Hostname()
-	tracker := members.New(st, bus, store.Member{
+	tracker = members.New(st, bus, store.Member{
 		ID: a.memberID, Roles: roleList(control, brokerRole), Hostname: host, PID: os.Getpid(), Version: cfg.Version,
 	}, served, cfg.Log)
 	tracker.Refresh(ctx)

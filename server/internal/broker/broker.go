@@ -42,6 +42,9 @@ type Config struct {
 	Backoff store.Backoff
 	// Metrics counts claims and completions; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Tile gives this replica's tile of the shards for a kind version (see
+	// store.Want); nil claims every shard alike.
+	Tile func(kind string, version int32) (lo, hi int16)
 }
 
 // DefaultConfig returns the production defaults.

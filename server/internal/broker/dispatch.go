@@ -119,7 +119,11 @@ func (b *Broker) wants() []store.Want {
 	for _, k := range order {
 		n := min(free[k]-len(b.pending[k]), b.cfg.MaxClaim)
 		if n > 0 {
-			wants = append(wants, store.Want{Kind: k.kind, Version: k.version, Trigger: k.trigger, N: n, MaxInflight: caps[k]})
+			w := store.Want{Kind: k.kind, Version: k.version, Trigger: k.trigger, N: n, MaxInflight: caps[k]}
+			if b.cfg.Tile != nil {
+				w.ShardLo, w.ShardHi = b.cfg.Tile(k.kind, k.version)
+			}
+			wants = append(wants, w)
 		}
 	}
 	return wants

@@ -7,6 +7,7 @@ package members
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -123,4 +124,36 @@ func (t *Tracker) Serves(kind string, version int32, reaction string) (ready boo
 		}
 	}
 	return false, notReady
+}
+
+// Tile returns this replica's tile [lo, hi) of the store.Shards shards for
+// a kind version: the shards are split into contiguous, disjoint ranges
+// among the live replicas whose workers serve the kind version, in the
+// order of their ids, so every replica computes the same tiling from the
+// same membership and a join or a departure re-tiles at the next
+// heartbeat. A replica that does not see itself among them (its row is not
+// written yet) takes every shard; tiles only order claims (see
+// store.Want), so a stale view costs contention, never work.
+func (t *Tracker) Tile(kind string, version int32) (lo, hi int16) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return tile(t.live, t.self.ID, kind, version)
+}
+
+func tile(live []store.Member, self, kind string, version int32) (lo, hi int16) {
+	var ids []string
+	for _, m := range live {
+		if slices.ContainsFunc(m.Served, func(s store.Served) bool {
+			return s.Kind == kind && s.Version == version && s.Workers > 0
+		}) {
+			ids = append(ids, m.ID)
+		}
+	}
+	slices.Sort(ids)
+	i := slices.Index(ids, self)
+	if i < 0 {
+		return 0, store.Shards
+	}
+	n := len(ids)
+	return int16(i * store.Shards / n), int16((i + 1) * store.Shards / n)
 }

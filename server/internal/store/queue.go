@@ -70,7 +70,15 @@ type Want struct {
 	// from the kinds table as the claim runs; a nonzero view makes the claim
 	// serialise with other replicas' claims of the kind version.
 	MaxInflight int32
+	// Shards [ShardLo, ShardHi) is this replica's tile of the 256 shards for
+	// the kind version: its tasks are claimed first, and other shards' only
+	// for what is left of N, so replicas rarely contend for the same rows
+	// yet an idle replica still helps a busy one. Both zero: every shard.
+	ShardLo, ShardHi int16
 }
+
+// Shards is the number of logical shards tasks are spread over.
+const Shards = 256
 
 // Lease names one claim of one task at one generation.
 type Lease struct {
@@ -113,7 +121,8 @@ type Claimed struct {
 const claimSQL = `
 	WITH wanted AS (
 	    SELECT w.*, coalesce(k.max_inflight, 0) AS cap
-	    FROM unnest($1::text[], $2::int[], $3::text[], $4::int[]) AS w(kind, kind_version, trigger, n)
+	    FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $7::smallint[], $8::smallint[])
+	         AS w(kind, kind_version, trigger, n, lo, hi)
 	    LEFT JOIN kinds k ON k.kind = w.kind AND k.kind_version = w.kind_version
 	), capped AS (
 	    SELECT w.*, CASE WHEN w.cap > 0 THEN w.cap - (
@@ -126,14 +135,29 @@ const claimSQL = `
 	        ELSE least(w.n, w.free - coalesce(sum(w.n) OVER (PARTITION BY w.kind, w.kind_version ORDER BY w.trigger
 	                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::int) END AS take
 	    FROM capped w
-	), picked AS (
+	), own AS (
+	    -- This replica's tile first ...
+	    SELECT w.kind, w.kind_version, w.trigger, p.id, p.resource_id FROM want w CROSS JOIN LATERAL (
+	        SELECT t.id, t.resource_id FROM tasks t
+	        WHERE t.kind = w.kind AND t.kind_version = w.kind_version AND t.trigger = w.trigger
+	          AND t.claimed_by IS NULL AND t.not_before <= now()
+	          AND t.shard >= w.lo AND t.shard < w.hi
+	        ORDER BY t.not_before
+	        LIMIT greatest(w.take, 0)
+	        FOR UPDATE SKIP LOCKED) p
+	), rest AS (
+	    -- ... then the other tiles, for what is left.
 	    SELECT p.id, p.resource_id FROM want w CROSS JOIN LATERAL (
 	        SELECT t.id, t.resource_id FROM tasks t
 	        WHERE t.kind = w.kind AND t.kind_version = w.kind_version AND t.trigger = w.trigger
 	          AND t.claimed_by IS NULL AND t.not_before <= now()
+	          AND (t.shard < w.lo OR t.shard >= w.hi)
 	        ORDER BY t.not_before
-	        LIMIT greatest(w.take, 0)
+	        LIMIT greatest(w.take - (SELECT count(*) FROM own o
+	                                 WHERE o.kind = w.kind AND o.kind_version = w.kind_version AND o.trigger = w.trigger)::int, 0)
 	        FOR UPDATE SKIP LOCKED) p
+	), picked AS (
+	    SELECT id, resource_id FROM own UNION ALL SELECT id, resource_id FROM rest
 	), claimed AS (
 	    UPDATE tasks t SET claimed_by = $5::text, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
 	        lease_expires_at = now() + $6::bigint * interval '1 millisecond'
@@ -208,10 +232,15 @@ func claim(ctx context.Context, q querier, member string, lease time.Duration, w
 	versions := make([]int32, len(wants))
 	triggers := make([]string, len(wants))
 	limits := make([]int32, len(wants))
+	los, his := make([]int16, len(wants)), make([]int16, len(wants))
 	for i, w := range wants {
 		kinds[i], versions[i], triggers[i], limits[i] = w.Kind, w.Version, w.Trigger, int32(w.N)
+		los[i], his[i] = w.ShardLo, w.ShardHi
+		if w.ShardLo == 0 && w.ShardHi == 0 {
+			his[i] = Shards
+		}
 	}
-	rows, err := q.Query(ctx, claimSQL, kinds, versions, triggers, limits, member, lease.Milliseconds())
+	rows, err := q.Query(ctx, claimSQL, kinds, versions, triggers, limits, member, lease.Milliseconds(), los, his)
 	if err != nil {
 		return nil, err
 	}
