@@ -1,6 +1,7 @@
 import { create, fromJson, type JsonObject, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { ConnectError, createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { type TlsFiles, tlsNodeOptions, withNodeOptions } from "./tls.js";
 import {
   ApplyResourceRequestSchema,
   ControlService,
@@ -27,6 +28,16 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** A Connect transport to use instead of the default (Connect protocol over HTTP/1.1). */
   transport?: Transport;
+  /**
+   * TLS files for the default transport (https:// URLs); fields left out come
+   * from CONVERGE_TLS_CA, CONVERGE_TLS_CERT and CONVERGE_TLS_KEY.
+   */
+  tls?: TlsFiles;
+  /**
+   * A bearer token sent with every call, for a server started with
+   * --token-file; default CONVERGE_TOKEN.
+   */
+  token?: string;
 }
 
 /** A resource to apply: the fields of ApplyResourceRequest, spec as a plain object. */
@@ -75,12 +86,17 @@ export class Client {
   readonly rpc: RpcClient<typeof ControlService>;
 
   constructor(options: ClientOptions = {}) {
-    const headers = options.headers ?? {};
+    const headers = { ...(options.headers ?? {}) };
+    const token = options.token ?? process.env.CONVERGE_TOKEN;
+    if (token && !Object.keys(headers).some((k) => k.toLowerCase() === "authorization")) {
+      headers.Authorization = `Bearer ${token}`;
+    }
     const transport =
       options.transport ??
       createConnectTransport({
         baseUrl: options.url ?? defaultBaseUrl,
         httpVersion: "1.1",
+        ...withNodeOptions(tlsNodeOptions(options.tls)),
         interceptors: [
           (next) => async (req) => {
             for (const [k, v] of Object.entries(headers)) {

@@ -15,6 +15,7 @@ export { type Child, type Ref, type Edge, type Flow, refTo, dependsOn, flowFrom,
 export { terminal, isTerminal, TerminalError } from "./errors.js";
 export { noConfigReason } from "./readiness.js";
 export { shutdownSignal } from "./shutdown.js";
+export { type TlsFiles, tlsNodeOptions } from "./tls.js";
 export { version } from "./version.js";
 export {
   Client,

@@ -1,3 +1,4 @@
+import type { TlsFiles } from "./tls.js";
 import type { Transport } from "@connectrpc/connect";
 import { hostname } from "node:os";
 import type { JsonObject } from "./task.js";
@@ -95,6 +96,12 @@ export interface WorkerOptions {
    * that break a silently dead connection.
    */
   transport?: Transport;
+  /**
+   * TLS files for the default transport (https:// URLs): the server's CA and,
+   * for mutual TLS, a client certificate and key; fields left out come from
+   * CONVERGE_TLS_CA, CONVERGE_TLS_CERT and CONVERGE_TLS_KEY.
+   */
+  tls?: TlsFiles;
 }
 
 /** Settings is WorkerOptions with defaults applied. */
@@ -108,6 +115,7 @@ export interface Settings {
   reconnectMaxMs: number;
   onConfig: WorkerOptions["onConfig"];
   transport: Transport | undefined;
+  tls: TlsFiles | undefined;
 }
 
 /** settings checks the options and applies defaults; it throws a TypeError or RangeError naming the option. */
@@ -126,6 +134,7 @@ export function settings(o: WorkerOptions): Settings {
     reconnectMaxMs: o.reconnectMaxMs ?? defaults.reconnectMaxMs,
     onConfig: o.onConfig,
     transport: o.transport,
+    tls: o.tls,
   };
   if (!Number.isInteger(s.capacity) || s.capacity < 1 || s.capacity > maxCapacity) {
     throw new RangeError(`converge: options.capacity: ${s.capacity} must be an integer between 1 and ${maxCapacity}`);

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { tlsNodeOptions, withNodeOptions } from "./tls.js";
 import {
   ReactionRefSchema,
   SubscribeSchema,
@@ -230,6 +231,7 @@ export class Worker {
         pingIntervalMs: 15_000,
         pingTimeoutMs: 10_000,
         pingIdleConnection: true,
+        ...withNodeOptions(tlsNodeOptions(this.s.tls)),
       });
     this.client = createClient(WorkerService, transport);
   }
