@@ -34,11 +34,15 @@ func (a *authorizer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if err != nil {
 			return nil, err
 		}
+		method := shortName(req.Spec().Procedure)
+		var refs []kindRef
+		if authz.NeedOf(method) == authz.NeedKindOwner {
+			// Read before the write: a deleted binding no longer names its kind.
+			refs, _, _ = a.svc.kindRefs(ctx, req.Any())
+		}
 		res, err := next(ctx, req)
-		if method := shortName(req.Spec().Procedure); err == nil && authz.NeedOf(method) != authz.NeedRead {
-			// Kind, config, binding and policy writes have no resource
-			// events; this line is their audit record.
-			a.svc.log.Info("api write", "procedure", method, "by", actor(ctx))
+		if err == nil && len(refs) > 0 {
+			a.svc.recordKindWrite(ctx, method, req.Any(), refs)
 		}
 		return res, err
 	}
@@ -246,4 +250,31 @@ func RequireRead(p *authz.Policy, procedure string, next http.Handler) http.Hand
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// recordKindWrite records a successful write to a kind's definition as an
+// event of each kind version it touched, naming the caller (resource
+// writes record their own events). A failure to record is logged: the
+// write is done and stays done.
+func (s *Service) recordKindWrite(ctx context.Context, method string, msg any, refs []kindRef) {
+	what := "manifest"
+	switch m := msg.(type) {
+	case *convergev1.DeleteKindRequest:
+		what = "kind version deleted"
+	case *convergev1.UpdateKindPolicyRequest:
+		what = "policy: " + strings.Join(m.GetUpdateMask().GetPaths(), ", ")
+	case *convergev1.ApplyProviderConfigRequest:
+		what = "provider config " + m.GetConfig().GetName()
+	case *convergev1.DeleteProviderConfigRequest:
+		what = "provider config " + m.GetName() + " deleted"
+	case *convergev1.ApplyReactorBindingRequest:
+		what = "reactor binding " + m.GetBinding().GetName()
+	case *convergev1.DeleteReactorBindingRequest:
+		what = "reactor binding " + m.GetName() + " deleted"
+	}
+	for _, r := range refs {
+		if err := s.store.RecordKindEvent(ctx, r.kind, r.version, method, what, actor(ctx)); err != nil {
+			s.log.Warn("recording a kind event failed", "procedure", method, "kind", r.kind, "by", actor(ctx), "err", err)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
@@ -201,5 +202,46 @@ func TestAuthorizationOverMutualTLS(t *testing.T) {
 	events, err := admin.ListEvents(ctx, &convergev1.ListEventsRequest{Kind: "db.cluster", Name: "orders"})
 	if err != nil || len(events.GetEvents()) == 0 || events.GetEvents()[0].GetActor() != "api:"+opsID {
 		t.Fatalf("events = %v, %v; want the first one by api:%s", events.GetEvents(), err, opsID)
+	}
+}
+
+// TestKindWritesAreEvents: writes to a kind's definition are events of the
+// kind naming the caller; a refused write records nothing.
+func TestKindWritesAreEvents(t *testing.T) {
+	_, client := authzServer(t)
+	ctx := context.Background()
+	carol, bob, reader := client("tok-carol"), client("tok-bob"), client("tok-read")
+	if _, err := carol.ApplyKind(ctx, ownedKind(t, "data-platform", "v1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := carol.UpdateKindPolicy(ctx, &convergev1.UpdateKindPolicyRequest{Kind: "db.cluster", KindVersion: 1,
+		Policy: &convergev1.KindPolicy{MaxInflight: 3}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"max_inflight"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := carol.ApplyProviderConfig(ctx, &convergev1.ApplyProviderConfigRequest{Config: &convergev1.ProviderConfig{
+		Kind: "db.cluster", KindVersion: 1, Name: "default", Config: mustStruct(t, map[string]any{"region": "eu"})}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.DeleteKind(ctx, &convergev1.DeleteKindRequest{Kind: "db.cluster", KindVersion: 1}); err == nil {
+		t.Fatal("bob deleted a kind of another team")
+	}
+	got, err := reader.ListEvents(ctx, &convergev1.ListEventsRequest{Namespace: "default", Kind: "db.cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, e := range got.GetEvents() {
+		seen = append(seen, e.GetReason()+" "+e.GetMessage()+" by "+e.GetActor())
+		if e.GetName() != "v1" || e.GetActor() != "api:"+carolIdent {
+			t.Errorf("kind event %s/%s by %s, want db.cluster/v1 by api:%s", e.GetKind(), e.GetName(), e.GetActor(), carolIdent)
+		}
+	}
+	want := []string{
+		"ApplyProviderConfig provider config default by api:" + carolIdent,
+		"UpdateKindPolicy policy: max_inflight by api:" + carolIdent,
+		"ApplyKind manifest by api:" + carolIdent,
+	}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("kind events, newest first:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
 }

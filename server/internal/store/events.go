@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,15 +78,30 @@ type EventFilter struct {
 	Limit    int
 }
 
+// RecordKindEvent records a write to the definition of a kind version
+// (version 0: the kind as a whole) as an event of the kind, by actor. Kind
+// events have no resource and no namespace: they are listed with the
+// events of every namespace.
+func (s *Store) RecordKindEvent(ctx context.Context, kind string, version int32, reason, message, actor string) error {
+	name := ""
+	if version > 0 {
+		name = fmt.Sprintf("v%d", version)
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+		VALUES (NULL, '', $1, $2, 0, 'Normal', $3, $4, $5)`, kind, name, reason, truncate(message, maxEventMessage), actor)
+	return err
+}
+
 // ListEvents returns events newest first.
 func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, resource_id, namespace, kind, name, generation, type, reason, message, actor, at
+		SELECT id, coalesce(resource_id, 0), namespace, kind, name, generation, type, reason, message, actor, at
 		FROM events
-		WHERE ($1 = '' OR namespace = $1) AND ($2 = '' OR kind = $2) AND ($3 = '' OR name = $3)
+		WHERE ($1 = '' OR namespace = $1 OR namespace = '') AND ($2 = '' OR kind = $2) AND ($3 = '' OR name = $3)
 		  AND ($4 = 0 OR id < $4)
 		ORDER BY id DESC LIMIT $5`, f.Namespace, f.Kind, f.Name, f.BeforeID, f.Limit)
 	if err != nil {
