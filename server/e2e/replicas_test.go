@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -292,5 +293,38 @@ func waitTakeover(t *testing.T, pool *pgxpool.Pool, dead string, held []int64, k
 				takeoverTimeout, dead, len(held), left, queued)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBrokerDrainsOnSIGTERM stops the busiest of three brokers with
+// SIGTERM under load: it exits 0, its member row is gone, so the others
+// re-tile its shards at once, its workers carry their tasks to a live
+// broker, and every resource converges, each applied once.
+func TestBrokerDrainsOnSIGTERM(t *testing.T) {
+	begin(t)
+	rs := startReplicas(t, true)
+	got := waitReadyCount(t, rs.controls[1].api, "greeting", replicaSize/5, convergeTimeout)
+	if got >= replicaSize {
+		t.Fatalf("all %d resources were Ready before the SIGTERM; slow the workers down (-delay) so tasks are in flight", got)
+	}
+	victim, member := leaseHolder(t, rs.db.Pool, rs.brokers)
+	p := rs.brokers[victim].proc
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("broker #%d exited with code %d after SIGTERM, want 0\n%s", victim+1, code, p.output())
+	}
+	var rows int
+	if err := rs.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM members WHERE id = $1`, member).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Errorf("broker #%d (member %s) exited but left its member row: the others would tile shards for it until it expires", victim+1, member)
+	}
+	all := waitAllReady(t, rs.controls[1].api, "greeting", replicaSize, convergeTimeout)
+	checkAppliedOnce(t, all)
+	for i, l := range rs.leaves {
+		if l.exited() {
+			t.Errorf("leaf #%d exited; workers must ride out a broker's drain", i+1)
+		}
 	}
 }
