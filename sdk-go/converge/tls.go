@@ -16,6 +16,8 @@ import (
 // are re-read when they change, so short-lived certificates rotate without
 // a restart. An empty caFile trusts the system's CAs; empty certFile and
 // keyFile send no client certificate. It replaces any [WithHTTPClient].
+// A worker given neither takes the files from CONVERGE_TLS_CA,
+// CONVERGE_TLS_CERT and CONVERGE_TLS_KEY when they are set.
 func WithTLS(certFile, keyFile, caFile string) Option {
 	return optionFunc(func(c *config) {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -50,6 +52,22 @@ func WithTLS(certFile, keyFile, caFile string) Option {
 		}
 		c.httpClient = client
 	})
+}
+
+// Environment variables a worker without [WithTLS] or [WithHTTPClient]
+// takes its TLS files from, the same conctl and stdworker read.
+const (
+	EnvTLSCA   = "CONVERGE_TLS_CA"
+	EnvTLSCert = "CONVERGE_TLS_CERT"
+	EnvTLSKey  = "CONVERGE_TLS_KEY"
+)
+
+// tlsFromEnv applies WithTLS with the files the environment names, if any.
+func tlsFromEnv(c *config, getenv func(string) string) {
+	ca, cert, key := getenv(EnvTLSCA), getenv(EnvTLSCert), getenv(EnvTLSKey)
+	if ca != "" || cert != "" || key != "" {
+		WithTLS(cert, key, ca).apply(c)
+	}
 }
 
 // keyPair is a certificate and key loaded from files and loaded again

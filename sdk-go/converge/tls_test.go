@@ -101,3 +101,28 @@ func TestWithTLSRejectsBadFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSFromEnvironment: a worker given no TLS option and no HTTP client
+// takes its files from CONVERGE_TLS_*; an option wins over them.
+func TestTLSFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeSelfSigned(t, "w", certFile, keyFile, time.Now())
+	env := map[string]string{EnvTLSCert: certFile, EnvTLSKey: keyFile, EnvTLSCA: filepath.Join(dir, "nope.pem")}
+	var c config
+	tlsFromEnv(&c, func(k string) string { return env[k] })
+	if c.err == nil || !strings.Contains(c.err.Error(), "WithTLS: CA file") {
+		t.Fatalf("files from the environment were not used: httpClient %v, err %v", c.httpClient, c.err)
+	}
+	env[EnvTLSCA] = certFile
+	c = config{}
+	tlsFromEnv(&c, func(k string) string { return env[k] })
+	if c.err != nil || c.httpClient == nil {
+		t.Fatalf("with a readable CA: httpClient %v, err %v", c.httpClient, c.err)
+	}
+	c = config{}
+	tlsFromEnv(&c, func(string) string { return "" })
+	if c.err != nil || c.httpClient != nil {
+		t.Fatalf("with nothing set: httpClient %v, err %v; want the defaults", c.httpClient, c.err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -80,6 +81,9 @@ func NewWorker(serverURL string, opts ...Option) *Worker {
 	}
 	for _, o := range opts {
 		o.apply(&cfg)
+	}
+	if cfg.httpClient == nil {
+		tlsFromEnv(&cfg, os.Getenv)
 	}
 	return &Worker{
 		url:       serverURL,
