@@ -208,6 +208,56 @@ void p; void s;
     await run(process.execPath, [tsc, "-p", "tsconfig.json"], app);
   });
 
+  it("a worker and a client reach a mutual-TLS server with the tls option", async () => {
+    // Certificates from openssl: a CA, the server's for 127.0.0.1, and a
+    // client's carrying a SPIFFE ID the server's allowlist admits.
+    const dir = join(tmp, "tls");
+    mkdirSync(dir);
+    const ssl = (...args: string[]) => run("openssl", args, dir);
+    const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    await ssl("req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=test-ca", "-days", "1");
+    for (const [name, san] of [["server", "IP:127.0.0.1"], ["client", "URI:spiffe://test/ops"]]) {
+      writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\n`);
+      await ssl("req", ...ec, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${name}`);
+      await ssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", `${name}.crt`, "-days", "1", "-extfile", `${name}.ext`);
+    }
+    const tlsListen = `127.0.0.1:${await freePort()}`;
+    const tlsURL = `https://${tlsListen}`;
+    const tlsServer = start("converge-dev-tls", tmp, converge, [
+      "dev", "--database-url", dbURL, "--listen", tlsListen, "--poll", "200ms",
+      "--tls-cert", join(dir, "server.crt"), "--tls-key", join(dir, "server.key"),
+      "--tls-client-ca", join(dir, "ca.crt"), "--allow-api-ids", "spiffe://test/ops",
+    ], repo);
+    const files = { caFile: join(dir, "ca.crt"), certFile: join(dir, "client.crt"), keyFile: join(dir, "client.key") };
+    const w = new sdk.Worker({ url: tlsURL, tls: files, name: "tls-worker", logger: sdk.silentLogger });
+    const ac = new AbortController();
+    try {
+      const tlsClient = new sdk.Client({ url: tlsURL, tls: files });
+      await poll("the TLS server to answer", readyTimeout, async () => {
+        if (!tlsServer.running) throw new Error(`TLS server exited:\n${tlsServer.tail()}`);
+        return (await tlsClient.rpc.listKinds({}).then(() => true, () => undefined));
+      });
+      // Without a client certificate the handshake is refused.
+      const anonymous = new sdk.Client({ url: tlsURL, tls: { caFile: files.caFile } });
+      await assert.rejects(anonymous.rpc.listKinds({}));
+      await tlsClient.applyDocuments(sdk.parseDocuments(
+        "type: manifest\nkind: tls.ping\nkind_version: 1\nreactions:\n  - {name: reconcile, trigger: specChange, emits: [status]}\n", "tls.yaml"));
+      w.handle("tls.ping", 1, "reconcile", async () => ({ status: { over: "mutual TLS" } }));
+      const running = w.run(ac.signal);
+      await tlsClient.apply({ kind: "tls.ping", kindVersion: 1, name: "one", spec: {} });
+      const r = await tlsClient.waitForPhase("tls.ping", "one", "Ready", { timeoutMs: waitTimeout }).catch((e) => {
+        throw new Error(`${(e as Error).message}\n${tlsServer.tail()}`);
+      });
+      assert.deepEqual(r.status, { over: "mutual TLS" });
+      ac.abort();
+      await running;
+    } finally {
+      ac.abort();
+      await tlsServer.stop("SIGINT");
+    }
+  });
+
   it("workers drain on SIGTERM and exit with status 0", async () => {
     for (const w of workers) {
       const t0 = Date.now();
