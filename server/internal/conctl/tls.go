@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -88,9 +89,19 @@ func tlsHint(a *app, err error) string {
 	switch {
 	case errors.As(err, &unknownCA) || errors.As(err, &verify):
 		return "The server's certificate did not verify: pass its CA with --tls-ca or " + tlsCAEnv + "."
-	case a.tls.cert == "" && (connect.CodeOf(err) == connect.CodeUnavailable || connect.CodeOf(err) == connect.CodeUnknown):
+	case a.tls.cert == "" && !dialFailed(err):
+		// A server that requires a client certificate ends the handshake;
+		// the client sees a reset, a broken pipe or an EOF, whichever comes
+		// first, never a reason.
 		return "If the server requires client certificates (mutual TLS), set --tls-cert and --tls-key (or " +
 			tlsCertEnv + " and " + tlsKeyEnv + ")."
 	}
 	return ""
+}
+
+// dialFailed reports whether err is a failure to connect at all (nothing
+// listens), which no certificate would fix.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

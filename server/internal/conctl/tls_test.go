@@ -65,4 +65,13 @@ func TestTLSHints(t *testing.T) {
 			t.Errorf("exit %d, stderr:\n%s\nwant it to end with:\n%s", code, errOut.String(), tc.want)
 		}
 	}
+	// Nothing listening: no certificate would help, so no hint about one.
+	ts.Close()
+	var out, errOut bytes.Buffer
+	env := map[string]string{"CONVERGE_SERVER": ts.URL, "CONVERGE_TLS_CA": ca.CertFile}
+	conctl.Run(context.Background(), []string{"list", "kinds"}, conctl.WithStdio(strings.NewReader(""), &out, &errOut),
+		conctl.WithGetenv(func(k string) string { return env[k] }))
+	if strings.Contains(errOut.String(), "--tls-cert") {
+		t.Errorf("a server that is not there got the client-certificate hint:\n%s", errOut.String())
+	}
 }
