@@ -69,6 +69,7 @@ func (b *Broker) claimRound(ctx context.Context) {
 		for k, n := range got {
 			b.cfg.Metrics.Claimed(k.kind, n)
 		}
+		b.refreshConfigsFor(ctx, claimed)
 		b.deliver(claimed)
 		more := false
 		for _, w := range wants {
@@ -127,6 +128,22 @@ func (b *Broker) wants() []store.Want {
 		}
 	}
 	return wants
+}
+
+// refreshConfigsFor reloads the kinds registry when a claimed task's
+// resource names a provider config the registry has not seen: it was
+// written a moment ago (a resource can only name a config that exists),
+// and the registry would notice only at its next poll, after the task went
+// out with the default config alone.
+func (b *Broker) refreshConfigsFor(ctx context.Context, claimed []store.Claimed) {
+	for _, c := range claimed {
+		if c.ProviderConfig != "" && !b.kinds.HasConfig(c.Kind, c.Version, c.ProviderConfig) {
+			if err := b.kinds.Refresh(ctx); err != nil && ctx.Err() == nil {
+				b.log.Warn("reloading kinds for a new provider config failed; the task gets the default config", "err", err)
+			}
+			return
+		}
+	}
 }
 
 // deliver turns claimed tasks into leases and sends each to a worker with

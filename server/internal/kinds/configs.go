@@ -41,6 +41,15 @@ func (r *Registry) DefaultConfig(kind string, version int32) ([]byte, int64) {
 	return c.Config, c.Revision
 }
 
+// HasConfig reports whether the view holds the named provider config of a
+// kind version.
+func (r *Registry) HasConfig(kind string, version int32, name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.configs[key{kind, version}][name]
+	return ok
+}
+
 // EffectiveConfig returns the config a task on a resource gets: the
 // default with the named config's keys on top (name "" or "default": the
 // default alone). It is nil when there is neither.
