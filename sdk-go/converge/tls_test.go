@@ -45,39 +45,6 @@ func writeSelfSigned(t *testing.T, cn, certFile, keyFile string, mod time.Time) 
 	}
 }
 
-func TestKeyPairReloadsChangedFiles(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	start := time.Now().Add(-time.Minute)
-	writeSelfSigned(t, "first", certFile, keyFile, start)
-	kp := &keyPair{certFile: certFile, keyFile: keyFile}
-	cn := func() string {
-		t.Helper()
-		c, err := kp.get()
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := x509.ParseCertificate(c.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.Subject.CommonName
-	}
-	if got := cn(); got != "first" {
-		t.Fatalf("loaded %q, want first", got)
-	}
-	writeSelfSigned(t, "second", certFile, keyFile, start.Add(time.Second))
-	if got := cn(); got != "second" {
-		t.Fatalf("after rotation loaded %q, want second", got)
-	}
-	if err := os.WriteFile(certFile, []byte("garbage"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if got := cn(); got != "second" {
-		t.Fatalf("after a bad file loaded %q, want the previous second", got)
-	}
-}
-
 func TestWithTLSRejectsBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")

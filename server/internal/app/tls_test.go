@@ -15,6 +15,7 @@ import (
 	"github.com/convergehq/converge/sdk-go/converge"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/sdk-go/tlsfiles"
 	"github.com/convergehq/converge/server/internal/app"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/conctl"
@@ -59,7 +60,7 @@ func tlsServer(t *testing.T, ca *tlstest.CA, srv tlstest.Files, clientAuth ...st
 // tlsClient trusts caFile and presents cert (none if nil), over HTTP/2.
 func tlsClient(t *testing.T, caFile string, cert *tlstest.Files) *http.Client {
 	t.Helper()
-	pool, err := tlsconf.LoadCertPool(caFile)
+	pool, err := tlsfiles.CertPool(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 	t.Run("rotation", func(t *testing.T) {
 		servedCN := func() string {
 			t.Helper()
-			pool, _ := tlsconf.LoadCertPool(ca.CertFile)
+			pool, _ := tlsfiles.CertPool(ca.CertFile)
 			kp, err := tls.LoadX509KeyPair(ops.CertFile, ops.KeyFile)
 			if err != nil {
 				t.Fatal(err)
@@ -293,7 +294,7 @@ func TestTLSRequestModeAdmitsProbesOnly(t *testing.T) {
 	// Without a client certificate: the handshake succeeds, probes answer
 	// (over HTTP/1.1 and HTTP/2 alike), the API refuses.
 	anon := tlsClient(t, ca.CertFile, nil)
-	pool, err := tlsconf.LoadCertPool(ca.CertFile)
+	pool, err := tlsfiles.CertPool(ca.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}

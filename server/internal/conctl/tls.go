@@ -12,7 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/convergehq/converge/server/internal/tlsconf"
+	"github.com/convergehq/converge/sdk-go/tlsfiles"
 )
 
 // Environment variables that stand in for the TLS flags.
@@ -53,7 +53,7 @@ func (f tlsFlags) httpClient(server *url.URL) (*http.Client, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f.ca != "" {
-		pool, err := tlsconf.LoadCertPool(f.ca)
+		pool, err := tlsfiles.CertPool(f.ca)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-ca: %w", err)
 		}
@@ -63,11 +63,11 @@ func (f tlsFlags) httpClient(server *url.URL) (*http.Client, error) {
 		return nil, errors.New("--tls-cert and --tls-key: give both or neither")
 	}
 	if f.cert != "" {
-		kp, err := tls.LoadX509KeyPair(f.cert, f.key)
+		kp, err := tlsfiles.NewKeyPair(f.cert, f.key)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", f.cert, f.key, err)
+			return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", f.cert, f.key, errors.Unwrap(err))
 		}
-		cfg.Certificates = []tls.Certificate{kp}
+		cfg.GetClientCertificate = kp.GetClientCertificate
 	}
 	t := &http.Transport{}
 	if d, ok := http.DefaultTransport.(*http.Transport); ok {

@@ -6,13 +6,14 @@ package tlsconf
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/convergehq/converge/sdk-go/tlsfiles"
 )
 
 // Client certificate policies under a client CA.
@@ -198,24 +199,11 @@ func (s *Server) load() (*tls.Config, error) {
 		ClientAuth:   s.clientAuth,
 	}
 	if s.cfg.ClientCAFile != "" {
-		pool, err := LoadCertPool(s.cfg.ClientCAFile)
+		pool, err := tlsfiles.CertPool(s.cfg.ClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-client-ca: %w", err)
 		}
 		c.ClientCAs = pool
 	}
 	return c, nil
-}
-
-// LoadCertPool reads a PEM file of CA certificates.
-func LoadCertPool(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no PEM certificates found", file)
-	}
-	return pool, nil
 }

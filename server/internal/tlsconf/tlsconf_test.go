@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergehq/converge/sdk-go/tlsfiles"
 	"github.com/convergehq/converge/server/internal/tlsconf"
 	"github.com/convergehq/converge/server/internal/tlsconf/tlstest"
 )
@@ -85,7 +86,7 @@ func serve(t *testing.T, s *tlsconf.Server) string {
 
 func clientFor(t *testing.T, caFile string, cert *tlstest.Files) *http.Client {
 	t.Helper()
-	pool, err := tlsconf.LoadCertPool(caFile)
+	pool, err := tlsfiles.CertPool(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestReloadsChangedFiles(t *testing.T) {
 	}()
 	servedCN := func() string {
 		t.Helper()
-		pool, _ := tlsconf.LoadCertPool(ca.CertFile)
+		pool, _ := tlsfiles.CertPool(ca.CertFile)
 		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)

@@ -5,12 +5,12 @@ package transport
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
+
+	"github.com/convergehq/converge/sdk-go/tlsfiles"
 )
 
 // TLSFiles are the PEM files given by --tls-ca, --tls-cert and --tls-key.
@@ -54,23 +54,23 @@ func Client(serverURL string, files TLSFiles) (*http.Client, error) {
 func tlsConfig(files TLSFiles) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if files.CA != "" {
-		pem, err := os.ReadFile(files.CA)
+		pool, err := tlsfiles.CertPool(files.CA)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", files.CA)
 		}
 		cfg.RootCAs = pool
 	}
 	switch {
 	case files.Cert != "" && files.Key != "":
-		cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+		kp, err := tlsfiles.NewKeyPair(files.Cert, files.Key)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cert, err := kp.Certificate()
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{*cert}
 	case files.Cert != "" || files.Key != "":
 		return nil, errors.New("--tls-cert and --tls-key go together: give both or neither")
 	}
