@@ -102,12 +102,17 @@ func (rs *replicaSet) kill(t *testing.T, killWorker bool) (int, string, time.Tim
 		t.Fatalf("all %d resources were Ready before the kill; slow the workers down (-delay) so tasks are in flight", got)
 	}
 	victim, member := leaseHolder(t, rs.db.Pool, rs.brokers)
+	// Frozen first, so that what it holds is read before anyone can take
+	// it over: a worker whose broker dies reconnects and hands its leases
+	// to another broker within milliseconds.
+	rs.brokers[victim].proc.signal(t, syscall.SIGSTOP)
+	_, held := leasesOf(t, rs.db.Pool, member)
 	rs.controls[0].kill()
 	rs.brokers[victim].kill()
 	if killWorker {
 		rs.leaves[victim].kill(t)
 	}
-	killedAt, held := leasesOf(t, rs.db.Pool, member)
+	killedAt, _ := leasesOf(t, rs.db.Pool, member)
 	t.Logf("killed control #1 and broker #%d (member %s, worker killed too: %t) holding %d leases, with %d of %d resources Ready",
 		victim+1, member, killWorker, len(held), got, replicaSize)
 	if len(held) == 0 {
