@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -63,12 +62,12 @@ func (p *programs) compile(name string, src []byte) (*starlark.Program, error) {
 // Starlark's universe.
 func isPredeclared(name string) bool { _, ok := predeclared[name]; return ok }
 
-// loader executes a bundle's files for one run: it reads them through an
-// os.Root (nothing outside the bundle directory can be read, symbolic links
-// included), gives each module's globals to every load() of it, and refuses
-// cycles.
+// loader executes a bundle's files for one run: it reads them through files
+// (an os.Root's FS when serving, so nothing outside the bundle directory can
+// be read, symbolic links included), gives each module's globals to every
+// load() of it, and refuses cycles.
 type loader struct {
-	root     *os.Root
+	files    fs.FS
 	programs *programs
 	modules  map[string]*module
 }
@@ -118,7 +117,7 @@ func (l *loader) execFile(thread *starlark.Thread, name string) (starlark.String
 
 // read returns a file of the bundle, bounded.
 func (l *loader) read(name string) ([]byte, error) {
-	f, err := l.root.Open(name)
+	f, err := l.files.Open(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no such file in the bundle", name)

@@ -63,7 +63,7 @@ func (p *program) call(ctx context.Context, resource, fn string, arg starlark.Va
 		return nil, nil, fmt.Errorf("settings.dir: the bundle directory: %w", err)
 	}
 	defer root.Close()
-	l := &loader{root: root, programs: p.programs, modules: map[string]*module{}}
+	l := &loader{files: root.FS(), programs: p.programs, modules: map[string]*module{}}
 
 	var stepsOut atomic.Bool
 	prints, extraSteps := 0, 0
@@ -124,25 +124,33 @@ func (p *program) call(ctx context.Context, resource, fn string, arg starlark.Va
 	return out, f, nil
 }
 
-// where returns the position an error happened at: the innermost frame of
-// an evaluation error with a source position, or a syntax error's position.
+// where returns the position an error happened at (see position), or "?".
 func where(err error) string {
+	if pos, ok := position(err); ok {
+		return pos.String()
+	}
+	return "?"
+}
+
+// position is where an error happened: the innermost frame of an
+// evaluation error with a source position, or a syntax error's position.
+func position(err error) (syntax.Position, bool) {
 	if eval := innermost(err); eval != nil {
 		for i := len(eval.CallStack) - 1; i >= 0; i-- {
 			if pos := eval.CallStack[i].Pos; pos.IsValid() && pos.Filename() != "<builtin>" {
-				return pos.String()
+				return pos, true
 			}
 		}
 	}
 	var syn syntax.Error
 	if errors.As(err, &syn) {
-		return syn.Pos.String()
+		return syn.Pos, true
 	}
 	var res resolve.ErrorList
 	if errors.As(err, &res) && len(res) > 0 {
-		return res[0].Pos.String()
+		return res[0].Pos, true
 	}
-	return "?"
+	return syntax.Position{}, false
 }
 
 // innermost returns the deepest evaluation error in err's chain: an error

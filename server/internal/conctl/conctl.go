@@ -183,7 +183,7 @@ tune a kind's policy live.`,
 
 	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.treeCmd(), a.graphCmd(),
 		a.deleteCmd(), a.watchCmd(), a.eventsCmd(), a.historyCmd(), a.rollbackCmd(), a.quarantineCmd(),
-		a.unquarantineCmd(), a.reconcileCmd(), a.opCmd(), a.kindCmd())
+		a.unquarantineCmd(), a.reconcileCmd(), a.opCmd(), a.kindCmd(), a.catalogCmd(), a.syncCmd())
 	return root
 }
 
