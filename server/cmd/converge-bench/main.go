@@ -15,14 +15,29 @@
 // system holding N resources of a kind that does not opt into resync,
 // against the empty system and the same resources resynced.
 //
+// Tier 0 (calibrate): pg_test_fsync and pgbench kernels on the same
+// cluster, the ceilings every other figure is also given as a ratio to.
+//
+// W5 (rest): N Ready resources left idle: converge's memory as N grows,
+// database bytes per resource, idle PostgreSQL CPU, read latency at N.
+//
+// W7 (drain): a backlog applied with no worker, then drained: completions
+// per decile, optionally with an xid held idle in transaction.
+//
+// -report writes the whole run, with the targets met or missed, as
+// Markdown for docs/bench-report.md.
+//
 // Every figure is read from the database (timestamps the database
-// stamped), not from client-side polling.
+// stamped), not from client-side polling, except the API read latencies
+// of W5, which are round trips.
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,7 +76,19 @@ type options struct {
 	fairCapacity int
 	fairDelay    time.Duration
 	window       time.Duration
+
+	calibrateTime time.Duration
+	fsyncSecs     int
+	fsyncRef      float64
+	restResources int
+	restIdle      time.Duration
+	drainXmin     time.Duration
+	report        string
 }
+
+// workloads are the names -workload takes, in the order they run; "all"
+// is every one but rest (a million resources is not cheap).
+var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "rest", "drain"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
@@ -88,7 +115,7 @@ func main() {
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
-	flag.StringVar(&o.workload, "workload", "all", "w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync or all")
+	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, rest (W5), drain (W7), or all (every one but rest)")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
@@ -96,6 +123,13 @@ func main() {
 	flag.DurationVar(&o.fairDelay, "fair-delay", 2*time.Millisecond, "fairness: kind A's handler time")
 	flag.DurationVar(&o.window, "window", time.Minute, "resync: length of each measurement window")
 	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr)")
+	flag.DurationVar(&o.calibrateTime, "calibrate-time", 10*time.Second, "calibrate: length of each pgbench kernel")
+	flag.IntVar(&o.fsyncSecs, "fsync-secs", 3, "seconds per pg_test_fsync test (-s)")
+	flag.Float64Var(&o.fsyncRef, "fsync-ref", 0, "the last recorded fdatasync µs/op; a run more than twice as slow is flagged noisy")
+	flag.IntVar(&o.restResources, "rest-resources", 1_000_000, "rest: Ready resources built and left idle (W5)")
+	flag.DurationVar(&o.restIdle, "rest-idle", 2*time.Minute, "rest: how long the system is left idle")
+	flag.DurationVar(&o.drainXmin, "drain-xmin", 0, "drain: also run each drain with an xid held idle in transaction for this long from the worker's start (0: no such variant)")
+	flag.StringVar(&o.report, "report", "", "also write the whole run as Markdown to this file (by convention docs/bench-report.md)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -106,12 +140,56 @@ func main() {
 	}
 }
 
+// results holds every workload's runs.
+type results struct {
+	cal      *ceilings
+	fsync    fsyncResult
+	w1       []w1Result
+	rivers   []riverResult
+	comps    []compositeResult
+	fairs    []fairnessResult
+	resyncs  []resyncResult
+	rests    []restResult
+	drains   []drainResult
+	held     []drainResult // drains with an xid held
+	selected map[string]bool
+}
+
+// selectWorkloads parses -workload.
+func selectWorkloads(spec string) (map[string]bool, error) {
+	sel := map[string]bool{}
+	for _, w := range strings.Split(spec, ",") {
+		w = strings.TrimSpace(w)
+		switch {
+		case w == "all":
+			for _, name := range workloads {
+				sel[name] = name != "rest"
+			}
+		case slices.Contains(workloads, w):
+			sel[w] = true
+		default:
+			return nil, fmt.Errorf("-workload %q: unknown workload %q; use %s or all, comma-separated", spec, w, strings.Join(workloads, ", "))
+		}
+	}
+	return sel, nil
+}
+
 func run(ctx context.Context, o options) error {
+	sel, err := selectWorkloads(o.workload)
+	if err != nil {
+		return err
+	}
 	if o.brokers < 1 {
 		return fmt.Errorf("-brokers %d: must be at least 1", o.brokers)
 	}
 	if o.brokers > 1 && (!o.split || o.workload != "w1") {
 		return fmt.Errorf("-brokers %d: needs -split and -workload w1 (the other workloads measure one worker)", o.brokers)
+	}
+	if sel["rest"] && o.restResources < 10 {
+		return fmt.Errorf("-rest-resources %d: must be at least 10", o.restResources)
+	}
+	if sel["drain"] && o.resources < 20 {
+		return fmt.Errorf("-resources %d: the drain needs at least 20 to split into deciles", o.resources)
 	}
 	tmp, err := os.MkdirTemp("", "converge-bench-*")
 	if err != nil {
@@ -130,20 +208,15 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	if !slices.Contains([]string{"w1", "composites", "fairness", "resync", "all"}, o.workload) {
-		return fmt.Errorf("-workload %q: use w1, composites, fairness, resync or all", o.workload)
-	}
-	does := func(w string) bool { return o.workload == w || o.workload == "all" }
-	doW1, doComposites, doFairness, doResync := does("w1"), does("composites"), does("fairness"), does("resync")
 	var zoneBin string
-	if doComposites {
+	if sel["composites"] {
 		zoneBin = filepath.Join(tmp, "landingzone")
 		if err := goBuild(ctx, zoneBin, "./sdk-go/examples/landingzone"); err != nil {
 			return err
 		}
 	}
 	var riverBin string
-	if o.river && doW1 {
+	if o.river && sel["w1"] {
 		if riverBin, err = buildRiver(ctx, tmp); err != nil {
 			return fmt.Errorf("building River for the baseline (use -river=false to skip it): %w", err)
 		}
@@ -156,78 +229,55 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer cluster.Stop()
-	fsync := calibrateFsync(ctx)
-
-	var w1 []w1Result
-	var rivers []riverResult
-	var comps []compositeResult
-	var fairs []fairnessResult
-	var resyncs []resyncResult
-	for r := 1; r <= o.runs && doComposites; r++ {
-		logf("run %d/%d: W2 fan-out, W3 chains", r, o.runs)
-		cr, err := runComposites(ctx, o, cluster, r)
-		if err != nil {
-			return fmt.Errorf("run %d: %w", r, err)
-		}
-		logf("run %d/%d: W4 landing zone", r, o.runs)
-		if err := runZone(ctx, o, cluster, r, zoneBin, &cr); err != nil {
-			return fmt.Errorf("run %d: W4: %w", r, err)
-		}
-		comps = append(comps, cr)
-		logf("run %d/%d: 1→1,000 Ready in %s, chain of 10 in %s, landing zone in %s", r, o.runs,
-			percentile(cr.fanoutReady[1000], 0.5), percentile(cr.chainReady, 0.5), cr.zoneReady)
-	}
-	for r := 1; r <= o.runs && doW1; r++ {
-		logf("run %d/%d: W1 with %d leaves", r, o.runs, o.resources)
-		res, err := runW1(ctx, o, cluster, fmt.Sprintf("bench_%d", r))
-		if err != nil {
-			return fmt.Errorf("run %d: %w", r, err)
-		}
-		w1 = append(w1, res)
-		logf("run %d/%d: %.0f reconciles/s, idle p50 %.1f ms", r, o.runs, res.rate, ms(res.idleP50))
-		if riverBin != "" {
-			logf("run %d/%d: River bench, %d jobs", r, o.runs, o.riverJobs)
-			rr, err := runRiver(ctx, riverBin, cluster, fmt.Sprintf("river_%d", r), o.riverJobs, o.keep)
-			if err != nil {
-				return fmt.Errorf("run %d: River: %w", r, err)
-			}
-			rivers = append(rivers, rr)
-			logf("run %d/%d: River %.0f jobs/s", r, o.runs, rr.rate)
+	info := collectRunInfo(ctx, cluster)
+	r := &results{selected: sel}
+	r.fsync = calibrateFsync(ctx, o.fsyncSecs)
+	logf("pg_test_fsync: %s", r.fsync)
+	if sel["calibrate"] {
+		if r.cal, err = runCalibrate(ctx, o, cluster, r.fsync); err != nil {
+			return fmt.Errorf("calibrate: %w", err)
 		}
 	}
-	for r := 1; r <= o.runs && doFairness; r++ {
-		logf("run %d/%d: fairness, a backlog of %d", r, o.runs, o.resources)
-		fr, err := runFairness(ctx, o, cluster, r)
-		if err != nil {
-			return fmt.Errorf("run %d: fairness: %w", r, err)
+	if err := runWorkloads(ctx, o, cluster, riverBin, zoneBin, r); err != nil {
+		return err
+	}
+	var body bytes.Buffer
+	out := io.MultiWriter(os.Stdout, &body)
+	printResults(out, o, settings, r)
+	ts := targets(r)
+	reportTargets(os.Stdout, ts)
+	if o.report != "" {
+		if err := writeReport(o.report, o, settings, info, body.Bytes(), ts); err != nil {
+			return err
 		}
-		fairs = append(fairs, fr)
-		logf("run %d/%d: B under the backlog p50 %.1f ms, p99 %.1f ms; claim round p50 %.2f ms", r, o.runs,
-			ms(percentile(probeTotals(fr), 0.5)), ms(percentile(probeTotals(fr), 0.99)), ms(percentile(fr.rounds, 0.5)))
-	}
-	for r := 1; r <= o.runs && doResync; r++ {
-		logf("run %d/%d: resync cost, %d resources", r, o.runs, o.resources)
-		rr, err := runResync(ctx, o, cluster, r)
-		if err != nil {
-			return fmt.Errorf("run %d: resync: %w", r, err)
-		}
-		resyncs = append(resyncs, rr)
-		logf("run %d/%d: PostgreSQL CPU %.2f%% empty, %.2f%% with %d, %.1f%% resyncing %.0f/s", r, o.runs,
-			100*rr.empty.pgCPU, 100*rr.settled.pgCPU, o.resources, 100*rr.resyncing.pgCPU, rr.resyncing.resyncs)
-	}
-	if doW1 {
-		report(os.Stdout, o, settings, fsync, w1, rivers)
-	}
-	if doComposites {
-		reportComposites(os.Stdout, o, settings, comps)
-	}
-	if doFairness {
-		reportFairness(os.Stdout, o, settings, fairs)
-	}
-	if doResync {
-		reportResync(os.Stdout, o, settings, resyncs)
+		logf("report written to %s", o.report)
 	}
 	return nil
+}
+
+// printResults prints every selected workload's tables as Markdown.
+func printResults(w io.Writer, o options, settings map[string]string, r *results) {
+	if r.cal != nil {
+		reportCalibration(w, o, settings, r.cal)
+	}
+	if r.selected["w1"] {
+		report(w, o, settings, r.fsync, r.w1, r.rivers, r.cal)
+	}
+	if r.selected["composites"] {
+		reportComposites(w, o, settings, r.comps)
+	}
+	if r.selected["fairness"] {
+		reportFairness(w, o, settings, r.fairs)
+	}
+	if r.selected["resync"] {
+		reportResync(w, o, settings, r.resyncs)
+	}
+	if r.selected["rest"] {
+		reportRest(w, o, settings, r.rests)
+	}
+	if r.selected["drain"] {
+		reportDrain(w, o, settings, r.drains, r.held)
+	}
 }
 
 // pgProfile is the PostgreSQL configuration of the benchmark protocol.

@@ -187,27 +187,3 @@ func peakRSS(pid int) float64 {
 	}
 	return 0
 }
-
-// calibrateFsync runs pg_test_fsync briefly and returns fdatasync ops/s,
-// to flag a run on a disk slower than usual.
-func calibrateFsync(ctx context.Context) string {
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_test_fsync")
-	if len(bins) == 0 {
-		return "pg_test_fsync not found"
-	}
-	dir, err := os.MkdirTemp("", "fsync-*")
-	if err != nil {
-		return err.Error()
-	}
-	defer os.RemoveAll(dir)
-	out, err := exec.CommandContext(ctx, bins[len(bins)-1], "-s", "2", "-f", filepath.Join(dir, "f")).CombinedOutput()
-	if err != nil {
-		return "pg_test_fsync failed: " + err.Error()
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "fdatasync") && strings.Contains(line, "ops/sec") {
-			return strings.Join(strings.Fields(line), " ")
-		}
-	}
-	return "no fdatasync line in pg_test_fsync output"
-}

@@ -9,7 +9,7 @@ import (
 )
 
 // report prints the run as Markdown, ready for docs/benchmarks.md.
-func report(w io.Writer, o options, settings map[string]string, fsync string, runs []w1Result, rivers []riverResult) {
+func report(w io.Writer, o options, settings map[string]string, fsync fsyncResult, runs []w1Result, rivers []riverResult, cal *ceilings) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	col := func(f func(w1Result) float64) []float64 {
 		out := make([]float64, len(runs))
@@ -58,7 +58,7 @@ func report(w io.Writer, o options, settings map[string]string, fsync string, ru
 	row("Idle single leaf submit → Ready p99", dur(func(r w1Result) time.Duration { return r.idleP99 }), "ms", 1)
 	row("Commits per reconcile", col(func(r w1Result) float64 { return r.commits }), "", 3)
 	row("pg_notify calls per reconcile", col(func(r w1Result) float64 { return float64(r.notifies) / float64(r.n) }), "", 4)
-	row("pg_notify calls per second of load", col(func(r w1Result) float64 { return float64(r.notifies) / r.wall.Seconds() }), "/s", 1)
+	row("pg_notify calls per second of load", col(notifyRate), "/s", 1)
 	row("Statements per reconcile", col(func(r w1Result) float64 { return r.statements }), "", 2)
 	row("WAL bytes per reconcile", col(func(r w1Result) float64 { return r.walBytes }), "B", 0)
 	row("CPU s: converge", col(func(r w1Result) float64 { return r.cpuConverge }), "s", 1)
@@ -76,6 +76,11 @@ func report(w io.Writer, o options, settings map[string]string, fsync string, ru
 		theirs, _, _ := median(rates)
 		p("")
 		p("Ratio to River (median reconciles/s ÷ median River jobs/s): **%.2f×**", ours/theirs)
+	}
+	if c32 := cal.tps(kernelInsert32); c32 > 0 {
+		ours, _, _ := median(col(func(r w1Result) float64 { return r.rate }))
+		p("")
+		p("Ratio to the c=32 single-row INSERT ceiling (Tier 0, %.0f tx/s): **%.2f×**", c32, ours/c32)
 	}
 	p("")
 }

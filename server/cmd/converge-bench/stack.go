@@ -28,10 +28,13 @@ type stack struct {
 	workers []*proc // workers[i] dials brokers[i]
 	client  *client.Client
 	logDir  string
+	// brokerURLs are the addresses workers dial, one per broker.
+	brokerURLs []string
 }
 
 // startStack creates database db and starts the server and one worker
-// per broker (workerBin with workerArgs, plus -server).
+// per broker (workerBin with workerArgs, plus -server; none when
+// workerBin is "").
 func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db string, workerBin string, workerArgs ...string) (*stack, error) {
 	if err := freshDatabase(ctx, cluster, db, o.keep); err != nil {
 		return nil, err
@@ -96,17 +99,30 @@ func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db strin
 		s.brokers = []*proc{s.server}
 	}
 	s.broker = s.brokers[0]
-	for i, url := range brokerURLs {
-		w, err := start(fmt.Sprintf("worker-%d", i+1), s.logDir, workerBin, append(slices.Clone(workerArgs), "-server", url)...)
-		if err != nil {
+	s.brokerURLs = brokerURLs
+	s.client = client.New(base, client.WithHTTPClient(http.DefaultClient))
+	if workerBin != "" {
+		if err := s.startWorkers(workerBin, workerArgs...); err != nil {
 			s.close()
 			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// startWorkers starts one worker per broker (workerBin with workerArgs,
+// plus -server). startStack calls it unless its workerBin is "", which
+// leaves the queue without a worker until the caller starts them (W7).
+func (s *stack) startWorkers(workerBin string, workerArgs ...string) error {
+	for _, url := range s.brokerURLs {
+		w, err := start(fmt.Sprintf("worker-%d", len(s.workers)+1), s.logDir, workerBin, append(slices.Clone(workerArgs), "-server", url)...)
+		if err != nil {
+			return err
 		}
 		s.workers = append(s.workers, w)
 	}
 	s.worker = s.workers[0]
-	s.client = client.New(base, client.WithHTTPClient(http.DefaultClient))
-	return s, nil
+	return nil
 }
 
 func (s *stack) close() {

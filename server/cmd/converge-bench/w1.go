@@ -30,7 +30,7 @@ type w1Result struct {
 	loadP50, loadP99 time.Duration // submit → Ready under load
 	idleP50, idleP99 time.Duration // submit → Ready, one at a time
 	commits          float64       // transactions committed per reconcile
-	notifies         int64         // pg_notify calls during the load
+	notifies         int64         // notifications sent during the load (see notifyCount)
 	statements       float64       // statements per reconcile
 	walBytes         float64       // WAL bytes per reconcile
 	cpuConverge      float64       // CPU seconds during the load
@@ -96,8 +96,7 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	res.commits = float64(after.commits-before.commits) / n
 	res.walBytes = float64(after.walBytes-before.walBytes) / n
 	res.cpuConverge, res.cpuWorker, res.cpuPostgres = after.converge-before.converge, after.worker-before.worker, after.pg-before.pg
-	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
-		WHERE query ILIKE '%pg_notify%'`).Scan(&res.notifies); err != nil {
+	if res.notifies, err = notifyCount(ctx, pool); err != nil {
 		return res, err
 	}
 	var calls int64
@@ -137,6 +136,13 @@ func benchManifest() *convergev1.KindManifest {
 
 // submit applies the leaves in batches, several calls in flight.
 func submit(ctx context.Context, c *client.Client, o options) error {
+	return submitRange(ctx, c, o, 0, o.resources)
+}
+
+// submitRange applies leaves from (inclusive) to to (exclusive), named
+// leaf-%07d by their index, in batches of o.batch with o.concurrency
+// calls in flight.
+func submitRange(ctx context.Context, c *client.Client, o options, from, to int) error {
 	batches := make(chan int)
 	errs := make(chan error, o.concurrency)
 	var wg sync.WaitGroup
@@ -146,7 +152,7 @@ func submit(ctx context.Context, c *client.Client, o options) error {
 			defer wg.Done()
 			for start := range batches {
 				req := &convergev1.ApplyResourcesRequest{}
-				for i := start; i < min(start+o.batch, o.resources); i++ {
+				for i := start; i < min(start+o.batch, to); i++ {
 					spec, _ := structpb.NewStruct(map[string]any{"i": i})
 					req.Resources = append(req.Resources, &convergev1.ApplyResourceRequest{
 						Kind: benchKind, KindVersion: 1, Name: fmt.Sprintf("leaf-%07d", i), Spec: spec,
@@ -161,7 +167,7 @@ func submit(ctx context.Context, c *client.Client, o options) error {
 	}
 	var err error
 feed:
-	for start := 0; start < o.resources; start += o.batch {
+	for start := from; start < to; start += o.batch {
 		select {
 		case batches <- start:
 		case err = <-errs:
@@ -318,4 +324,20 @@ func captureProfile(addr, db string) {
 	if _, err := io.Copy(f, resp.Body); err == nil {
 		logf("CPU profile of converge: %s", path)
 	}
+}
+
+// notifyCount is how many notifications the statements pg_stat_statements
+// has seen since its reset sent: a pg_notify statement sends one per row
+// it returns (the server wakes several channels in one statement), a
+// NOTIFY statement one per call. The benchmark's own statements, which
+// name pg_stat_statements, are left out.
+func notifyCount(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `SELECT coalesce(sum(CASE WHEN query ILIKE '%pg_notify%' THEN rows ELSE calls END), 0)::bigint
+		FROM pg_stat_statements
+		WHERE (query ILIKE '%pg_notify%' OR query ~* '^\s*NOTIFY\s') AND query NOT ILIKE '%pg_stat_statements%'`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting notifications in pg_stat_statements: %w", err)
+	}
+	return n, nil
 }
