@@ -77,6 +77,7 @@ func (a *authorizer) check(ctx context.Context, procedure string, h http.Header,
 	if caller != "" {
 		ctx = authz.WithCaller(ctx, caller)
 	}
+	ctx = context.WithValue(ctx, policyKey{}, a.policy)
 	if !a.policy.Enabled() {
 		return ctx, nil
 	}

@@ -186,6 +186,7 @@ func (s *Service) ListResources(ctx context.Context, req *convergev1.ListResourc
 	f := store.ListFilter{
 		Namespace: req.GetNamespace(), Kind: req.GetKind(), KindVersion: req.GetKindVersion(),
 		Phases: req.GetPhases(), Selector: sel, Limit: int(req.GetPageSize()), Summary: req.GetSummary(),
+		NameContains: req.GetNameContains(),
 	}
 	if f.Limit == 0 {
 		f.Limit = 100

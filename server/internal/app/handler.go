@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
 	"github.com/convergehq/converge/server/internal/api"
@@ -20,6 +22,7 @@ import (
 	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/rpcvalidate"
 	"github.com/convergehq/converge/server/internal/tlsconf"
+	"github.com/convergehq/converge/server/internal/ui"
 )
 
 // JSON on every transport uses the proto field names (snake_case), the
@@ -50,7 +53,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 			vanguard.WithCodec(func(res vanguard.TypeResolver) vanguard.Codec {
 				c := vanguard.NewJSONCodec(res)
 				c.MarshalOptions.UseProtoNames = true
-				return c
+				return restJSONCodec{c}
 			}))
 		if err != nil {
 			return nil, err
@@ -63,6 +66,9 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 		mux.Handle("/api/v1/", guarded(transcoder))
 		mux.Handle("/api/v1/watch", guarded(api.RequireRead(az, "Watch", http.HandlerFunc(svc.ServeWatchNDJSON))))
 		mux.Handle("GET /openapi.json", guarded(openapi.Handler()))
+		// The UI takes every path nothing more specific claims; it calls
+		// the API from the browser with the browser's own credentials.
+		mux.Handle("/", guarded(ui.Handler()))
 	}
 	if b != nil {
 		path, h := convergev1connect.NewWorkerServiceHandler(b,
@@ -92,6 +98,26 @@ func mountHealth(mux *http.ServeMux, pool *pgxpool.Pool) {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+}
+
+// restJSONCodec is vanguard's JSON codec with decoding errors marked as
+// the client's: vanguard passes a body that does not decode into a field
+// (POST /api/v1/kinds with a bad manifest) on unmarked, which it answers
+// with Unknown (HTTP 500) instead of InvalidArgument (400).
+type restJSONCodec struct{ *vanguard.JSONCodec }
+
+func (c restJSONCodec) Unmarshal(data []byte, msg proto.Message) error {
+	if err := c.JSONCodec.Unmarshal(data, msg); err != nil {
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("request body (%s): %w", msg.ProtoReflect().Descriptor().Name(), err))
+	}
+	return nil
+}
+
+func (c restJSONCodec) UnmarshalField(data []byte, msg proto.Message, field protoreflect.FieldDescriptor) error {
+	if err := c.JSONCodec.UnmarshalField(data, msg, field); err != nil {
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: %w", field.Name(), err))
+	}
+	return nil
 }
 
 // jsonCodec is Connect's JSON codec with proto field names.

@@ -10,6 +10,7 @@ var needs = map[string]Need{
 	"GetResourceTree": NeedRead, "GetResourceGraph": NeedRead,
 	"GetResourceHistory": NeedRead, "GetOperation": NeedRead,
 	"ListOperations": NeedRead, "ListEvents": NeedRead, "Watch": NeedRead,
+	"CountResources": NeedRead, "WhoAmI": NeedRead, "GetCluster": NeedRead,
 
 	"ApplyKind": NeedKindOwner, "DeleteKind": NeedKindOwner,
 	"UpdateKindPolicy": NeedKindOwner, "ApplyProviderConfig": NeedKindOwner,

@@ -197,3 +197,26 @@ func redact(tok string) string {
 	}
 	return tok[:2] + "…"
 }
+
+// Roles lists the roles id holds (RoleAdmin, RoleWriter, RoleReader, in
+// that order), for telling a caller what it may do before it tries.
+func (p *Policy) Roles(id string) []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, role := range []string{RoleAdmin, RoleWriter, RoleReader} {
+		if p.has(id, role) {
+			out = append(out, role)
+		}
+	}
+	return out
+}
+
+// Teams lists the teams id is a member of, sorted.
+func (p *Policy) Teams(id string) []string {
+	if p == nil {
+		return nil
+	}
+	return p.teamsOf(id)
+}

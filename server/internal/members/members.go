@@ -157,3 +157,9 @@ func tile(live []store.Member, self, kind string, version int32) (lo, hi int16) 
 	n := len(ids)
 	return int16(i * store.Shards / n), int16((i + 1) * store.Shards / n)
 }
+
+// TileOf returns member id's tile [lo, hi) of a kind version's shards in
+// the membership live, by the same rule Tile applies to this replica.
+func TileOf(live []store.Member, id, kind string, version int32) (lo, hi int16) {
+	return tile(live, id, kind, version)
+}

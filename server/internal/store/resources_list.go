@@ -23,6 +23,8 @@ type ListFilter struct {
 	KindVersion int32
 	Phases      []string
 	Selector    labels.Selector
+	// NameContains keeps resources whose name contains it.
+	NameContains string
 	// After continues a listing after this key.
 	After   *ResourceKey
 	Limit   int
@@ -32,30 +34,14 @@ type ListFilter struct {
 // ListResources returns up to f.Limit resources in (namespace, kind, name)
 // order, and whether more follow.
 func (s *Store) ListResources(ctx context.Context, f ListFilter) ([]Resource, bool, error) {
-	var where []string
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	if f.Namespace != "" {
-		where = append(where, "r.namespace = "+arg(f.Namespace))
-	}
-	if f.Kind != "" {
-		where = append(where, "r.kind = "+arg(f.Kind))
-	}
-	if f.KindVersion != 0 {
-		where = append(where, "r.kind_version = "+arg(f.KindVersion))
-	}
-	if len(f.Phases) > 0 {
-		where = append(where, "r.phase = ANY("+arg(f.Phases)+"::text[])")
-	}
-	for _, t := range f.Selector {
-		cond, err := labelCondition(t, arg)
-		if err != nil {
-			return nil, false, err
-		}
-		where = append(where, cond)
+	where, err := f.conditions(arg)
+	if err != nil {
+		return nil, false, err
 	}
 	if f.After != nil {
 		where = append(where, "(r.namespace, r.kind, r.name) > ("+arg(f.After.Namespace)+", "+
@@ -79,6 +65,35 @@ func (s *Store) ListResources(ctx context.Context, f ListFilter) ([]Resource, bo
 		out = out[:f.Limit]
 	}
 	return out, more, nil
+}
+
+// conditions are the WHERE terms of f's filters (not its keyset
+// position), with their values passed through arg.
+func (f ListFilter) conditions(arg func(any) string) ([]string, error) {
+	var where []string
+	if f.Namespace != "" {
+		where = append(where, "r.namespace = "+arg(f.Namespace))
+	}
+	if f.Kind != "" {
+		where = append(where, "r.kind = "+arg(f.Kind))
+	}
+	if f.KindVersion != 0 {
+		where = append(where, "r.kind_version = "+arg(f.KindVersion))
+	}
+	if len(f.Phases) > 0 {
+		where = append(where, "r.phase = ANY("+arg(f.Phases)+"::text[])")
+	}
+	if f.NameContains != "" {
+		where = append(where, "strpos(r.name, "+arg(f.NameContains)+") > 0")
+	}
+	for _, t := range f.Selector {
+		cond, err := labelCondition(t, arg)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, cond)
+	}
+	return where, nil
 }
 
 func labelCondition(t labels.Term, arg func(any) string) (string, error) {

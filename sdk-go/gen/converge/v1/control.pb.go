@@ -13,6 +13,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -844,7 +845,9 @@ type ListResourcesRequest struct {
 	// From a previous response's next_page_token.
 	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Leave out spec and status (smaller pages).
-	Summary       bool `protobuf:"varint,8,opt,name=summary,proto3" json:"summary,omitempty"`
+	Summary bool `protobuf:"varint,8,opt,name=summary,proto3" json:"summary,omitempty"`
+	// Only resources whose name contains this text.
+	NameContains  string `protobuf:"bytes,9,opt,name=name_contains,json=nameContains,proto3" json:"name_contains,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -933,6 +936,13 @@ func (x *ListResourcesRequest) GetSummary() bool {
 		return x.Summary
 	}
 	return false
+}
+
+func (x *ListResourcesRequest) GetNameContains() string {
+	if x != nil {
+		return x.NameContains
+	}
+	return ""
 }
 
 type ListResourcesResponse struct {
@@ -3713,11 +3723,548 @@ func (x *ListOperationsResponse) GetOperations() []*Operation {
 	return nil
 }
 
+type CountResourcesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: all namespaces.
+	Namespace   string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind        string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32  `protobuf:"varint,3,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	// Comma-separated key=value, key!=value, key or !key terms, all of which must hold.
+	LabelSelector string `protobuf:"bytes,4,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// Only resources whose name contains this text.
+	NameContains  string `protobuf:"bytes,5,opt,name=name_contains,json=nameContains,proto3" json:"name_contains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountResourcesRequest) Reset() {
+	*x = CountResourcesRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountResourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountResourcesRequest) ProtoMessage() {}
+
+func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountResourcesRequest.ProtoReflect.Descriptor instead.
+func (*CountResourcesRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *CountResourcesRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CountResourcesRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CountResourcesRequest) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *CountResourcesRequest) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *CountResourcesRequest) GetNameContains() string {
+	if x != nil {
+		return x.NameContains
+	}
+	return ""
+}
+
+type CountResourcesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resources per phase; phases with none are left out.
+	Phases        map[string]int64 `protobuf:"bytes,1,rep,name=phases,proto3" json:"phases,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Total         int64            `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountResourcesResponse) Reset() {
+	*x = CountResourcesResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountResourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountResourcesResponse) ProtoMessage() {}
+
+func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountResourcesResponse.ProtoReflect.Descriptor instead.
+func (*CountResourcesResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *CountResourcesResponse) GetPhases() map[string]int64 {
+	if x != nil {
+		return x.Phases
+	}
+	return nil
+}
+
+func (x *CountResourcesResponse) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{67}
+}
+
+type WhoAmIResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The verified SPIFFE ID or bearer token identity; empty when anonymous.
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// False when the server runs without authorization rules: every caller
+	// may do everything.
+	AuthorizationEnabled bool `protobuf:"varint,2,opt,name=authorization_enabled,json=authorizationEnabled,proto3" json:"authorization_enabled,omitempty"`
+	// Roles held: "admin", "writer", "reader".
+	Roles []string `protobuf:"bytes,3,rep,name=roles,proto3" json:"roles,omitempty"`
+	// Teams the caller is a member of (a kind's owner team writes its resources).
+	Teams         []string `protobuf:"bytes,4,rep,name=teams,proto3" json:"teams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *WhoAmIResponse) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetAuthorizationEnabled() bool {
+	if x != nil {
+		return x.AuthorizationEnabled
+	}
+	return false
+}
+
+func (x *WhoAmIResponse) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *WhoAmIResponse) GetTeams() []string {
+	if x != nil {
+		return x.Teams
+	}
+	return nil
+}
+
+type GetClusterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterRequest) Reset() {
+	*x = GetClusterRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterRequest) ProtoMessage() {}
+
+func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
+func (*GetClusterRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{69}
+}
+
+type GetClusterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Live replicas, by id.
+	Members []*ClusterMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// The number of logical shards tiled among replicas.
+	Shards        int32 `protobuf:"varint,2,opt,name=shards,proto3" json:"shards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterResponse) Reset() {
+	*x = GetClusterResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterResponse) ProtoMessage() {}
+
+func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
+func (*GetClusterResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *GetClusterResponse) GetMembers() []*ClusterMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *GetClusterResponse) GetShards() int32 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
+type ClusterMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "control", "broker".
+	Roles       []string               `protobuf:"bytes,2,rep,name=roles,proto3" json:"roles,omitempty"`
+	Hostname    string                 `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Pid         int32                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	Version     string                 `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
+	StartedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	HeartbeatAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=heartbeat_at,json=heartbeatAt,proto3" json:"heartbeat_at,omitempty"`
+	// What this replica's connected workers serve, with its shard tile of each kind version.
+	Served        []*ServedReaction `protobuf:"bytes,8,rep,name=served,proto3" json:"served,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterMember) Reset() {
+	*x = ClusterMember{}
+	mi := &file_converge_v1_control_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterMember) ProtoMessage() {}
+
+func (x *ClusterMember) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterMember.ProtoReflect.Descriptor instead.
+func (*ClusterMember) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ClusterMember) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ClusterMember) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *ClusterMember) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *ClusterMember) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ClusterMember) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ClusterMember) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ClusterMember) GetHeartbeatAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HeartbeatAt
+	}
+	return nil
+}
+
+func (x *ClusterMember) GetServed() []*ServedReaction {
+	if x != nil {
+		return x.Served
+	}
+	return nil
+}
+
+type ServedReaction struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Reaction    string                 `protobuf:"bytes,3,opt,name=reaction,proto3" json:"reaction,omitempty"`
+	// Connected workers ready for the reaction.
+	Workers int32 `protobuf:"varint,4,opt,name=workers,proto3" json:"workers,omitempty"`
+	// Their summed capacity (tasks at once).
+	Capacity int32 `protobuf:"varint,5,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// Why connected workers are not ready, when none is.
+	NotReady string `protobuf:"bytes,6,opt,name=not_ready,json=notReady,proto3" json:"not_ready,omitempty"`
+	// This replica's tile [shard_lo, shard_hi) of the kind version's shards.
+	ShardLo       int32 `protobuf:"varint,7,opt,name=shard_lo,json=shardLo,proto3" json:"shard_lo,omitempty"`
+	ShardHi       int32 `protobuf:"varint,8,opt,name=shard_hi,json=shardHi,proto3" json:"shard_hi,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServedReaction) Reset() {
+	*x = ServedReaction{}
+	mi := &file_converge_v1_control_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServedReaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServedReaction) ProtoMessage() {}
+
+func (x *ServedReaction) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServedReaction.ProtoReflect.Descriptor instead.
+func (*ServedReaction) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *ServedReaction) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ServedReaction) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *ServedReaction) GetReaction() string {
+	if x != nil {
+		return x.Reaction
+	}
+	return ""
+}
+
+func (x *ServedReaction) GetWorkers() int32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *ServedReaction) GetCapacity() int32 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *ServedReaction) GetNotReady() string {
+	if x != nil {
+		return x.NotReady
+	}
+	return ""
+}
+
+func (x *ServedReaction) GetShardLo() int32 {
+	if x != nil {
+		return x.ShardLo
+	}
+	return 0
+}
+
+func (x *ServedReaction) GetShardHi() int32 {
+	if x != nil {
+		return x.ShardHi
+	}
+	return 0
+}
+
 var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
-	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\"Q\n" +
+	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Q\n" +
 	"\x10ApplyKindRequest\x12=\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestB\x06\xbaH\x03\xc8\x01\x01R\bmanifest\"b\n" +
 	"\x11ApplyKindResponse\x125\n" +
@@ -3770,7 +4317,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"H\n" +
 	"\x13GetResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\x90\x03\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xbf\x03\n" +
 	"\x14ListResourcesRequest\x12%\n" +
 	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1b\n" +
 	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12*\n" +
@@ -3781,7 +4328,8 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
 	"\n" +
 	"page_token\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\tpageToken\x12\x18\n" +
-	"\asummary\x18\b \x01(\bR\asummary\"\x97\x01\n" +
+	"\asummary\x18\b \x01(\bR\asummary\x12-\n" +
+	"\rname_contains\x18\t \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\fnameContains\"\x97\x01\n" +
 	"\x15ListResourcesResponse\x123\n" +
 	"\tresources\x18\x01 \x03(\v2\x15.converge.v1.ResourceR\tresources\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12!\n" +
@@ -3979,7 +4527,48 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x16ListOperationsResponse\x126\n" +
 	"\n" +
 	"operations\x18\x01 \x03(\v2\x16.converge.v1.OperationR\n" +
-	"operations2\xae\"\n" +
+	"operations\"\xe7\x01\n" +
+	"\x15CountResourcesRequest\x12%\n" +
+	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1b\n" +
+	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12*\n" +
+	"\fkind_version\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\vkindVersion\x12/\n" +
+	"\x0elabel_selector\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12-\n" +
+	"\rname_contains\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\fnameContains\"\xb2\x01\n" +
+	"\x16CountResourcesResponse\x12G\n" +
+	"\x06phases\x18\x01 \x03(\v2/.converge.v1.CountResourcesResponse.PhasesEntryR\x06phases\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x03R\x05total\x1a9\n" +
+	"\vPhasesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x0f\n" +
+	"\rWhoAmIRequest\"\x8d\x01\n" +
+	"\x0eWhoAmIResponse\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x123\n" +
+	"\x15authorization_enabled\x18\x02 \x01(\bR\x14authorizationEnabled\x12\x14\n" +
+	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x14\n" +
+	"\x05teams\x18\x04 \x03(\tR\x05teams\"\x13\n" +
+	"\x11GetClusterRequest\"b\n" +
+	"\x12GetClusterResponse\x124\n" +
+	"\amembers\x18\x01 \x03(\v2\x1a.converge.v1.ClusterMemberR\amembers\x12\x16\n" +
+	"\x06shards\x18\x02 \x01(\x05R\x06shards\"\xac\x02\n" +
+	"\rClusterMember\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05roles\x18\x02 \x03(\tR\x05roles\x12\x1a\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\x12\x10\n" +
+	"\x03pid\x18\x04 \x01(\x05R\x03pid\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\tR\aversion\x129\n" +
+	"\n" +
+	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12=\n" +
+	"\fheartbeat_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vheartbeatAt\x123\n" +
+	"\x06served\x18\b \x03(\v2\x1b.converge.v1.ServedReactionR\x06served\"\xec\x01\n" +
+	"\x0eServedReaction\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12\x1a\n" +
+	"\breaction\x18\x03 \x01(\tR\breaction\x12\x18\n" +
+	"\aworkers\x18\x04 \x01(\x05R\aworkers\x12\x1a\n" +
+	"\bcapacity\x18\x05 \x01(\x05R\bcapacity\x12\x1b\n" +
+	"\tnot_ready\x18\x06 \x01(\tR\bnotReady\x12\x19\n" +
+	"\bshard_lo\x18\a \x01(\x05R\ashardLo\x12\x19\n" +
+	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\xec$\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -4012,7 +4601,11 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x0eListOperations\x12\".converge.v1.ListOperationsRequest\x1a#.converge.v1.ListOperationsResponse\"I\x82\xd3\xe4\x93\x02C\x12A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/operations\x12e\n" +
 	"\n" +
 	"ListEvents\x12\x1e.converge.v1.ListEventsRequest\x1a\x1f.converge.v1.ListEventsResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/events\x12@\n" +
-	"\x05Watch\x12\x19.converge.v1.WatchRequest\x1a\x1a.converge.v1.WatchResponse0\x01B\xae\x01\n" +
+	"\x05Watch\x12\x19.converge.v1.WatchRequest\x1a\x1a.converge.v1.WatchResponse0\x01\x12y\n" +
+	"\x0eCountResources\x12\".converge.v1.CountResourcesRequest\x1a#.converge.v1.CountResourcesResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/api/v1/resourcecounts\x12Y\n" +
+	"\x06WhoAmI\x12\x1a.converge.v1.WhoAmIRequest\x1a\x1b.converge.v1.WhoAmIResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/whoami\x12f\n" +
+	"\n" +
+	"GetCluster\x12\x1e.converge.v1.GetClusterRequest\x1a\x1f.converge.v1.GetClusterResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/api/v1/clusterB\xae\x01\n" +
 	"\x0fcom.converge.v1B\fControlProtoP\x01Z@github.com/convergehq/converge/sdk-go/gen/converge/v1;convergev1\xa2\x02\x03CXX\xaa\x02\vConverge.V1\xca\x02\vConverge\\V1\xe2\x02\x17Converge\\V1\\GPBMetadata\xea\x02\fConverge::V1b\x06proto3"
 
 var (
@@ -4027,7 +4620,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -4094,133 +4687,154 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*GetOperationResponse)(nil),         // 62: converge.v1.GetOperationResponse
 	(*ListOperationsRequest)(nil),        // 63: converge.v1.ListOperationsRequest
 	(*ListOperationsResponse)(nil),       // 64: converge.v1.ListOperationsResponse
-	nil,                                  // 65: converge.v1.ApplyResourceRequest.LabelsEntry
-	(*KindManifest)(nil),                 // 66: converge.v1.KindManifest
-	(*structpb.Struct)(nil),              // 67: google.protobuf.Struct
-	(*Resource)(nil),                     // 68: converge.v1.Resource
-	(*Event)(nil),                        // 69: converge.v1.Event
-	(*Change)(nil),                       // 70: converge.v1.Change
-	(*ResourceRef)(nil),                  // 71: converge.v1.ResourceRef
-	(*Rollup)(nil),                       // 72: converge.v1.Rollup
-	(*Culprit)(nil),                      // 73: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 74: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 75: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 76: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 77: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 78: converge.v1.Revision
-	(*Operation)(nil),                    // 79: converge.v1.Operation
+	(*CountResourcesRequest)(nil),        // 65: converge.v1.CountResourcesRequest
+	(*CountResourcesResponse)(nil),       // 66: converge.v1.CountResourcesResponse
+	(*WhoAmIRequest)(nil),                // 67: converge.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 68: converge.v1.WhoAmIResponse
+	(*GetClusterRequest)(nil),            // 69: converge.v1.GetClusterRequest
+	(*GetClusterResponse)(nil),           // 70: converge.v1.GetClusterResponse
+	(*ClusterMember)(nil),                // 71: converge.v1.ClusterMember
+	(*ServedReaction)(nil),               // 72: converge.v1.ServedReaction
+	nil,                                  // 73: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 74: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 75: converge.v1.KindManifest
+	(*structpb.Struct)(nil),              // 76: google.protobuf.Struct
+	(*Resource)(nil),                     // 77: converge.v1.Resource
+	(*Event)(nil),                        // 78: converge.v1.Event
+	(*Change)(nil),                       // 79: converge.v1.Change
+	(*ResourceRef)(nil),                  // 80: converge.v1.ResourceRef
+	(*Rollup)(nil),                       // 81: converge.v1.Rollup
+	(*Culprit)(nil),                      // 82: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 83: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 84: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 85: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 86: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 87: converge.v1.Revision
+	(*Operation)(nil),                    // 88: converge.v1.Operation
+	(*timestamppb.Timestamp)(nil),        // 89: google.protobuf.Timestamp
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	66, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	66, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	66, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	66, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	65, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	67, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	68, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	75, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	75, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	75, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	75, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	73, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	76, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	77, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
 	8,  // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12, // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	68, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	68, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	68, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	69, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	70, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	77, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	77, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	77, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	78, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	79, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
 	25, // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	71, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	72, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	80, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	81, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
 	25, // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
 	28, // 18: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
 	29, // 19: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	73, // 20: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	71, // 21: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	71, // 22: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	71, // 23: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	82, // 20: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	80, // 21: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	80, // 22: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	80, // 23: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
 	30, // 24: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	74, // 25: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	75, // 26: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	66, // 27: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	76, // 28: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	76, // 29: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	76, // 30: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	76, // 31: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	77, // 32: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	77, // 33: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	77, // 34: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	77, // 35: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	78, // 36: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	68, // 37: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	68, // 38: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	68, // 39: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	68, // 40: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	67, // 41: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	79, // 42: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	79, // 43: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	79, // 44: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	0,  // 45: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,  // 46: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,  // 47: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,  // 48: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	31, // 49: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	33, // 50: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	35, // 51: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	37, // 52: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	39, // 53: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	41, // 54: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	43, // 55: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	45, // 56: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	47, // 57: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,  // 58: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10, // 59: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13, // 60: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15, // 61: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17, // 62: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23, // 63: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26, // 64: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	49, // 65: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	51, // 66: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	53, // 67: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	55, // 68: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	57, // 69: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	59, // 70: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	61, // 71: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	63, // 72: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19, // 73: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21, // 74: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	1,  // 75: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,  // 76: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,  // 77: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,  // 78: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	32, // 79: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	34, // 80: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	36, // 81: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	38, // 82: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	40, // 83: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	42, // 84: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	44, // 85: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	46, // 86: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	48, // 87: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,  // 88: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11, // 89: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14, // 90: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16, // 91: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18, // 92: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24, // 93: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27, // 94: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	50, // 95: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	52, // 96: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	54, // 97: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	56, // 98: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	58, // 99: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	60, // 100: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	62, // 101: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	64, // 102: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20, // 103: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22, // 104: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	75, // [75:105] is the sub-list for method output_type
-	45, // [45:75] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	83, // 25: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	84, // 26: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	75, // 27: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	85, // 28: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	85, // 29: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	85, // 30: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	85, // 31: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	86, // 32: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	86, // 33: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	86, // 34: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	86, // 35: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	87, // 36: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	77, // 37: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	77, // 38: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	77, // 39: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	77, // 40: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	76, // 41: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	88, // 42: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	88, // 43: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	88, // 44: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	74, // 45: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	71, // 46: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	89, // 47: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	89, // 48: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	72, // 49: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	0,  // 50: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,  // 51: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,  // 52: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,  // 53: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	31, // 54: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	33, // 55: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	35, // 56: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	37, // 57: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	39, // 58: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	41, // 59: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	43, // 60: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	45, // 61: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	47, // 62: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,  // 63: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10, // 64: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13, // 65: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15, // 66: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17, // 67: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23, // 68: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26, // 69: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	49, // 70: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	51, // 71: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	53, // 72: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	55, // 73: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	57, // 74: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	59, // 75: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	61, // 76: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	63, // 77: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19, // 78: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21, // 79: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	65, // 80: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	67, // 81: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	69, // 82: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	1,  // 83: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,  // 84: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,  // 85: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,  // 86: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	32, // 87: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	34, // 88: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	36, // 89: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	38, // 90: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	40, // 91: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	42, // 92: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	44, // 93: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	46, // 94: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	48, // 95: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,  // 96: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11, // 97: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14, // 98: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16, // 99: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18, // 100: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24, // 101: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27, // 102: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	50, // 103: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	52, // 104: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	54, // 105: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	56, // 106: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	58, // 107: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	60, // 108: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	62, // 109: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	64, // 110: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20, // 111: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22, // 112: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	66, // 113: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	68, // 114: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	70, // 115: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	83, // [83:116] is the sub-list for method output_type
+	50, // [50:83] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -4235,7 +4849,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   66,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

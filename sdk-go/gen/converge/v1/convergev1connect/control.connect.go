@@ -121,6 +121,14 @@ const (
 	ControlServiceListEventsProcedure = "/converge.v1.ControlService/ListEvents"
 	// ControlServiceWatchProcedure is the fully-qualified name of the ControlService's Watch RPC.
 	ControlServiceWatchProcedure = "/converge.v1.ControlService/Watch"
+	// ControlServiceCountResourcesProcedure is the fully-qualified name of the ControlService's
+	// CountResources RPC.
+	ControlServiceCountResourcesProcedure = "/converge.v1.ControlService/CountResources"
+	// ControlServiceWhoAmIProcedure is the fully-qualified name of the ControlService's WhoAmI RPC.
+	ControlServiceWhoAmIProcedure = "/converge.v1.ControlService/WhoAmI"
+	// ControlServiceGetClusterProcedure is the fully-qualified name of the ControlService's GetCluster
+	// RPC.
+	ControlServiceGetClusterProcedure = "/converge.v1.ControlService/GetCluster"
 )
 
 // ControlServiceClient is a client for the converge.v1.ControlService service.
@@ -176,6 +184,13 @@ type ControlServiceClient interface {
 	// Stream resource changes from a resume point. Over REST the same stream
 	// is served as newline-delimited JSON at GET /api/v1/watch.
 	Watch(context.Context, *v1.WatchRequest) (*connect.ServerStreamForClient[v1.WatchResponse], error)
+	// Resources counted by phase, filtered like ListResources.
+	CountResources(context.Context, *v1.CountResourcesRequest) (*v1.CountResourcesResponse, error)
+	// The caller as the server sees it: identity, roles and teams, so a
+	// client can tell which actions it may take before trying them.
+	WhoAmI(context.Context, *v1.WhoAmIRequest) (*v1.WhoAmIResponse, error)
+	// The live server replicas, their shard tiles and connected workers.
+	GetCluster(context.Context, *v1.GetClusterRequest) (*v1.GetClusterResponse, error)
 }
 
 // NewControlServiceClient constructs a client for the converge.v1.ControlService service. By
@@ -369,6 +384,24 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("Watch")),
 			connect.WithClientOptions(opts...),
 		),
+		countResources: connect.NewClient[v1.CountResourcesRequest, v1.CountResourcesResponse](
+			httpClient,
+			baseURL+ControlServiceCountResourcesProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("CountResources")),
+			connect.WithClientOptions(opts...),
+		),
+		whoAmI: connect.NewClient[v1.WhoAmIRequest, v1.WhoAmIResponse](
+			httpClient,
+			baseURL+ControlServiceWhoAmIProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("WhoAmI")),
+			connect.WithClientOptions(opts...),
+		),
+		getCluster: connect.NewClient[v1.GetClusterRequest, v1.GetClusterResponse](
+			httpClient,
+			baseURL+ControlServiceGetClusterProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetCluster")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -404,6 +437,9 @@ type controlServiceClient struct {
 	listOperations       *connect.Client[v1.ListOperationsRequest, v1.ListOperationsResponse]
 	listEvents           *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
 	watch                *connect.Client[v1.WatchRequest, v1.WatchResponse]
+	countResources       *connect.Client[v1.CountResourcesRequest, v1.CountResourcesResponse]
+	whoAmI               *connect.Client[v1.WhoAmIRequest, v1.WhoAmIResponse]
+	getCluster           *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
 }
 
 // ApplyKind calls converge.v1.ControlService.ApplyKind.
@@ -672,6 +708,33 @@ func (c *controlServiceClient) Watch(ctx context.Context, req *v1.WatchRequest) 
 	return c.watch.CallServerStream(ctx, connect.NewRequest(req))
 }
 
+// CountResources calls converge.v1.ControlService.CountResources.
+func (c *controlServiceClient) CountResources(ctx context.Context, req *v1.CountResourcesRequest) (*v1.CountResourcesResponse, error) {
+	response, err := c.countResources.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// WhoAmI calls converge.v1.ControlService.WhoAmI.
+func (c *controlServiceClient) WhoAmI(ctx context.Context, req *v1.WhoAmIRequest) (*v1.WhoAmIResponse, error) {
+	response, err := c.whoAmI.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetCluster calls converge.v1.ControlService.GetCluster.
+func (c *controlServiceClient) GetCluster(ctx context.Context, req *v1.GetClusterRequest) (*v1.GetClusterResponse, error) {
+	response, err := c.getCluster.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ControlServiceHandler is an implementation of the converge.v1.ControlService service.
 type ControlServiceHandler interface {
 	// Create or update a kind manifest.
@@ -725,6 +788,13 @@ type ControlServiceHandler interface {
 	// Stream resource changes from a resume point. Over REST the same stream
 	// is served as newline-delimited JSON at GET /api/v1/watch.
 	Watch(context.Context, *v1.WatchRequest, *connect.ServerStream[v1.WatchResponse]) error
+	// Resources counted by phase, filtered like ListResources.
+	CountResources(context.Context, *v1.CountResourcesRequest) (*v1.CountResourcesResponse, error)
+	// The caller as the server sees it: identity, roles and teams, so a
+	// client can tell which actions it may take before trying them.
+	WhoAmI(context.Context, *v1.WhoAmIRequest) (*v1.WhoAmIResponse, error)
+	// The live server replicas, their shard tiles and connected workers.
+	GetCluster(context.Context, *v1.GetClusterRequest) (*v1.GetClusterResponse, error)
 }
 
 // NewControlServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -914,6 +984,24 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("Watch")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceCountResourcesHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceCountResourcesProcedure,
+		svc.CountResources,
+		connect.WithSchema(controlServiceMethods.ByName("CountResources")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceWhoAmIHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceWhoAmIProcedure,
+		svc.WhoAmI,
+		connect.WithSchema(controlServiceMethods.ByName("WhoAmI")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceGetClusterHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetClusterProcedure,
+		svc.GetCluster,
+		connect.WithSchema(controlServiceMethods.ByName("GetCluster")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/converge.v1.ControlService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ControlServiceApplyKindProcedure:
@@ -976,6 +1064,12 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceListEventsHandler.ServeHTTP(w, r)
 		case ControlServiceWatchProcedure:
 			controlServiceWatchHandler.ServeHTTP(w, r)
+		case ControlServiceCountResourcesProcedure:
+			controlServiceCountResourcesHandler.ServeHTTP(w, r)
+		case ControlServiceWhoAmIProcedure:
+			controlServiceWhoAmIHandler.ServeHTTP(w, r)
+		case ControlServiceGetClusterProcedure:
+			controlServiceGetClusterHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1103,4 +1197,16 @@ func (UnimplementedControlServiceHandler) ListEvents(context.Context, *v1.ListEv
 
 func (UnimplementedControlServiceHandler) Watch(context.Context, *v1.WatchRequest, *connect.ServerStream[v1.WatchResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.Watch is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) CountResources(context.Context, *v1.CountResourcesRequest) (*v1.CountResourcesResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.CountResources is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) WhoAmI(context.Context, *v1.WhoAmIRequest) (*v1.WhoAmIResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.WhoAmI is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetCluster(context.Context, *v1.GetClusterRequest) (*v1.GetClusterResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetCluster is not implemented"))
 }
