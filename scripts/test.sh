@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The test command: everything CI runs, from a clean clone on a fresh machine.
 #
-#   scripts/test.sh            all tests: Go with -race (including end-to-end),
-#                              then the TypeScript SDK (scripts/test-ts.sh)
-#   scripts/test.sh -short     skip the slow end-to-end and fault tests
+#   scripts/test.sh            all tests: the catalog check, Go with -race
+#                              (including end-to-end, the docs site build and
+#                              its getting-started page), the TypeScript SDK
+#                              (scripts/test-ts.sh), the web UI in headless
+#                              Chromium (scripts/test-ui.sh), then every fuzz
+#                              target for FUZZTIME (default 5s; scripts/fuzz.sh)
+#   scripts/test.sh -short     skip the slow end-to-end and fault tests and fuzzing
 #
 # It installs what it needs when it can (npm packages; PostgreSQL server
 # binaries through apt when run as root on Debian/Ubuntu) and says what
@@ -47,8 +51,24 @@ TERRAFORM_BINARY=$(scripts/find-terraform.sh) || die "no terraform or tofu binar
 export TERRAFORM_BINARY
 echo "$TERRAFORM_BINARY"
 
+say "jq (for the catalog's stdio programs)"
+if ! command -v jq >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing jq with apt-get..."
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null
+fi
+command -v jq >/dev/null || die "jq is needed by the catalog's example programs (catalog/*/*/*.sh); install it (Debian/Ubuntu: apt-get install jq; macOS: brew install jq)"
+jq --version
+
 say "go vet"
 go vet ./...
+
+say "conctl catalog check"
+# The base is the branch the change goes into: CONVERGE_CATALOG_BASE, else
+# origin/main when the clone has it; without one, stability (C6) is skipped
+# and the check says so.
+catalog_base=${CONVERGE_CATALOG_BASE:-}
+if [ -z "$catalog_base" ] && git rev-parse --verify -q origin/main >/dev/null 2>&1; then catalog_base=origin/main; fi
+go run ./server/cmd/conctl catalog check catalog ${catalog_base:+--base "$catalog_base"}
 
 say "go test -race"
 start=$(date +%s)
@@ -67,8 +87,31 @@ scripts/test-ts.sh "$@"
 ts_status=$?
 set -e
 
+say "web UI in headless Chromium"
+ui_start=$(date +%s)
+set +e
+scripts/test-ui.sh
+ui_status=$?
+set -e
+
+fuzz_status=0
+fuzz_line="fuzzing: skipped (-short)"
+if [[ " $* " != *" -short "* ]]; then
+  say "fuzzing (${FUZZTIME:-5s} per target)"
+  fuzz_start=$(date +%s)
+  set +e
+  scripts/fuzz.sh "${FUZZTIME:-5s}"
+  fuzz_status=$?
+  set -e
+  fuzz_line="fuzzing: $([ "$fuzz_status" = 0 ] && echo passed || echo FAILED), $(( $(date +%s) - fuzz_start ))s"
+fi
+
 say "summary"
+verdict() { [ "$1" = 0 ] && echo passed || echo FAILED; }
 echo "$go_summary"
-echo "TypeScript SDK: $([ "$ts_status" = 0 ] && echo passed || echo FAILED), $(( $(date +%s) - ts_start ))s"
-[ "$status" = 0 ] || exit "$status"
-exit "$ts_status"
+echo "TypeScript SDK: $(verdict "$ts_status"), $(( ui_start - ts_start ))s"
+echo "web UI: $(verdict "$ui_status"), $(( $(date +%s) - ui_start ))s (screenshots in ${UI_ARTIFACTS:-/tmp/converge-ui-artifacts})"
+echo "$fuzz_line"
+for s in "$status" "$ts_status" "$ui_status" "$fuzz_status"; do
+  [ "$s" = 0 ] || exit "$s"
+done
