@@ -93,6 +93,7 @@ set +e
 scripts/test-ui.sh
 ui_status=$?
 set -e
+ui_secs=$(( $(date +%s) - ui_start ))
 
 fuzz_status=0
 fuzz_line="fuzzing: skipped (-short)"
@@ -110,7 +111,7 @@ say "summary"
 verdict() { [ "$1" = 0 ] && echo passed || echo FAILED; }
 echo "$go_summary"
 echo "TypeScript SDK: $(verdict "$ts_status"), $(( ui_start - ts_start ))s"
-echo "web UI: $(verdict "$ui_status"), $(( $(date +%s) - ui_start ))s (screenshots in ${UI_ARTIFACTS:-/tmp/converge-ui-artifacts})"
+echo "web UI: $(verdict "$ui_status"), ${ui_secs}s (screenshots in ${UI_ARTIFACTS:-/tmp/converge-ui-artifacts})"
 echo "$fuzz_line"
 for s in "$status" "$ts_status" "$ui_status" "$fuzz_status"; do
   [ "$s" = 0 ] || exit "$s"
