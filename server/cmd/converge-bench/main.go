@@ -83,12 +83,13 @@ type options struct {
 	restResources int
 	restIdle      time.Duration
 	drainXmin     time.Duration
+	w6Rate        float64
 	report        string
 }
 
 // workloads are the names -workload takes, in the order they run; "all"
 // is every one but rest (a million resources is not cheap).
-var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "rest", "drain"}
+var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
@@ -115,19 +116,20 @@ func main() {
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
-	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, rest (W5), drain (W7), or all (every one but rest)")
+	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), or all (every one but rest)")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
 	flag.IntVar(&o.fairCapacity, "fair-capacity", 16, "fairness: the worker's capacity")
 	flag.DurationVar(&o.fairDelay, "fair-delay", 2*time.Millisecond, "fairness: kind A's handler time")
-	flag.DurationVar(&o.window, "window", time.Minute, "resync: length of each measurement window")
+	flag.DurationVar(&o.window, "window", time.Minute, "resync and interference: length of each measurement window")
 	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr)")
 	flag.DurationVar(&o.calibrateTime, "calibrate-time", 10*time.Second, "calibrate: length of each pgbench kernel")
 	flag.IntVar(&o.fsyncSecs, "fsync-secs", 3, "seconds per pg_test_fsync test (-s)")
 	flag.Float64Var(&o.fsyncRef, "fsync-ref", 0, "the last recorded fdatasync µs/op; a run more than twice as slow is flagged noisy")
 	flag.IntVar(&o.restResources, "rest-resources", 1_000_000, "rest: Ready resources built and left idle (W5)")
 	flag.DurationVar(&o.restIdle, "rest-idle", 2*time.Minute, "rest: how long the system is left idle")
+	flag.Float64Var(&o.w6Rate, "w6-rate", 167, "interference (W6): resyncs per second in the background (the interval is -resources ÷ this)")
 	flag.DurationVar(&o.drainXmin, "drain-xmin", 0, "drain: also run each drain with an xid held idle in transaction for this long from the worker's start (0: no such variant)")
 	flag.StringVar(&o.report, "report", "", "also write the whole run as Markdown to this file (by convention docs/bench-report.md)")
 	flag.Parse()
@@ -150,6 +152,7 @@ type results struct {
 	fairs    []fairnessResult
 	resyncs  []resyncResult
 	rests    []restResult
+	inters   []interferenceResult
 	drains   []drainResult
 	held     []drainResult // drains with an xid held
 	selected map[string]bool
@@ -271,6 +274,9 @@ func printResults(w io.Writer, o options, settings map[string]string, r *results
 	}
 	if r.selected["resync"] {
 		reportResync(w, o, settings, r.resyncs)
+	}
+	if r.selected["interference"] {
+		reportInterference(w, o, settings, r.inters)
 	}
 	if r.selected["rest"] {
 		reportRest(w, o, settings, r.rests)

@@ -104,6 +104,15 @@ func targets(r *results) []target {
 		}
 		add("Resync", "idle PostgreSQL CPU with resources that do not opt in", med(xs), "%", true, 5)
 	}
+	if len(r.inters) > 0 {
+		deg := make([]float64, len(r.inters))
+		cpu := make([]float64, len(r.inters))
+		for i, x := range r.inters {
+			deg[i], cpu[i] = 100*x.degradation(), 100*x.boxCPU
+		}
+		add("W6", "chain p99 degradation under resync", med(deg), "%", true, 25)
+		add("W6", "machine CPU under resync", med(cpu), "%", true, 30)
+	}
 	if len(r.rests) > 0 {
 		col := func(f func(restResult) float64) float64 {
 			xs := make([]float64, len(r.rests))

@@ -68,6 +68,16 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 		logf("run %d/%d: PostgreSQL CPU %.2f%% empty, %.2f%% with %d, %.1f%% resyncing %.0f/s", i, o.runs,
 			100*rr.empty.pgCPU, 100*rr.settled.pgCPU, o.resources, 100*rr.resyncing.pgCPU, rr.resyncing.resyncs)
 	}
+	for i := 1; i <= o.runs && sel["interference"]; i++ {
+		logf("run %d/%d: W6, chains under resync of %d resources", i, o.runs, o.resources)
+		ir, err := runInterference(ctx, o, cluster, i)
+		if err != nil {
+			return fmt.Errorf("run %d: interference: %w", i, err)
+		}
+		r.inters = append(r.inters, ir)
+		logf("run %d/%d: chain p99 %.0f ms quiet, %.0f ms under %.0f resyncs/s (%+.0f%%); CPU %.1f%% of the machine", i, o.runs,
+			ms(percentile(ir.quiet, 0.99)), ms(percentile(ir.busy, 0.99)), ir.resyncs, 100*ir.degradation(), 100*ir.boxCPU)
+	}
 	for i := 1; i <= o.runs && sel["rest"]; i++ {
 		logf("run %d/%d: W5, %d resources at rest", i, o.runs, o.restResources)
 		rr, err := runRest(ctx, o, cluster, i)
