@@ -63,7 +63,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 			return tlsconf.Guard(tlsconf.AudienceAPI, tc.Allowlist(tlsconf.AudienceAPI), h)
 		}
 		mux.Handle(path, guarded(transcoder))
-		mux.Handle("/api/v1/", guarded(transcoder))
+		mux.Handle("/api/v1/", guarded(requireUTF8(transcoder)))
 		mux.Handle("/api/v1/watch", guarded(api.RequireRead(az, "Watch", http.HandlerFunc(svc.ServeWatchNDJSON))))
 		mux.Handle("GET /openapi.json", guarded(openapi.Handler()))
 		// The UI takes every path nothing more specific claims; it calls
