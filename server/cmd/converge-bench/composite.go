@@ -33,23 +33,11 @@ type compositeResult struct {
 
 func runComposites(ctx context.Context, o options, cluster *devpg.Cluster, run int) (compositeResult, error) {
 	res := compositeResult{fanoutReady: map[int][]time.Duration{}, fanoutRollup: map[int][]time.Duration{}}
-	self, err := os.Executable()
-	if err != nil {
-		return res, err
-	}
-	st, err := startStack(ctx, o, cluster, fmt.Sprintf("composite_%d", run), self, "worker", "-capacity", strconv.Itoa(o.capacity))
+	st, err := startCompositeStack(ctx, o, cluster, fmt.Sprintf("composite_%d", run))
 	if err != nil {
 		return res, err
 	}
 	defer st.close()
-	for _, m := range compositeManifests() {
-		if _, err := st.client.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m}); err != nil {
-			return res, fmt.Errorf("applying %s: %w", m.GetKind(), err)
-		}
-	}
-	if err := applyAndWait(ctx, st.client, "warmup"); err != nil {
-		return res, fmt.Errorf("warm-up leaf: %w (worker log: %s)", err, st.worker.tail())
-	}
 	for _, size := range []struct{ n, reps int }{{1000, o.fanoutReps}, {10000, max(o.fanoutReps/3, 1)}} {
 		for i := 0; i < size.reps; i++ {
 			name := fmt.Sprintf("fan-%d-%d", size.n, i)
@@ -201,6 +189,31 @@ func waitPhase(ctx context.Context, pool *pgxpool.Pool, kind, name string, limit
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// startCompositeStack starts a stack whose worker is this program's
+// (`converge-bench worker`, serving every bench kind), applies the bench
+// kinds and brings one leaf to Ready, which proves the worker is in.
+func startCompositeStack(ctx context.Context, o options, cluster *devpg.Cluster, db string) (*stack, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	st, err := startStack(ctx, o, cluster, db, self, "worker", "-capacity", strconv.Itoa(o.capacity))
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range compositeManifests() {
+		if _, err := st.client.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m}); err != nil {
+			st.close()
+			return nil, fmt.Errorf("applying %s: %w", m.GetKind(), err)
+		}
+	}
+	if err := applyAndWait(ctx, st.client, "warmup"); err != nil {
+		st.close()
+		return nil, fmt.Errorf("warm-up leaf: %w (worker log: %s)", err, st.worker.tail())
+	}
+	return st, nil
 }
 
 func compositeManifests() []*convergev1.KindManifest {

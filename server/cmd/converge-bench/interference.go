@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -36,23 +34,11 @@ type interferenceResult struct {
 
 func runInterference(ctx context.Context, o options, cluster *devpg.Cluster, run int) (interferenceResult, error) {
 	res := interferenceResult{resourcesAll: o.resources}
-	self, err := os.Executable()
-	if err != nil {
-		return res, err
-	}
-	st, err := startStack(ctx, o, cluster, fmt.Sprintf("interference_%d", run), self, "worker", "-capacity", strconv.Itoa(o.capacity))
+	st, err := startCompositeStack(ctx, o, cluster, fmt.Sprintf("interference_%d", run))
 	if err != nil {
 		return res, err
 	}
 	defer st.close()
-	for _, m := range compositeManifests() {
-		if _, err := st.client.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m}); err != nil {
-			return res, fmt.Errorf("applying %s: %w", m.GetKind(), err)
-		}
-	}
-	if err := applyAndWait(ctx, st.client, "warmup"); err != nil {
-		return res, fmt.Errorf("warm-up leaf: %w (worker log: %s)", err, st.worker.tail())
-	}
 	logf("W6: applying %d leaves", o.resources)
 	if err := submit(ctx, st.client, o); err != nil {
 		return res, err
@@ -144,16 +130,10 @@ func reportInterference(w io.Writer, o options, settings map[string]string, runs
 		runs[0].resourcesAll, benchKind, runs[0].interval, o.w6Rate, chainKind, chainEvery, o.window, o.window)
 	p("- Runs: %d; each on a fresh database; median (min – max); CPU is PostgreSQL + converge + the worker over the machine's %d cores", len(runs), runtime.NumCPU())
 	p("")
-	p("| Figure | Value |")
-	p("|---|---|")
+	p("| Figure | Median | Range |")
+	p("|---|---|---|")
 	row := func(name string, f func(interferenceResult) float64, unit string, digits int) {
-		xs := make([]float64, len(runs))
-		for i, r := range runs {
-			xs[i] = f(r)
-		}
-		med, lo, hi := median(xs)
-		d := fmt.Sprintf("%%.%df", digits)
-		p("| %s | "+d+" %s ("+d+" – "+d+") |", name, med, unit, lo, hi)
+		medianRow(w, name, column(runs, f), unit, digits)
 	}
 	row("Chain p50, quiet", func(r interferenceResult) float64 { return ms(percentile(r.quiet, 0.5)) }, "ms", 0)
 	row("Chain p99, quiet", func(r interferenceResult) float64 { return ms(percentile(r.quiet, 0.99)) }, "ms", 0)

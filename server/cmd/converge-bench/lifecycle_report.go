@@ -12,13 +12,7 @@ import (
 func reportFairness(w io.Writer, o options, settings map[string]string, runs []fairnessResult) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	row := func(name string, f func(fairnessResult) float64, unit string, digits int) {
-		xs := make([]float64, len(runs))
-		for i, r := range runs {
-			xs[i] = f(r)
-		}
-		med, lo, hi := median(xs)
-		d := fmt.Sprintf("%%.%df", digits)
-		p("| %s | "+d+" %s | "+d+" – "+d+" |", name, med, unit, lo, hi)
+		medianRow(w, name, column(runs, f), unit, digits)
 	}
 	pct := func(ds func(fairnessResult) []time.Duration, q float64) func(fairnessResult) float64 {
 		return func(r fairnessResult) float64 { return ms(percentile(ds(r), q)) }
@@ -100,13 +94,7 @@ func reportResync(w io.Writer, o options, settings map[string]string, runs []res
 			func(r resyncResult) idleCost { return r.settled },
 			func(r resyncResult) idleCost { return r.resyncing },
 		} {
-			xs := make([]float64, len(runs))
-			for i, r := range runs {
-				xs[i] = f(window(r))
-			}
-			med, lo, hi := median(xs)
-			d := fmt.Sprintf("%%.%df", digits)
-			cells = append(cells, fmt.Sprintf(d+" %s ("+d+" – "+d+")", med, unit, lo, hi))
+			cells = append(cells, spread(column(runs, func(r resyncResult) float64 { return f(window(r)) }), unit, digits))
 		}
 		p("| %s |", strings.Join(cells, " | "))
 	}

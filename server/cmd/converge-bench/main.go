@@ -319,6 +319,29 @@ func logf(format string, args ...any) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// column is f of every run.
+func column[R any](runs []R, f func(R) float64) []float64 {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = f(r)
+	}
+	return xs
+}
+
+// spread is the median of xs with its range: "m unit (lo – hi)".
+func spread(xs []float64, unit string, digits int) string {
+	med, lo, hi := median(xs)
+	d := fmt.Sprintf("%%.%df", digits)
+	return fmt.Sprintf(d+" %s ("+d+" – "+d+")", med, unit, lo, hi)
+}
+
+// medianRow prints a row of a Figure | Median | Range table.
+func medianRow(w io.Writer, name string, xs []float64, unit string, digits int) {
+	med, lo, hi := median(xs)
+	d := fmt.Sprintf("%%.%df", digits)
+	fmt.Fprintf(w, "| %s | "+d+" %s | "+d+" – "+d+" |\n", name, med, unit, lo, hi)
+}
+
 // median returns the median, min and max of xs.
 func median(xs []float64) (med, lo, hi float64) {
 	if len(xs) == 0 {

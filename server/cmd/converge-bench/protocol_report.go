@@ -45,13 +45,7 @@ func fsyncNoise(o options, f fsyncResult) string {
 func reportRest(w io.Writer, o options, settings map[string]string, runs []restResult) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	row := func(name string, f func(restResult) float64, unit string, digits int) {
-		xs := make([]float64, len(runs))
-		for i, r := range runs {
-			xs[i] = f(r)
-		}
-		med, lo, hi := median(xs)
-		d := fmt.Sprintf("%%.%df", digits)
-		p("| %s | "+d+" %s | "+d+" – "+d+" |", name, med, unit, lo, hi)
+		medianRow(w, name, column(runs, f), unit, digits)
 	}
 	p("### W5: %d resources at rest, %s", o.restResources, time.Now().UTC().Format("2006-01-02"))
 	p("")
@@ -141,9 +135,7 @@ func reportDrain(w io.Writer, o options, settings map[string]string, plain, held
 				cells = append(cells, "n/a")
 				continue
 			}
-			med, lo, hi := median(xs)
-			d := fmt.Sprintf("%%.%df", digits)
-			cells = append(cells, fmt.Sprintf(d+" %s ("+d+" – "+d+")", med, unit, lo, hi))
+			cells = append(cells, spread(xs, unit, digits))
 		}
 		p("| %s |", strings.Join(cells, " | "))
 	}
