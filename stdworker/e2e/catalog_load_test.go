@@ -22,10 +22,7 @@ import (
 // catalog/README.md lays it out.
 type catalogKind struct {
 	team, name, dir string
-	manifests       []string // v<N>.yaml files holding a manifest
 	graphs          []string // v<N>.yaml files holding a std.graph resource
-	configs         []string // configs/*.yaml
-	bindings        []string // bindings/*.yaml
 	examples        []string // examples/*.yaml
 	stdworker       string   // stdworker.yaml, "" when the kind has none
 }
@@ -59,15 +56,12 @@ func readCatalog(t *testing.T) []*catalogKind {
 			f := filepath.Join(dir, e.Name())
 			switch typ := documentType(t, f); typ {
 			case "manifest":
-				k.manifests = append(k.manifests, f)
 			case "resource":
 				k.graphs = append(k.graphs, f)
 			default:
 				t.Fatalf("%s: type %q: a kind version is a manifest or a std.graph resource", f, typ)
 			}
 		}
-		k.configs = yamlFiles(t, filepath.Join(dir, "configs"))
-		k.bindings = yamlFiles(t, filepath.Join(dir, "bindings"))
 		k.examples = yamlFiles(t, filepath.Join(dir, "examples"))
 		if _, err := os.Stat(filepath.Join(dir, "stdworker.yaml")); err == nil {
 			k.stdworker = filepath.Join(dir, "stdworker.yaml")
