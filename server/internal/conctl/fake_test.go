@@ -232,13 +232,17 @@ func (f *fakeControl) GetResource(_ context.Context, req *convergev1.GetResource
 }
 
 func (f *fakeControl) ListResources(_ context.Context, req *convergev1.ListResourcesRequest) (*convergev1.ListResourcesResponse, error) {
+	want, err := fakeSelector(req.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listReqs = append(f.listReqs, proto.CloneOf(req))
 	var keys []string
 	for k, r := range f.resources {
 		if (req.Namespace == "" || req.Namespace == r.Namespace) && (req.Kind == "" || req.Kind == r.Kind) &&
-			(len(req.Phases) == 0 || contains(req.Phases, r.Phase)) {
+			(len(req.Phases) == 0 || contains(req.Phases, r.Phase)) && labelsMatch(r.Labels, want) {
 			keys = append(keys, k)
 		}
 	}
@@ -403,4 +407,30 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// fakeSelector parses the key=value terms of a label selector, the only
+// form the fake knows.
+func fakeSelector(selector string) (map[string]string, error) {
+	want := map[string]string{}
+	if selector == "" {
+		return want, nil
+	}
+	for _, term := range strings.Split(selector, ",") {
+		k, v, ok := strings.Cut(term, "=")
+		if !ok {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("label_selector: the fake knows key=value only, got %q", term))
+		}
+		want[k] = v
+	}
+	return want, nil
+}
+
+func labelsMatch(labels, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }

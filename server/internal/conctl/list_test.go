@@ -46,7 +46,8 @@ func TestListResourcesFollowsPagesUpToTheLimit(t *testing.T) {
 func TestListResourcesAllPagesAsJSON(t *testing.T) {
 	f, url := newFake(t)
 	for i := range 150 {
-		f.add(&convergev1.Resource{Namespace: fmt.Sprintf("ns%d", i%2), Kind: "greeting", Name: fmt.Sprintf("r%03d", i), Phase: "Failed"})
+		f.add(&convergev1.Resource{Namespace: fmt.Sprintf("ns%d", i%2), Kind: "greeting", Name: fmt.Sprintf("r%03d", i), Phase: "Failed",
+			Labels: map[string]string{"team": "web"}})
 	}
 	r := run(testContext(t), url, "", "list", "res", "-A", "--phase", "failed", "--kind", "greeting", "-l", "team=web", "-o", "json")
 	var got []map[string]any

@@ -82,7 +82,7 @@ func syncSnapshot(f *fakeControl) map[string]*convergev1.Resource {
 }
 
 func TestSyncDryRunPrintsThePlanAndChangesNothing(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	dir := shopTree(t, f)
 	before := syncSnapshot(f)
 
@@ -116,7 +116,7 @@ dry run of app shop: 1 to create, 2 to update, 1 unchanged, 1 to delete, 1 kept;
 }
 
 func TestSyncDryRunWithoutPruneCountsUndeclared(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	dir := shopTree(t, f)
 	r := run(testContext(t), url, "", "sync", dir, "--dry-run")
 	if r.code != 0 {
@@ -131,7 +131,7 @@ func TestSyncDryRunWithoutPruneCountsUndeclared(t *testing.T) {
 }
 
 func TestSyncDryRunJSON(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	dir := shopTree(t, f)
 	r := run(testContext(t), url, "", "sync", dir, "--prune", "--dry-run", "-o", "json")
 	if r.code != 0 {
@@ -169,7 +169,7 @@ func TestSyncDryRunJSON(t *testing.T) {
 }
 
 func TestSyncPruneAppliesStampsAndDeletes(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	f.maxPage = 2 // the scope listing takes several pages
 	dir := shopTree(t, f)
 
@@ -209,7 +209,7 @@ func TestSyncPruneAppliesStampsAndDeletes(t *testing.T) {
 }
 
 func TestSyncWithoutPruneDeletesNothing(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	dir := shopTree(t, f)
 	r := run(testContext(t), url, "", "sync", dir)
 	if r.code != 0 {
@@ -224,7 +224,7 @@ func TestSyncWithoutPruneDeletesNothing(t *testing.T) {
 }
 
 func TestSyncNamespaceDefaults(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	root := writeSyncTree(t, map[string]string{
 		"converge.yaml":  "app: blog\n",
 		"web/post.yaml":  greetingDoc("post", "hi", ""),
@@ -280,7 +280,7 @@ func TestSyncRefusesTreesWithProblems(t *testing.T) {
 			want: []string{"a.yaml: document 2 (line 7): a \"manifest\" document", "b.yaml: document 1 (line 1): resource shop/greeting/a is also in"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, url := newSelectorFake(t)
+			f, url := newFake(t)
 			dir := writeSyncTree(t, tc.files)
 			args := []string{"sync", dir}
 			if tc.args != nil {
@@ -304,7 +304,7 @@ func TestSyncRefusesTreesWithProblems(t *testing.T) {
 }
 
 func TestSyncRefusesAResourceOfAnotherApp(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	f.add(syncMember(t, "x", "blog", "hi", nil))
 	dir := writeSyncTree(t, map[string]string{"converge.yaml": shopMarker,
 		"a.yaml": greetingDoc("a", "hi", ""), "x.yaml": greetingDoc("x", "hi", "")})
@@ -318,7 +318,7 @@ func TestSyncRefusesAResourceOfAnotherApp(t *testing.T) {
 }
 
 func TestSyncAdoptsAnUnlabelledResource(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	f.add(syncMember(t, "a", "", "hi", nil))
 	dir := writeSyncTree(t, map[string]string{"converge.yaml": shopMarker, "a.yaml": greetingDoc("a", "hi", "")})
 	r := run(testContext(t), url, "", "sync", dir, "--dry-run")
@@ -331,7 +331,7 @@ func TestSyncAdoptsAnUnlabelledResource(t *testing.T) {
 }
 
 func TestSyncWaitsForAppliedAndPruned(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	dir := shopTree(t, f)
 	ctx := testContext(t)
 	_, _, done := background(ctx, url, "", "sync", dir, "--prune", "--wait")
@@ -354,7 +354,7 @@ func TestSyncWaitsForAppliedAndPruned(t *testing.T) {
 }
 
 func TestSyncJSONReportsResults(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	dir := shopTree(t, f)
 	r := run(testContext(t), url, "", "sync", dir, "--prune", "-o", "json")
 	if r.code != 0 {
@@ -387,7 +387,7 @@ func TestSyncJSONReportsResults(t *testing.T) {
 }
 
 func TestSyncFlagErrors(t *testing.T) {
-	f, url := newSelectorFake(t)
+	f, url := newFake(t)
 	dir := shopTree(t, f)
 	for _, args := range [][]string{
 		{"sync", dir, "--dry-run", "--wait"},
