@@ -58,6 +58,9 @@ type replicaSet struct {
 	brokers  []*server
 	leaves   []*proc
 	front    *front // nil when each leaf dials its own broker
+	// routedAtKill is routedToSurvivors of the victim while it was frozen,
+	// before any of its workers could reconnect.
+	routedAtKill int
 }
 
 // startReplicas starts the set. With viaFront every leaf dials a TCP front
@@ -107,6 +110,9 @@ func (rs *replicaSet) kill(t *testing.T, killWorker bool) (int, string, time.Tim
 	// to another broker within milliseconds.
 	rs.brokers[victim].proc.signal(t, syscall.SIGSTOP)
 	_, held := leasesOf(t, rs.db.Pool, member)
+	if rs.front != nil {
+		rs.routedAtKill = rs.routedToSurvivors(victim)
+	}
 	rs.controls[0].kill()
 	rs.brokers[victim].kill()
 	if killWorker {
@@ -160,7 +166,7 @@ func TestReplicasKilledWorkersReconnect(t *testing.T) {
 	begin(t)
 	rs := startReplicas(t, true)
 	victim, member, killedAt, held := rs.kill(t, false)
-	routedBefore := rs.routedToSurvivors(victim)
+	routedBefore := rs.routedAtKill
 
 	to := waitTakeover(t, rs.db.Pool, member, held, killedAt)
 	t.Logf("takeover: %s from kill to another broker holding a task the killed broker held; re-claim after lease expiry: %s (lease %s)",
