@@ -88,36 +88,56 @@ func (s *Store) ApplyOutcomes(ctx context.Context, outs []Outcome, backoff Backo
 			return rows.Err()
 		}
 	}
-	batch := &pgx.Batch{}
-	batch.Queue(`SELECT r.id FROM resources r
-		WHERE r.id IN (SELECT resource_id FROM tasks WHERE id = ANY($1::bigint[]))
-		ORDER BY r.id FOR NO KEY UPDATE`, all.ids)
-	batch.Queue(`SELECT id FROM tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, all.ids)
-	if len(ok.ids) > 0 {
-		batch.Queue(applySuccessSQL, ok.ids, ok.epochs, ok.generations, ok.statuses, ok.unhealthy,
-			ok.conditions, ok.resyncMs).Query(collect(applied))
-		batch.Queue(applyDeletedSQL, ok.ids, ok.epochs, ok.generations, ok.actors).Query(collect(applied))
-		batch.Queue(applyOperationSQL, ok.ids, ok.epochs, ok.generations, ok.outputs, ok.actors).Query(collect(applied))
-		batch.Queue(applyDeliveredSQL, ok.ids, ok.epochs, ok.generations).Query(collect(applied))
-	}
-	if len(failed.ids) > 0 {
-		batch.Queue(applyTerminalSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
-			failed.actors, failed.terminal).Query(collect(applied))
-		batch.Queue(applyTransientSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
-			failed.actors, backoff.Base.Milliseconds(), backoff.Max.Milliseconds()).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id int64
-				var at time.Time
-				if err := rows.Scan(&id, &at); err != nil {
-					return err
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		clear(applied)
+		clear(superseded)
+		clear(retryAt)
+		m, err := lockOutcomes(ctx, tx, &all)
+		if err != nil {
+			return err
+		}
+		batch := &pgx.Batch{}
+		if len(ok.ids) > 0 {
+			for _, st := range []struct {
+				class string
+				sql   string
+				args  []any
+			}{
+				{"reconcile", applySuccessSQL, []any{ok.ids, ok.epochs, ok.generations, ok.statuses, ok.unhealthy, ok.conditions, ok.resyncMs}},
+				{"teardown", applyDeletedSQL, []any{ok.ids, ok.epochs, ok.generations, ok.actors}},
+				{"operation", applyOperationSQL, []any{ok.ids, ok.epochs, ok.generations, ok.outputs, ok.actors}},
+				{"delivery", applyDeliveredSQL, []any{ok.ids, ok.epochs, ok.generations}},
+			} {
+				if m.current[st.class] {
+					batch.Queue(st.sql, st.args...).Query(collect(applied))
 				}
-				applied[id], retryAt[id] = true, at
 			}
-			return rows.Err()
-		})
-	}
-	batch.Queue(releaseSupersededSQL, all.ids, all.epochs, all.generations).Query(collect(superseded))
-	if err := s.sendBatch(ctx, batch); err != nil {
+		}
+		if len(failed.ids) > 0 && len(m.current) > 0 {
+			batch.Queue(applyTerminalSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
+				failed.actors, failed.terminal).Query(collect(applied))
+			batch.Queue(applyTransientSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
+				failed.actors, backoff.Base.Milliseconds(), backoff.Max.Milliseconds()).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id int64
+					var at time.Time
+					if err := rows.Scan(&id, &at); err != nil {
+						return err
+					}
+					applied[id], retryAt[id] = true, at
+				}
+				return rows.Err()
+			})
+		}
+		if m.superseded {
+			batch.Queue(releaseSupersededSQL, all.ids, all.epochs, all.generations).Query(collect(superseded))
+		}
+		if batch.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
 		return nil, err
 	}
 	res := make([]OutcomeResult, len(outs))
@@ -127,22 +147,37 @@ func (s *Store) ApplyOutcomes(ctx context.Context, outs []Outcome, backoff Backo
 	return res, nil
 }
 
-// sendBatch runs a batch as one implicit transaction (one round trip),
-// retrying it whole on deadlock or serialization failure.
-func (s *Store) sendBatch(ctx context.Context, batch *pgx.Batch) error {
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
-		err = s.pool.SendBatch(ctx, batch).Close()
-		if !retryable(err) {
-			return err
+// outcomeMatches says which outcome statements can match a locked task.
+type outcomeMatches struct {
+	// current holds the trigger classes with at least one current lease.
+	current map[string]bool
+	// superseded: some lease is current but its generation is not.
+	superseded bool
+}
+
+// lockOutcomes locks the outcomes' resources and then their tasks, in the
+// store's lock order, and reports which statements can match.
+func lockOutcomes(ctx context.Context, tx pgx.Tx, all *outcomeColumns) (outcomeMatches, error) {
+	m := outcomeMatches{current: map[string]bool{}}
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT r.id FROM resources r
+		WHERE r.id IN (SELECT resource_id FROM tasks WHERE id = ANY($1::bigint[]))
+		ORDER BY r.id FOR NO KEY UPDATE`, all.ids)
+	batch.Queue(lockOutcomeTasksSQL, all.ids, all.epochs, all.generations).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var class *string
+			var current, superseded bool
+			if err := rows.Scan(&class, &current, &superseded); err != nil {
+				return err
+			}
+			if current && class != nil {
+				m.current[*class] = true
+			}
+			m.superseded = m.superseded || superseded
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
-		}
-	}
-	return err
+		return rows.Err()
+	})
+	return m, tx.SendBatch(ctx, batch).Close()
 }
 
 type outcomeColumns struct {

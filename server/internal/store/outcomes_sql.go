@@ -1,8 +1,9 @@
 package store
 
-// The statements ApplyOutcomes runs, in this order, in one transaction.
-// Each matches only the tasks of its trigger class, and only through the
-// fence, so every outcome is applied by exactly one of them at most.
+// The statements ApplyOutcomes runs, in this order, in one transaction
+// (each only when the locked rows say it can match). Each matches only
+// the tasks of its trigger class, and only through the fence, so every
+// outcome is applied by exactly one of them at most.
 
 // outcomeInput is the fenced input of every outcome statement.
 const outcomeInput = `o AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS o(task_id, epoch, generation))`
@@ -10,12 +11,33 @@ const outcomeInput = `o AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3:
 // fence matches a task row t to an outcome o whose lease is current.
 const fence = `t.id = o.task_id AND t.epoch = o.epoch AND t.generation = o.generation`
 
+// supersededLease matches a task row t to an outcome o whose lease is
+// current but whose resource has moved on to another generation.
+const supersededLease = `t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation`
+
 // Trigger classes.
 const (
 	isReconcile = `t.trigger IN ('specChange', 'childrenSettled', 'resync')`
+	isTeardown  = `t.trigger = 'deleteRequested'`
 	isOperation = `t.trigger LIKE 'operation:%'`
 	isDelivery  = `t.trigger = 'reactor'`
 )
+
+// lockOutcomeTasksSQL locks the outcomes' task rows (after their
+// resources: see the lock order in store.go) and says which trigger
+// classes have a current lease among them and whether any lease is
+// superseded, so that ApplyOutcomes sends only the statements that can
+// match a row.
+const lockOutcomeTasksSQL = `
+	WITH ` + outcomeInput + `, t AS (
+	    SELECT t.id, t.trigger, t.epoch, t.generation FROM tasks t
+	    WHERE t.id = ANY($1::bigint[]) ORDER BY t.id FOR UPDATE
+	)
+	SELECT DISTINCT
+	    CASE WHEN ` + isReconcile + ` THEN 'reconcile' WHEN ` + isTeardown + ` THEN 'teardown'
+	         WHEN ` + isOperation + ` THEN 'operation' WHEN ` + isDelivery + ` THEN 'delivery' END,
+	    ` + fence + `, ` + supersededLease + `
+	FROM t JOIN o ON t.id = o.task_id`
 
 // escalates is true when one more failure exhausts the kind's
 // max_transient_attempts (the poison-pill rule).
@@ -78,7 +100,7 @@ const applyDeletedSQL = `
 	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS o(task_id, epoch, generation, actor)
 	), done AS (
 	    DELETE FROM tasks t USING o
-	    WHERE ` + fence + ` AND t.trigger = 'deleteRequested'
+	    WHERE ` + fence + ` AND ` + isTeardown + `
 	    RETURNING t.id AS task_id, t.resource_id, o.actor
 	), gone AS (
 	    DELETE FROM resources r USING done WHERE r.id = done.resource_id
@@ -206,11 +228,11 @@ const applyTransientSQL = `
 const releaseSupersededSQL = `
 	WITH ` + outcomeInput + `, dropped AS (
 	    DELETE FROM tasks t USING o
-	    WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger <> 'specChange'
+	    WHERE ` + supersededLease + ` AND t.trigger <> 'specChange'
 	    RETURNING t.id
 	), released AS (
 	    UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
-	    FROM o WHERE t.id = o.task_id AND t.epoch = o.epoch AND t.generation <> o.generation AND t.trigger = 'specChange'
+	    FROM o WHERE ` + supersededLease + ` AND t.trigger = 'specChange'
 	    RETURNING t.id
 	)
 	SELECT id FROM dropped UNION ALL SELECT id FROM released`

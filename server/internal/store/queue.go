@@ -30,16 +30,23 @@ const reconcileEligible = `r.generation > r.synced_generation
 	AND r.waiting IS NULL
 	AND NOT (r.failure_terminal AND r.failure_generation = r.generation)`
 
+// queueReconcile is the statement that queues specChange work for the
+// eligible resources among the rows r of from (a FROM item yielding
+// resource rows) that match filter.
+func queueReconcile(from, filter string) string {
+	return `
+	INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+	SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+	FROM ` + from + `
+	WHERE ` + filter + ` AND ` + reconcileEligible + `
+	ORDER BY r.id`
+}
+
 // scheduleReconcileSQL queues specChange work for the eligible resources
 // among $1 (ascending ids). A queued or running task for an older
 // generation is re-pointed to the new one: a running handler keeps its
 // lease, its stale result is discarded, and the task runs again.
-const scheduleReconcileSQL = `
-	INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-	SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
-	FROM resources r
-	WHERE r.id = ANY($1::bigint[]) AND ` + reconcileEligible + `
-	ORDER BY r.id
+var scheduleReconcileSQL = queueReconcile(`resources r`, `r.id = ANY($1::bigint[])`) + `
 	ON CONFLICT (resource_id, trigger, key) DO UPDATE SET
 	    generation = EXCLUDED.generation,
 	    kind_version = EXCLUDED.kind_version,

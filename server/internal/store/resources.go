@@ -183,7 +183,7 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 
 	var results []ApplyResult
 	var scheduled bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.retryCreateRace(ctx, func(tx pgx.Tx) error {
 		existing, err := lockExisting(ctx, tx, keys)
 		if err != nil {
 			return err
@@ -197,75 +197,32 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 		if err := recordAs(ctx, tx, SourceApply, actor); err != nil {
 			return err
 		}
-		n := len(in)
-		ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
-		versions := make([]int32, n)
-		labels, specs := make([][]byte, n), make([][]byte, n)
-		policies, configs := make([]string, n), make([]string, n)
-		for j, i := range order {
-			a := in[i]
-			ns[j], kinds[j], names[j], versions[j] = a.Namespace, a.Kind, a.Name, a.KindVersion
-			labels[j], specs[j], policies[j], configs[j] = a.Labels, a.Spec, a.DeletionPolicy, a.ProviderConfig
-		}
-		rows, err := tx.Query(ctx, `
-			INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy, provider_config)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[])
-			ON CONFLICT (namespace, kind, name) DO UPDATE SET
-			    kind_version = EXCLUDED.kind_version,
-			    labels = EXCLUDED.labels,
-			    spec = EXCLUDED.spec,
-			    deletion_policy = EXCLUDED.deletion_policy,
-			    provider_config = EXCLUDED.provider_config,
-			    generation = r.generation + CASE WHEN r.spec <> EXCLUDED.spec
-			        OR r.kind_version <> EXCLUDED.kind_version
-			        OR r.provider_config <> EXCLUDED.provider_config THEN 1 ELSE 0 END,
-			    resource_version = r.resource_version + 1,
-			    updated_at = now()
-			WHERE r.spec <> EXCLUDED.spec OR r.labels <> EXCLUDED.labels
-			   OR r.kind_version <> EXCLUDED.kind_version OR r.deletion_policy <> EXCLUDED.deletion_policy
-			   OR r.provider_config <> EXCLUDED.provider_config
-			RETURNING r.id, r.namespace, r.kind, r.name, r.generation`,
-			ns, kinds, versions, names, labels, specs, policies, configs)
-		if err != nil {
-			return err
-		}
-		results = make([]ApplyResult, n)
-		touched := make([]bool, n)
-		for rows.Next() {
-			var id, gen int64
-			var k resourceKey
-			if err := rows.Scan(&id, &k.namespace, &k.kind, &k.name, &gen); err != nil {
-				return err
-			}
-			i := index[k]
-			touched[i] = true
-			prev, had := existing[k]
-			switch {
-			case !had:
-				results[i] = ApplyResult{ID: id, Generation: gen, Result: "created"}
-			case gen != prev.generation:
-				results[i] = ApplyResult{ID: id, Generation: gen, Result: "configured"}
-			default:
-				results[i] = ApplyResult{ID: id, Generation: gen, Result: "relabeled"}
+		results = make([]ApplyResult, len(in))
+		scheduled = false
+		var creates, updates []int
+		for _, i := range order {
+			if _, had := existing[keys[i]]; had {
+				updates = append(updates, i)
+			} else {
+				creates = append(creates, i)
 			}
 		}
-		if err := rows.Err(); err != nil {
+		batch := &pgx.Batch{}
+		if len(creates) > 0 {
+			queueCreates(batch, in, creates, actor, results, &scheduled)
+		}
+		if len(updates) > 0 {
+			queueUpdates(batch, in, updates, existing, keys, results)
+		}
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}
+		// What the updates changed decides their follow-up work.
 		var schedule []int64
 		ev := newEventBatch()
-		for i, a := range in {
-			if !touched[i] {
-				prev := existing[keys[i]]
-				results[i] = ApplyResult{ID: prev.id, Generation: prev.generation, Result: "unchanged"}
-				continue
-			}
-			r := results[i]
+		for _, i := range updates {
+			a, r := in[i], results[i]
 			switch r.Result {
-			case "created":
-				schedule = append(schedule, r.ID)
-				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "Created",
-					fmt.Sprintf("created at %s v%d", a.Kind, a.KindVersion), actor)
 			case "configured":
 				schedule = append(schedule, r.ID)
 				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "SpecChanged",
@@ -274,30 +231,139 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "Relabeled", "labels changed", actor)
 			}
 		}
-		batch := &pgx.Batch{}
-		var schedTag *int64
+		batch = &pgx.Batch{}
 		if len(schedule) > 0 {
 			sort.Slice(schedule, func(a, b int) bool { return schedule[a] < schedule[b] })
-			var count int64
-			schedTag = &count
 			batch.Queue(scheduleReconcileSQL, schedule).Exec(func(tag pgconn.CommandTag) error {
-				count = tag.RowsAffected()
+				scheduled = scheduled || tag.RowsAffected() > 0
 				return nil
 			})
 		}
 		ev.queue(batch)
-		if batch.Len() > 0 {
-			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-				return err
-			}
+		if batch.Len() == 0 {
+			return nil
 		}
-		scheduled = schedTag != nil && *schedTag > 0
-		return nil
+		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return results, scheduled, nil
+}
+
+// createResourcesSQL inserts new resources, queues their reconciles and
+// records their Created events by $9, in one statement.
+var createResourcesSQL = `
+	WITH ins AS (
+	    INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy, provider_config)
+	    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[])
+	    RETURNING r.*
+	), sched AS (` + queueReconcile(`ins r`, `true`) + `
+	    RETURNING 1
+	), ev AS (
+	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+	    SELECT r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'Created',
+	           'created at ' || r.kind || ' v' || r.kind_version, $9
+	    FROM ins r
+	)
+	SELECT r.id, r.namespace, r.kind, r.name, r.generation, (SELECT count(*) FROM sched) FROM ins r`
+
+// queueCreates queues the insert of in[creates] (in key order), which
+// fills their results.
+func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, actor string, results []ApplyResult, scheduled *bool) {
+	n := len(creates)
+	ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
+	versions := make([]int32, n)
+	labels, specs := make([][]byte, n), make([][]byte, n)
+	policies, configs := make([]string, n), make([]string, n)
+	index := make(map[resourceKey]int, n)
+	for j, i := range creates {
+		a := in[i]
+		ns[j], kinds[j], names[j], versions[j] = a.Namespace, a.Kind, a.Name, a.KindVersion
+		labels[j], specs[j], policies[j], configs[j] = a.Labels, a.Spec, a.DeletionPolicy, a.ProviderConfig
+		index[resourceKey{a.Namespace, a.Kind, a.Name}] = i
+	}
+	batch.Queue(createResourcesSQL, ns, kinds, versions, names, labels, specs, policies, configs, actor).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, gen, queued int64
+			var k resourceKey
+			if err := rows.Scan(&id, &k.namespace, &k.kind, &k.name, &gen, &queued); err != nil {
+				return err
+			}
+			results[index[k]] = ApplyResult{ID: id, Generation: gen, Result: "created"}
+			*scheduled = *scheduled || queued > 0
+		}
+		return rows.Err()
+	})
+}
+
+// queueUpdates queues the update of the existing (locked) resources
+// in[updates], which fills their results: configured when the spec, the
+// version or the provider config changed (a new generation), relabeled
+// when only labels or the deletion policy did, unchanged otherwise.
+func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map[resourceKey]existingRow, keys []resourceKey, results []ApplyResult) {
+	n := len(updates)
+	ids := make([]int64, n)
+	versions := make([]int32, n)
+	labels, specs := make([][]byte, n), make([][]byte, n)
+	policies, configs := make([]string, n), make([]string, n)
+	byID := make(map[int64]int, n)
+	for j, i := range updates {
+		a, prev := in[i], existing[keys[i]]
+		ids[j], versions[j], labels[j], specs[j] = prev.id, a.KindVersion, a.Labels, a.Spec
+		policies[j], configs[j] = a.DeletionPolicy, a.ProviderConfig
+		byID[prev.id] = i
+		results[i] = ApplyResult{ID: prev.id, Generation: prev.generation, Result: "unchanged"}
+	}
+	batch.Queue(`
+		UPDATE resources r SET
+		    kind_version = u.kind_version,
+		    labels = u.labels,
+		    spec = u.spec,
+		    deletion_policy = u.deletion_policy,
+		    provider_config = u.provider_config,
+		    generation = r.generation + CASE WHEN r.spec <> u.spec
+		        OR r.kind_version <> u.kind_version
+		        OR r.provider_config <> u.provider_config THEN 1 ELSE 0 END,
+		    resource_version = r.resource_version + 1,
+		    updated_at = now()
+		FROM unnest($1::bigint[], $2::int[], $3::jsonb[], $4::jsonb[], $5::text[], $6::text[])
+		     AS u(id, kind_version, labels, spec, deletion_policy, provider_config)
+		WHERE r.id = u.id
+		  AND (r.spec <> u.spec OR r.labels <> u.labels
+		   OR r.kind_version <> u.kind_version OR r.deletion_policy <> u.deletion_policy
+		   OR r.provider_config <> u.provider_config)
+		RETURNING r.id, r.generation`,
+		ids, versions, labels, specs, policies, configs).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, gen int64
+			if err := rows.Scan(&id, &gen); err != nil {
+				return err
+			}
+			i := byID[id]
+			result := "relabeled"
+			if gen != results[i].Generation {
+				result = "configured"
+			}
+			results[i] = ApplyResult{ID: id, Generation: gen, Result: result}
+		}
+		return rows.Err()
+	})
+}
+
+// retryCreateRace runs fn in a transaction (see inTx), again when it
+// loses a race to create a resource: a concurrent apply inserted the same
+// identity after this one looked, so the next attempt finds and updates it.
+func (s *Store) retryCreateRace(ctx context.Context, fn func(pgx.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		err = s.inTx(ctx, fn)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "resources_identity" {
+			return err
+		}
+	}
+	return err
 }
 
 // lockExisting locks the rows that already exist for keys, in id order,
