@@ -3,29 +3,62 @@ package converge
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 )
 
-// launch starts handlers the ledger allowed to run.
+// idleRunner is how long a handler goroutine waits for its next task
+// before it exits.
+const idleRunner = 10 * time.Second
+
+// launch starts handlers the ledger allowed to run, each on an idle
+// handler goroutine if one is waiting, else on a new one. Reusing
+// goroutines keeps the stacks handlers have grown, instead of growing a
+// fresh one for every task.
 func (w *Worker) launch(exs []*execution) {
 	for _, ex := range exs {
-		go w.execute(ex)
+		select {
+		case w.idle <- ex:
+		default:
+			go w.runner(ex)
+		}
+	}
+}
+
+// runner runs ex, then whatever launch hands it, until it has been idle
+// for idleRunner.
+func (w *Worker) runner(ex *execution) {
+	timer := time.NewTimer(idleRunner)
+	defer timer.Stop()
+	for {
+		w.execute(ex)
+		timer.Reset(idleRunner)
+		select {
+		case ex = <-w.idle:
+		case <-timer.C:
+			return
+		}
 	}
 }
 
 // execute runs one handler and records its result. A panic, or a handler
 // that ends its goroutine without returning (runtime.Goexit), is reported as
-// a transient failure; the worker goes on either way.
+// a transient failure; the worker goes on either way (a Goexit ends that
+// handler goroutine, and later tasks start on others).
 func (w *Worker) execute(ex *execution) {
 	t := newTask(ex.task)
 	var res *Result
-	err := fmt.Errorf("converge: handler for kind %q version %d reaction %q exited without returning", t.Kind, t.KindVersion, t.Reaction)
+	var err error
+	returned := false
 	defer func() {
 		if v := recover(); v != nil {
 			w.log.Error("converge: handler panicked", "kind", t.Kind, "version", t.KindVersion,
 				"reaction", t.Reaction, "namespace", t.Namespace, "name", t.Name, "panic", v, "stack", string(debug.Stack()))
 			res, err = nil, fmt.Errorf("converge: handler for kind %q version %d reaction %q panicked: %v", t.Kind, t.KindVersion, t.Reaction, v)
+		} else if !returned {
+			res, err = nil, fmt.Errorf("converge: handler for kind %q version %d reaction %q exited without returning", t.Kind, t.KindVersion, t.Reaction)
 		}
 		w.launch(w.ledger.finish(ex, buildResult(ex.task, res, err)))
 	}()
 	res, err = ex.handler(ex.ctx, t)
+	returned = true
 }

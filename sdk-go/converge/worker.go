@@ -51,6 +51,9 @@ type Worker struct {
 	configs   *configStore
 	readiness *readiness
 
+	// idle hands a task to a handler goroutine waiting for one (see launch).
+	idle chan *execution
+
 	mu       sync.Mutex
 	handlers map[reactionKey]*registration
 	started  bool
@@ -94,6 +97,7 @@ func NewWorker(serverURL string, opts ...Option) *Worker {
 		configs:   newConfigStore(),
 		readiness: newReadiness(),
 		handlers:  make(map[reactionKey]*registration),
+		idle:      make(chan *execution),
 	}
 }
 
