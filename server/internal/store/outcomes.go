@@ -160,6 +160,7 @@ type outcomeMatches struct {
 func lockOutcomes(ctx context.Context, tx pgx.Tx, all *outcomeColumns) (outcomeMatches, error) {
 	m := outcomeMatches{current: map[string]bool{}}
 	batch := &pgx.Batch{}
+	batch.Queue(pinPlansSQL)
 	batch.Queue(`SELECT r.id FROM resources r
 		WHERE r.id IN (SELECT resource_id FROM tasks WHERE id = ANY($1::bigint[]))
 		ORDER BY r.id FOR NO KEY UPDATE`, all.ids)

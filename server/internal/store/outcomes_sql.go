@@ -29,15 +29,14 @@ const (
 // superseded, so that ApplyOutcomes sends only the statements that can
 // match a row.
 const lockOutcomeTasksSQL = `
-	WITH ` + outcomeInput + `, t AS (
-	    SELECT t.id, t.trigger, t.epoch, t.generation FROM tasks t
-	    WHERE t.id = ANY($1::bigint[]) ORDER BY t.id FOR UPDATE
+	WITH ` + outcomeInput + `, locked AS (
+	    SELECT CASE WHEN ` + isReconcile + ` THEN 'reconcile' WHEN ` + isTeardown + ` THEN 'teardown'
+	                WHEN ` + isOperation + ` THEN 'operation' WHEN ` + isDelivery + ` THEN 'delivery' END AS class,
+	           ` + fence + ` AS current, ` + supersededLease + ` AS superseded
+	    FROM o JOIN tasks t ON t.id = o.task_id
+	    ORDER BY t.id FOR UPDATE OF t
 	)
-	SELECT DISTINCT
-	    CASE WHEN ` + isReconcile + ` THEN 'reconcile' WHEN ` + isTeardown + ` THEN 'teardown'
-	         WHEN ` + isOperation + ` THEN 'operation' WHEN ` + isDelivery + ` THEN 'delivery' END,
-	    ` + fence + `, ` + supersededLease + `
-	FROM t JOIN o ON t.id = o.task_id`
+	SELECT DISTINCT class, current, superseded FROM locked`
 
 // escalates is true when one more failure exhausts the kind's
 // max_transient_attempts (the poison-pill rule).

@@ -234,7 +234,11 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func claim(ctx context.Context, q querier, member string, lease time.Duration, wants []Want) ([]Claimed, error) {
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func claim(ctx context.Context, q batcher, member string, lease time.Duration, wants []Want) ([]Claimed, error) {
 	kinds := make([]string, len(wants))
 	versions := make([]int32, len(wants))
 	triggers := make([]string, len(wants))
@@ -247,26 +251,33 @@ func claim(ctx context.Context, q querier, member string, lease time.Duration, w
 			his[i] = Shards
 		}
 	}
-	rows, err := q.Query(ctx, claimSQL, kinds, versions, triggers, limits, member, lease.Milliseconds(), los, his)
-	if err != nil {
+	var out []Claimed
+	batch := &pgx.Batch{}
+	batch.Queue(pinPlansSQL)
+	batch.Queue(claimSQL, kinds, versions, triggers, limits, member, lease.Milliseconds(), los, his).Query(func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
+			var c Claimed
+			var ns, name, pc *string
+			err := row.Scan(&c.TaskID, &c.Epoch, &c.Kind, &c.Version, &c.Trigger, &c.Key, &c.Payload, &c.Generation,
+				&c.Attempt, &c.ResourceID, &c.Exists, &ns, &name, &c.Labels, &c.Spec, &c.Status, &pc, &c.Rollup)
+			if ns != nil {
+				c.Namespace = *ns
+			}
+			if name != nil {
+				c.Name = *name
+			}
+			if pc != nil {
+				c.ProviderConfig = *pc
+			}
+			return c, err
+		})
+		return err
+	})
+	if err := q.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
-		var c Claimed
-		var ns, name, pc *string
-		err := row.Scan(&c.TaskID, &c.Epoch, &c.Kind, &c.Version, &c.Trigger, &c.Key, &c.Payload, &c.Generation,
-			&c.Attempt, &c.ResourceID, &c.Exists, &ns, &name, &c.Labels, &c.Spec, &c.Status, &pc, &c.Rollup)
-		if ns != nil {
-			c.Namespace = *ns
-		}
-		if name != nil {
-			c.Name = *name
-		}
-		if pc != nil {
-			c.ProviderConfig = *pc
-		}
-		return c, err
-	})
+	return out, nil
 }
 
 // Renewal is a lease and when it should now expire.

@@ -184,6 +184,9 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 	var results []ApplyResult
 	var scheduled bool
 	err := s.retryCreateRace(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, pinPlansSQL); err != nil {
+			return err
+		}
 		existing, err := lockExisting(ctx, tx, keys)
 		if err != nil {
 			return err
