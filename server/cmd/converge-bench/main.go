@@ -123,7 +123,7 @@ func main() {
 	flag.IntVar(&o.fairCapacity, "fair-capacity", 16, "fairness: the worker's capacity")
 	flag.DurationVar(&o.fairDelay, "fair-delay", 2*time.Millisecond, "fairness: kind A's handler time")
 	flag.DurationVar(&o.window, "window", time.Minute, "resync and interference: length of each measurement window")
-	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr)")
+	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr); planning time shows with -pg pg_stat_statements.track_planning=on")
 	flag.DurationVar(&o.calibrateTime, "calibrate-time", 10*time.Second, "calibrate: length of each pgbench kernel")
 	flag.IntVar(&o.fsyncSecs, "fsync-secs", 3, "seconds per pg_test_fsync test (-s)")
 	flag.Float64Var(&o.fsyncRef, "fsync-ref", 0, "the last recorded fdatasync µs/op; a run more than twice as slow is flagged noisy")

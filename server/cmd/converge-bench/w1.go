@@ -284,8 +284,8 @@ func takeSnapshot(ctx context.Context, db string, cluster *devpg.Cluster, st *st
 // printTop prints the statements that took the most database time during
 // the load, to see where PostgreSQL's CPU goes.
 func printTop(ctx context.Context, pool *pgxpool.Pool, n int) {
-	rows, err := pool.Query(ctx, `SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
-		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT $1`, n)
+	rows, err := pool.Query(ctx, `SELECT calls, total_exec_time, total_plan_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+		FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT $1`, n)
 	if err != nil {
 		logf("pg_stat_statements: %v", err)
 		return
@@ -295,13 +295,13 @@ func printTop(ctx context.Context, pool *pgxpool.Pool, n int) {
 	if pool.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'resources'`).Scan(&upd, &hot) == nil {
 		fmt.Fprintf(os.Stderr, "resources updates: %d, of which HOT: %d\n", upd, hot)
 	}
-	fmt.Fprintf(os.Stderr, "%8s %10s %9s  %s\n", "calls", "total ms", "rows", "statement")
+	fmt.Fprintf(os.Stderr, "%8s %10s %9s %9s  %s\n", "calls", "exec ms", "plan ms", "rows", "statement")
 	for rows.Next() {
 		var calls, nrows int64
-		var total float64
+		var exec, plan float64
 		var q string
-		if rows.Scan(&calls, &total, &nrows, &q) == nil {
-			fmt.Fprintf(os.Stderr, "%8d %10.0f %9d  %s\n", calls, total, nrows, q)
+		if rows.Scan(&calls, &exec, &plan, &nrows, &q) == nil {
+			fmt.Fprintf(os.Stderr, "%8d %10.0f %9.0f %9d  %s\n", calls, exec, plan, nrows, q)
 		}
 	}
 }
