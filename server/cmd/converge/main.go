@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,7 +18,18 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// gcPercent is the garbage collector's target (GOGC) unless the
+// environment sets one. The server's live heap stays small (tens of MiB
+// with a million resources at rest), and on the reconcile path Go's
+// default of 100 spends about a seventh of the server's CPU collecting;
+// at 400 the heap peaks higher under load but the collector runs a
+// quarter as often.
+const gcPercent = 400
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := &cobra.Command{
