@@ -25,7 +25,7 @@ func (w *Worker) launch(exs []*execution) {
 }
 
 // runner runs ex, then whatever launch hands it, until it has been idle
-// for idleRunner.
+// for idleRunner or Run has returned.
 func (w *Worker) runner(ex *execution) {
 	timer := time.NewTimer(idleRunner)
 	defer timer.Stop()
@@ -35,6 +35,8 @@ func (w *Worker) runner(ex *execution) {
 		select {
 		case ex = <-w.idle:
 		case <-timer.C:
+			return
+		case <-w.quit:
 			return
 		}
 	}

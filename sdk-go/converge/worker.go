@@ -51,8 +51,10 @@ type Worker struct {
 	configs   *configStore
 	readiness *readiness
 
-	// idle hands a task to a handler goroutine waiting for one (see launch).
+	// idle hands a task to a handler goroutine waiting for one (see launch);
+	// quit, closed when Run returns, lets waiting handler goroutines go.
 	idle chan *execution
+	quit chan struct{}
 
 	mu       sync.Mutex
 	handlers map[reactionKey]*registration
@@ -98,6 +100,7 @@ func NewWorker(serverURL string, opts ...Option) *Worker {
 		readiness: newReadiness(),
 		handlers:  make(map[reactionKey]*registration),
 		idle:      make(chan *execution),
+		quit:      make(chan struct{}),
 	}
 }
 
@@ -151,6 +154,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.prepare(); err != nil {
 		return err
 	}
+	defer close(w.quit)
 	if ctx.Err() != nil {
 		return nil
 	}
