@@ -4,8 +4,12 @@
 // W1: N independent leaves applied through the public API in batches, one
 // no-op Go SDK worker, durable commits. It reports reconciles/s, submit to
 // Ready latency under load and on an idle system, commits and pg_notify
-// calls per reconcile, and CPU per process; and, on the same PostgreSQL in
-// the same run, River's own benchmark as the queue-throughput baseline.
+// calls per reconcile, and CPU per process; rows written, WAL records and
+// WAL syncs per reconcile, dead tuples left in tasks and resources, a
+// histogram of what PostgreSQL's active backends wait on, and the
+// statements that took the most database time; and, on the same
+// PostgreSQL in the same run, River's own benchmark as the
+// queue-throughput baseline, burn-down and continuous.
 //
 // Fairness: a backlog of N resources of one kind and single resources of
 // another applied while it drains, on one worker serving both: the single
@@ -78,6 +82,7 @@ type options struct {
 	window       time.Duration
 
 	calibrateTime time.Duration
+	riverDuration time.Duration
 	fsyncSecs     int
 	fsyncRef      float64
 	restResources int
@@ -108,6 +113,7 @@ func main() {
 	flag.IntVar(&o.idle, "idle-samples", 200, "single leaves applied one at a time on the idle system, per run")
 	flag.BoolVar(&o.river, "river", true, "also run River's benchmark on the same PostgreSQL (built from the Go module proxy)")
 	flag.IntVar(&o.riverJobs, "river-jobs", 200_000, "jobs per River burn-down run")
+	flag.DurationVar(&o.riverDuration, "river-duration", 30*time.Second, "length of each River continuous-mode run (river bench --duration: inserts while it works, like W1), after each burn-down; 0 skips it")
 	flag.BoolVar(&o.durable, "durable", true, "synchronous_commit=on and fsync=on (the durable profile)")
 	flag.StringVar(&o.convergeBin, "converge-bin", "", "converge binary (default: built from this tree)")
 	flag.StringVar(&o.workerBin, "worker-bin", "", "no-op worker binary (default: built from sdk-go/examples/noop)")
@@ -123,7 +129,7 @@ func main() {
 	flag.IntVar(&o.fairCapacity, "fair-capacity", 16, "fairness: the worker's capacity")
 	flag.DurationVar(&o.fairDelay, "fair-delay", 2*time.Millisecond, "fairness: kind A's handler time")
 	flag.DurationVar(&o.window, "window", time.Minute, "resync and interference: length of each measurement window")
-	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr); planning time shows with -pg pg_stat_statements.track_planning=on")
+	flag.IntVar(&o.top, "top", 0, "print the N statements with the most database time in each run (to stderr; the W1 report always lists the median run's top 10); planning time shows with -pg pg_stat_statements.track_planning=on")
 	flag.DurationVar(&o.calibrateTime, "calibrate-time", 10*time.Second, "calibrate: length of each pgbench kernel")
 	flag.IntVar(&o.fsyncSecs, "fsync-secs", 3, "seconds per pg_test_fsync test (-s)")
 	flag.Float64Var(&o.fsyncRef, "fsync-ref", 0, "the last recorded fdatasync µs/op; a run more than twice as slow is flagged noisy")
@@ -297,6 +303,9 @@ func pgProfile(o options) map[string]string {
 		"max_connections":          "200",
 		"track_io_timing":          "on",
 		"shared_preload_libraries": "pg_stat_statements",
+		// Planning time shows in the top statements; with a handful of
+		// backends the tracking costs nothing measurable.
+		"pg_stat_statements.track_planning": "on",
 	}
 	for _, kv := range strings.Split(o.pgSettings, ",") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {

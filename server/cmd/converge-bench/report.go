@@ -56,22 +56,29 @@ func report(w io.Writer, o options, settings map[string]string, fsync fsyncResul
 	row("CPU s: PostgreSQL", col(func(r w1Result) float64 { return r.cpuPostgres }), "s", 1)
 	row("Peak RSS: converge", col(func(r w1Result) float64 { return r.rssConverge }), "MiB", 0)
 	row("Peak RSS: worker", col(func(r w1Result) float64 { return r.rssWorker }), "MiB", 0)
+	reportCapture(w, runs)
 	if len(rivers) > 0 {
-		rates := make([]float64, len(rivers))
-		for i, r := range rivers {
-			rates[i] = r.rate
-		}
+		rates := column(rivers, func(r riverResult) float64 { return r.rate })
 		row(fmt.Sprintf("River %s `river bench -n %d` (same PostgreSQL, same run)", riverVersion, o.riverJobs), rates, "jobs/s", 0)
+		continuous := column(rivers, func(r riverResult) float64 { return r.continuous })
+		if o.riverDuration > 0 {
+			row(fmt.Sprintf("River %s `river bench --duration %s` (inserts while it works, like W1; same PostgreSQL, same run)", riverVersion, o.riverDuration), continuous, "jobs/s", 0)
+		}
 		ours, _, _ := median(col(func(r w1Result) float64 { return r.rate }))
 		theirs, _, _ := median(rates)
 		p("")
-		p("Ratio to River (median reconciles/s ÷ median River jobs/s): **%.2f×**", ours/theirs)
+		p("Ratio to River burn-down (median reconciles/s ÷ median River `-n` jobs/s; the headline ratio): **%.2f×**", ours/theirs)
+		if c, _, _ := median(continuous); c > 0 {
+			p("")
+			p("Ratio to River continuous mode (median reconciles/s ÷ median River `--duration` jobs/s; the like-for-like comparison, as River inserts while it works as W1 does): **%.2f×**", ours/c)
+		}
 	}
 	if c32 := cal.tps(kernelInsert32); c32 > 0 {
 		ours, _, _ := median(col(func(r w1Result) float64 { return r.rate }))
 		p("")
 		p("Ratio to the c=32 single-row INSERT ceiling (Tier 0, %.0f tx/s): **%.2f×**", c32, ours/c32)
 	}
+	reportTopStatements(w, runs)
 	p("")
 }
 

@@ -79,6 +79,9 @@ func targets(r *results) []target {
 		if river := riverMedian(r.rivers); river > 0 {
 			add("W1", "ratio to River (same run)", rate/river, "×", false, 0.5)
 		}
+		if river := riverContinuousMedian(r.rivers); river > 0 {
+			add("W1", "ratio to River, continuous mode (same run)", rate/river, "×", false, 0.5)
+		}
 	}
 	if len(r.comps) > 0 {
 		var ready1k, rollup1k, ready10k, chain, hops []time.Duration
@@ -159,6 +162,13 @@ func riverMedian(rivers []riverResult) float64 {
 		xs[i] = r.rate
 	}
 	m, _, _ := median(xs)
+	return m
+}
+
+// riverContinuousMedian is the median of River's continuous-mode rates;
+// 0 when they were not run.
+func riverContinuousMedian(rivers []riverResult) float64 {
+	m, _, _ := median(column(rivers, func(r riverResult) float64 { return r.continuous }))
 	return m
 }
 

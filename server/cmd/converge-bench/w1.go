@@ -38,6 +38,10 @@ type w1Result struct {
 	cpuPostgres      float64
 	rssConverge      float64 // peak MiB
 	rssWorker        float64
+	cost             dbCost      // rows written, WAL records and syncs per reconcile
+	dead             deadTuples  // at the end of the load
+	waits            waitSamples // over the load
+	top              []statement // by database time, over the load
 }
 
 type snapshot struct {
@@ -70,6 +74,17 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	if err != nil {
 		return res, err
 	}
+	countersBefore, err := readDBCounters(ctx, pool, db)
+	if err != nil {
+		return res, err
+	}
+	// The sampler starts before the reset so that the statement keeping
+	// its own statements out of pg_stat_statements is not counted either.
+	sampler, err := startWaitSampler(ctx, pool)
+	if err != nil {
+		return res, err
+	}
+	defer sampler.finish()
 	if _, err := pool.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		return res, err
 	}
@@ -86,6 +101,21 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	}
 	after, err := takeSnapshot(ctx, db, cluster, st)
 	if err != nil {
+		return res, err
+	}
+	if res.waits, err = sampler.finish(); err != nil {
+		return res, err
+	}
+	countersAfter, err := readDBCounters(ctx, pool, db)
+	if err != nil {
+		return res, err
+	}
+	res.cost = costPerReconcile(countersBefore, countersAfter, o.resources)
+	if res.dead, err = readDeadTuples(ctx, pool); err != nil {
+		return res, err
+	}
+	// Read before this program's own queries of the figures below.
+	if res.top, err = topStatements(ctx, pool, db, topStatementRows); err != nil {
 		return res, err
 	}
 	res.n = o.resources

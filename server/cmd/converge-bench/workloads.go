@@ -43,8 +43,15 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 			if err != nil {
 				return fmt.Errorf("run %d: River: %w", i, err)
 			}
-			r.rivers = append(r.rivers, rr)
 			line += fmt.Sprintf(", %.2f× River (%.0f jobs/s)", res.rate/rr.rate, rr.rate)
+			if o.riverDuration > 0 {
+				logf("run %d/%d: River bench, continuous for %s", i, o.runs, o.riverDuration)
+				if err := runRiverContinuous(ctx, riverBin, cluster, fmt.Sprintf("river_cont_%d", i), o.riverDuration, o.keep, &rr); err != nil {
+					return fmt.Errorf("run %d: River continuous: %w", i, err)
+				}
+				line += fmt.Sprintf(", %.2f× River continuous (%.0f jobs/s)", res.rate/rr.continuous, rr.continuous)
+			}
+			r.rivers = append(r.rivers, rr)
 		}
 		logf("run %d/%d: %s", i, o.runs, line)
 	}
