@@ -18,23 +18,23 @@ import (
 
 // serverFlags are the flags serve and dev share.
 type serverFlags struct {
-	listen         string
-	role           string
-	poolSize       int32
-	lease          time.Duration
-	heartbeat      time.Duration
-	poll           time.Duration
-	retryBase      time.Duration
-	retryMax       time.Duration
-	changeRetain   time.Duration
-	notifyInterval time.Duration
-	logLevel       string
-	logFormat      string
-	pprofListen    string
-	metricsListen  string
-	historyKeep    int
-	tls            tlsconf.Config
-	authz          authzFlags
+	listen        string
+	role          string
+	poolSize      int32
+	lease         time.Duration
+	heartbeat     time.Duration
+	poll          time.Duration
+	retryBase     time.Duration
+	retryMax      time.Duration
+	changeRetain  time.Duration
+	notifyBudget  float64
+	logLevel      string
+	logFormat     string
+	pprofListen   string
+	metricsListen string
+	historyKeep   int
+	tls           tlsconf.Config
+	authz         authzFlags
 }
 
 // authzFlags map API callers to roles and teams.
@@ -89,7 +89,7 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.DurationVar(&f.retryBase, "retry-base", time.Second, "first retry delay after a transient failure (doubles per attempt, with jitter)")
 	fs.DurationVar(&f.retryMax, "retry-max", 5*time.Minute, "longest retry delay after transient failures")
 	fs.DurationVar(&f.changeRetain, "change-retention", time.Hour, "how long the change feed behind Watch keeps entries")
-	fs.DurationVar(&f.notifyInterval, "notify-interval", 20*time.Millisecond, "least gap between two cross-replica wake-ups on one channel")
+	fs.Float64Var(&f.notifyBudget, "notify-budget", app.DefaultNotifyBudget, "cross-replica wake-ups (PostgreSQL NOTIFY) per second for the whole cluster, shared equally among the live replicas")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
@@ -112,6 +112,9 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	if f.historyKeep < 1 || f.historyKeep > 1000 {
 		return app.Config{}, fmt.Errorf("--history-keep %d: must be between 1 and 1000", f.historyKeep)
 	}
+	if !(f.notifyBudget >= 1 && f.notifyBudget <= 10000) {
+		return app.Config{}, fmt.Errorf("--notify-budget %g: must be between 1 and 10000 per second", f.notifyBudget)
+	}
 	if f.heartbeat*3 > f.lease {
 		return app.Config{}, errors.New("--heartbeat must be at most a third of --lease, so one lost heartbeat does not cost a lease")
 	}
@@ -128,15 +131,15 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 			Lease: f.lease, HeartbeatInterval: f.heartbeat, PollInterval: f.poll,
 			Backoff: store.Backoff{Base: f.retryBase, Max: f.retryMax},
 		},
-		Sweeper:        sweeper.Config{ChangeRetention: f.changeRetain},
-		NotifyInterval: f.notifyInterval,
-		PprofListen:    f.pprofListen,
-		MetricsListen:  f.metricsListen,
-		HistoryKeep:    f.historyKeep,
-		TLS:            f.tls,
-		Authz:          policy,
-		Version:        version,
-		Log:            log,
+		Sweeper:       sweeper.Config{ChangeRetention: f.changeRetain},
+		NotifyBudget:  f.notifyBudget,
+		PprofListen:   f.pprofListen,
+		MetricsListen: f.metricsListen,
+		HistoryKeep:   f.historyKeep,
+		TLS:           f.tls,
+		Authz:         policy,
+		Version:       version,
+		Log:           log,
 	}, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,7 +54,7 @@ func newLCHarness(t *testing.T, keep int) *lcHarness {
 	}
 	st := store.New(pool, pool)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bus := notify.New(pool, "test", time.Second, log)
+	bus := notify.New(pool, "test", 1, log)
 	reg := kinds.New(st, bus, log)
 	mem := members.New(st, bus, store.Member{ID: "test"}, nil, log)
 	validator, err := rpcvalidate.New()

@@ -38,7 +38,7 @@ func newOpHarness(t *testing.T) *opHarness {
 	db := pgtest.New(t)
 	st := store.New(db.Pool, db.Pool)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bus := notify.New(db.Pool, "test", time.Second, log)
+	bus := notify.New(db.Pool, "test", 1, log)
 	reg := kinds.New(st, bus, log)
 	mem := members.New(st, bus, store.Member{ID: "test"}, nil, log)
 	validator, err := rpcvalidate.New()

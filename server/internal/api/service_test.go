@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -22,7 +21,7 @@ func TestRetryStaleKind(t *testing.T) {
 	db := pgtest.New(t)
 	st := store.New(db.Pool, db.Pool)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bus := notify.New(db.Pool, "test", time.Second, log)
+	bus := notify.New(db.Pool, "test", 1, log)
 	s := &Service{store: st, kinds: kinds.New(st, bus, log), bus: bus, log: log}
 	ctx := context.Background()
 	stale := fmt.Errorf("%w: kind db v1 changed", store.ErrStaleKind)

@@ -92,13 +92,13 @@ func (t *Tracker) beat(ctx context.Context) {
 	t.mu.Lock()
 	t.live = live
 	t.mu.Unlock()
-	others := false
+	others := 0
 	for _, l := range live {
 		if l.ID != t.self.ID {
-			others = true
+			others++
 		}
 	}
-	t.bus.SetRemote(others)
+	t.bus.SetPeers(others)
 }
 
 // Live returns the live replicas as of the last heartbeat.

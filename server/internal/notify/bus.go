@@ -1,14 +1,16 @@
 // Package notify wakes components when something they wait for may have
 // happened: work queued, changes recorded, kinds edited. Wakes inside one
 // process are immediate; wakes for other replicas travel as PostgreSQL
-// NOTIFY, rate-limited per channel, because every notifying transaction
-// serialises on a cluster-wide lock at commit. A wake is only a hint:
-// every consumer also polls as a failsafe.
+// NOTIFY within a budget of notifications per second that the replicas
+// share, because every notifying transaction serialises on a
+// cluster-wide lock at commit. A wake is only a hint: every consumer also
+// polls as a failsafe.
 package notify
 
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,30 +30,31 @@ var channels = []string{Tasks, Changes, Kinds}
 
 // Bus fans wakes out to local subscribers and to other replicas.
 type Bus struct {
-	pool     *pgxpool.Pool
-	self     string
-	interval time.Duration
-	log      *slog.Logger
+	pool   *pgxpool.Pool
+	self   string
+	budget float64
+	log    *slog.Logger
 
-	mu       sync.Mutex
-	subs     map[string]map[chan struct{}]struct{}
-	dirty    map[string]bool
-	last     map[string]time.Time
+	mu    sync.Mutex
+	subs  map[string]map[chan struct{}]struct{}
+	dirty map[string]bool
+	// order is the channels in the order they became dirty, so a send
+	// the budget cuts short leaves the newest for the next one.
+	order    []string
 	kick     chan struct{}
-	remote   atomic.Bool
+	peers    atomic.Int64
 	sent     atomic.Int64
 	received atomic.Int64
 }
 
 // New returns a bus. self tags this process's notifications so it can
-// ignore its own; interval is the least gap between two NOTIFYs on one
-// channel.
-func New(pool *pgxpool.Pool, self string, interval time.Duration, log *slog.Logger) *Bus {
+// ignore its own; budget is how many notifications per second the whole
+// cluster may send, shared equally among the live replicas.
+func New(pool *pgxpool.Pool, self string, budget float64, log *slog.Logger) *Bus {
 	return &Bus{
-		pool: pool, self: self, interval: interval, log: log,
+		pool: pool, self: self, budget: budget, log: log,
 		subs:  map[string]map[chan struct{}]struct{}{},
 		dirty: map[string]bool{},
-		last:  map[string]time.Time{},
 		kick:  make(chan struct{}, 1),
 	}
 }
@@ -73,9 +76,10 @@ func (b *Bus) Subscribe(channel string) (<-chan struct{}, func()) {
 	}
 }
 
-// SetRemote says whether other replicas exist. Without them, no NOTIFY is
-// sent at all.
-func (b *Bus) SetRemote(v bool) { b.remote.Store(v) }
+// SetPeers says how many other live replicas there are. With none, no
+// NOTIFY is sent at all; with n, this replica sends at most budget/(n+1)
+// notifications a second.
+func (b *Bus) SetPeers(n int) { b.peers.Store(int64(n)) }
 
 // Sent reports how many NOTIFY statements this bus has issued.
 func (b *Bus) Sent() int64 { return b.sent.Load() }
@@ -88,11 +92,14 @@ func (b *Bus) Received() int64 { return b.received.Load() }
 // schedules a NOTIFY.
 func (b *Bus) Publish(channel string) {
 	b.wakeLocal(channel)
-	if !b.remote.Load() {
+	if b.peers.Load() == 0 {
 		return
 	}
 	b.mu.Lock()
-	b.dirty[channel] = true
+	if !b.dirty[channel] {
+		b.dirty[channel] = true
+		b.order = append(b.order, channel)
+	}
 	b.mu.Unlock()
 	select {
 	case b.kick <- struct{}{}:
@@ -121,10 +128,15 @@ func (b *Bus) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// send issues rate-limited NOTIFYs for dirty channels.
+// send issues NOTIFYs for dirty channels within this replica's share of
+// the budget: a token bucket refilled at budget/(peers+1) per second that
+// holds at most one token per channel, so the first wake after a quiet
+// spell goes at once and a busy replica sends in step with its share.
 func (b *Bus) send(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	burst := float64(len(channels))
+	tokens, last := burst, time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,32 +145,30 @@ func (b *Bus) send(ctx context.Context) {
 		case <-timer.C:
 		}
 		now := time.Now()
-		var due []string
-		wait := time.Duration(0)
+		rate := b.budget / float64(b.peers.Load()+1)
+		tokens = min(burst, tokens+now.Sub(last).Seconds()*rate)
+		last = now
 		b.mu.Lock()
-		for ch, d := range b.dirty {
-			if !d {
-				continue
-			}
-			if gap := now.Sub(b.last[ch]); gap >= b.interval {
-				due = append(due, ch)
-				b.dirty[ch], b.last[ch] = false, now
-			} else if w := b.interval - gap; wait == 0 || w < wait {
-				wait = w
-			}
+		n := min(len(b.order), int(tokens))
+		due := slices.Clone(b.order[:n])
+		for _, ch := range due {
+			b.dirty[ch] = false
 		}
+		b.order = b.order[n:]
+		pending := len(b.order) > 0
 		b.mu.Unlock()
-		if len(due) > 0 {
+		tokens -= float64(n)
+		if n > 0 {
 			if _, err := b.pool.Exec(ctx, `SELECT pg_notify(c, $2) FROM unnest($1::text[]) AS c`, due, b.self); err != nil {
 				if ctx.Err() == nil {
 					b.log.Warn("notify failed; peers will catch up by polling", "err", err)
 				}
 			} else {
-				b.sent.Add(int64(len(due)))
+				b.sent.Add(int64(n))
 			}
 		}
-		if wait > 0 {
-			timer.Reset(wait)
+		if pending && rate > 0 {
+			timer.Reset(time.Duration((1 - tokens) / rate * float64(time.Second)))
 		}
 	}
 }

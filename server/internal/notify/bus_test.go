@@ -26,7 +26,7 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 
 func TestLocalWakeNeedsNoDatabaseRoundTrip(t *testing.T) {
 	db := pgtest.New(t)
-	bus := notify.New(db.Pool, "a", 10*time.Millisecond, quiet())
+	bus := notify.New(db.Pool, "a", 50, quiet())
 	ch, stop := bus.Subscribe(notify.Tasks)
 	defer stop()
 	bus.Publish(notify.Tasks)
@@ -36,13 +36,13 @@ func TestLocalWakeNeedsNoDatabaseRoundTrip(t *testing.T) {
 	}
 }
 
-func TestWakeCrossesReplicasAndIsRateLimited(t *testing.T) {
+func TestWakeCrossesReplicas(t *testing.T) {
 	db := pgtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := notify.New(db.Pool, "a", 50*time.Millisecond, quiet())
-	b := notify.New(db.Pool, "b", 50*time.Millisecond, quiet())
-	a.SetRemote(true)
+	a := notify.New(db.Pool, "a", 50, quiet())
+	b := notify.New(db.Pool, "b", 50, quiet())
+	a.SetPeers(1)
 	wakeB, stop := b.Subscribe(notify.Changes)
 	defer stop()
 	ownA, stopA := a.Subscribe(notify.Changes)
@@ -53,19 +53,8 @@ func TestWakeCrossesReplicasAndIsRateLimited(t *testing.T) {
 	within(t, wakeB, 5*time.Second, "listener start of b")
 	within(t, ownA, 5*time.Second, "listener start of a")
 
-	for i := 0; i < 100; i++ {
-		a.Publish(notify.Changes)
-	}
+	a.Publish(notify.Changes)
 	within(t, wakeB, 5*time.Second, "NOTIFY from a")
-	// A burst of 100 publishes within one interval costs at most two
-	// NOTIFYs (the first, and one trailing).
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) && a.Sent() < 2 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := a.Sent(); n < 1 || n > 2 {
-		t.Fatalf("100 publishes sent %d NOTIFYs, want 1 or 2", n)
-	}
 	// a ignores its own NOTIFY: after its local wake, none arrives.
 	select {
 	case <-ownA:
@@ -82,5 +71,34 @@ func TestWakeCrossesReplicasAndIsRateLimited(t *testing.T) {
 	}
 	if got := a.Received(); got != 0 {
 		t.Fatalf("a received %d notifications, want 0 (its own do not count)", got)
+	}
+}
+
+// A replica publishing without pause sends its share of the budget and no
+// more: budget/(peers+1) a second after a first burst of one per channel.
+func TestNotifyBudgetIsSharedAmongReplicas(t *testing.T) {
+	db := pgtest.New(t)
+	for _, peers := range []int{1, 3} {
+		ctx, cancel := context.WithCancel(context.Background())
+		bus := notify.New(db.Pool, "a", 40, quiet())
+		bus.SetPeers(peers)
+		go bus.Run(ctx)
+		const window = 1500 * time.Millisecond
+		start := time.Now()
+		for time.Since(start) < window {
+			bus.Publish(notify.Tasks)
+			bus.Publish(notify.Changes)
+			time.Sleep(time.Millisecond)
+		}
+		elapsed := time.Since(start)
+		sent := bus.Sent()
+		cancel()
+		share := 40 / float64(peers+1)
+		most := 3 + share*elapsed.Seconds() + 1 // the burst, the share, one in flight
+		least := share * window.Seconds() / 2
+		if float64(sent) > most || float64(sent) < least {
+			t.Errorf("with %d peers: %d notifications in %s, want between %.0f and %.0f (a share of %.0f/s)",
+				peers, sent, elapsed.Round(time.Millisecond), least, most, share)
+		}
 	}
 }

@@ -37,7 +37,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	db := pgtest.New(t)
 	e := &env{t: t, ctx: context.Background(), st: store.New(db.Pool, db.Pool),
-		bus: notify.New(db.Pool, "test", time.Millisecond, quiet), revs: map[int32]int64{}}
+		bus: notify.New(db.Pool, "test", 1000, quiet), revs: map[int32]int64{}}
 	for _, k := range []struct {
 		kind    string
 		version int32
