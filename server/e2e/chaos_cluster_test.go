@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/convergehq/converge/sdk-go/client"
 	"github.com/convergehq/converge/server/internal/devpg"
@@ -198,6 +201,12 @@ func (c *chaosCluster) inject(f plannedFault) faultRecord {
 		if err := c.pg.Restart(ctx); err != nil {
 			t.Fatalf("fault %s: restarting PostgreSQL: %v", f, err)
 		}
+	case faultPGTerminate:
+		ctx, cancel := context.WithTimeout(context.Background(), pgRestartTimeout)
+		defer cancel()
+		if err := terminateSessions(ctx, c.dbURL); err != nil {
+			t.Fatalf("fault %s: %v", f, err)
+		}
 	default:
 		t.Fatalf("fault %s: unknown kind %q", f, f.kind)
 	}
@@ -255,4 +264,24 @@ func chaosWorkerBin(t *testing.T) string {
 	// Its own source is not among the binaries' sources TestMain lists.
 	repoFile(t, "server/e2e/testdata/chaosworker/main.go")
 	return b.path
+}
+
+// terminateSessions ends every session the replicas hold on the database
+// (they name themselves "converge"), as an operator or a failover proxy
+// might, and waits until none is left.
+func terminateSessions(ctx context.Context, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("connecting to terminate the replicas' sessions: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))
+		FROM pg_stat_activity WHERE application_name = 'converge' AND datname = current_database()`).Scan(&n); err != nil {
+		return fmt.Errorf("terminating the replicas' sessions: %w", err)
+	}
+	if n == 0 {
+		return errors.New("terminating the replicas' sessions: there were none")
+	}
+	return nil
 }

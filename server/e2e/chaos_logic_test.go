@@ -36,7 +36,7 @@ func TestChaosPlanReplays(t *testing.T) {
 		if f.victim < 0 || (limit > 0 && f.victim >= limit) || (limit == 0 && f.victim != 0) {
 			t.Errorf("fault %s: victim %d out of range", f, f.victim)
 		}
-		if f.kind == faultPGImmediate {
+		if f.kind.isPostgres() {
 			f.kind = faultPGFast
 		}
 		if i < 4 {

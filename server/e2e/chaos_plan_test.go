@@ -31,7 +31,16 @@ const (
 	faultKillWorker  faultKind = "kill-worker"
 	faultPGFast      faultKind = "pg-restart-fast"
 	faultPGImmediate faultKind = "pg-restart-immediate"
+	// faultPGTerminate ends every database session of the replicas
+	// (pg_terminate_backend) while PostgreSQL stays up.
+	faultPGTerminate faultKind = "pg-terminate"
 )
+
+// isPostgres reports whether a fault is aimed at PostgreSQL rather than
+// at one of the processes.
+func (k faultKind) isPostgres() bool {
+	return k == faultPGFast || k == faultPGImmediate || k == faultPGTerminate
+}
 
 // plannedFault is one fault of the schedule.
 type plannedFault struct {
@@ -44,7 +53,7 @@ type plannedFault struct {
 }
 
 func (f plannedFault) String() string {
-	if f.kind == faultPGFast || f.kind == faultPGImmediate {
+	if f.kind.isPostgres() {
 		return fmt.Sprintf("+%s %s", f.at.Round(time.Millisecond), f.kind)
 	}
 	return fmt.Sprintf("+%s %s #%d", f.at.Round(time.Millisecond), f.kind, f.victim+1)
@@ -101,8 +110,8 @@ type topology struct{ controls, brokers, workers int }
 // to jitter, starting at offset 0, for as long as the offset is under
 // duration. The fault types come in shuffled rounds of four (control,
 // broker, worker, PostgreSQL), so any run of four faults or more hits
-// every type; victims and the PostgreSQL shutdown mode are drawn at
-// random. It is a pure function of its arguments: the same seed replays
+// every type; victims and what happens to PostgreSQL (a fast or an
+// immediate restart, or its sessions terminated) are drawn at random. It is a pure function of its arguments: the same seed replays
 // the same schedule.
 func planFaults(seed uint64, duration, gap, jitter time.Duration, top topology) []plannedFault {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -123,9 +132,7 @@ func planFaults(seed uint64, duration, gap, jitter time.Duration, top topology) 
 		case faultKillWorker:
 			f.victim = rng.IntN(top.workers)
 		case faultPGFast:
-			if rng.IntN(2) == 1 {
-				f.kind = faultPGImmediate
-			}
+			f.kind = []faultKind{faultPGFast, faultPGImmediate, faultPGTerminate}[rng.IntN(3)]
 		}
 		plan = append(plan, f)
 	}

@@ -21,6 +21,10 @@ import (
 
 const benchKind = "bench.leaf"
 
+// idleGap separates the idle samples: ten a second at most, well inside
+// the default NOTIFY budget's share of each of two replicas (25/s).
+const idleGap = 100 * time.Millisecond
+
 type w1Result struct {
 	n                int
 	wall             time.Duration // first submit → last Ready
@@ -139,12 +143,15 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 		printTop(ctx, pool, o.top)
 	}
 
-	// Idle latency: one leaf at a time, each after the previous is Ready.
+	// Idle latency: one leaf at a time, each after the previous is Ready
+	// and a pause, so each finds the system idle: no queue, and (with
+	// -split) the replicas' NOTIFY budget unspent, as a leaf applied to a
+	// quiet cluster would.
 	for i := 0; i < o.idle; i++ {
 		if err := applyAndWait(ctx, c, fmt.Sprintf("idle-%04d", i)); err != nil {
 			return res, err
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(idleGap)
 	}
 	if err := pool.QueryRow(ctx, latencySQL(`name LIKE 'idle-%'`)).Scan(new(float64), new(float64),
 		&res.idleP50, &res.idleP99, new(float64), new(float64)); err != nil {
