@@ -254,7 +254,7 @@ func run(ctx context.Context, o options) error {
 	out := io.MultiWriter(os.Stdout, &body)
 	printResults(out, o, settings, r)
 	ts := targets(r)
-	reportTargets(os.Stdout, ts)
+	reportTargets(os.Stdout, ts, o.durable)
 	if o.report != "" {
 		if err := writeReport(o.report, o, settings, info, body.Bytes(), ts); err != nil {
 			return err

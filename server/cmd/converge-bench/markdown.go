@@ -77,7 +77,7 @@ func writeReport(path string, o options, settings map[string]string, info runInf
 	p("- Finished: %s (%s)", time.Now().UTC().Format("2006-01-02 15:04 UTC"), time.Since(info.started).Round(time.Second))
 	p("")
 	b.Write(body)
-	reportTargets(&b, ts)
+	reportTargets(&b, ts, o.durable)
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("-report %s: %w", path, err)
 	}

@@ -180,13 +180,18 @@ func peakRest(r restResult) float64 {
 	return peak
 }
 
-// reportTargets prints every target with its verdict.
-func reportTargets(w io.Writer, ts []target) {
+// reportTargets prints every target with its verdict. The targets are set
+// for the durable profile; a fast run is marked as such.
+func reportTargets(w io.Writer, ts []target, durable bool) {
 	if len(ts) == 0 {
 		return
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("### Targets (durable profile, this machine; medians of the runs above)")
+	profile := "durable profile"
+	if !durable {
+		profile = "fast profile: the targets are the durable profile's, so this is for comparison only"
+	}
+	p("### Targets (%s, this machine; medians of the runs above)", profile)
 	p("")
 	p("| Workload | Figure | Median | Target | Verdict |")
 	p("|---|---|---|---|---|")
