@@ -75,6 +75,22 @@ func TestProviderConfigsReachWorkersAndReadinessParks(t *testing.T) {
 		t.Fatalf("first pushed config = %v; want cloud v1 with none yet", c)
 	}
 	ready(w, "reconcile", false, "no default provider config yet")
+	// The readiness message travels apart from the apply below: until the
+	// broker has taken it in, it may still claim the task for the worker.
+	eventually(t, "the cluster to show the worker not ready", func() bool {
+		res, err := ctl.GetCluster(ctx, &convergev1.GetClusterRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.GetMembers() {
+			for _, s := range m.GetServed() {
+				if s.GetReaction() == "reconcile" && s.GetNotReady() == "no default provider config yet" {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "cloud", KindVersion: 1, Name: "a",
 		Spec: mustStruct(t, map[string]any{})}); err != nil {
 		t.Fatal(err)
