@@ -46,7 +46,7 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 			line += fmt.Sprintf(", %.2f× River (%.0f jobs/s)", res.rate/rr.rate, rr.rate)
 			if o.riverDuration > 0 {
 				logf("run %d/%d: River bench, continuous for %s", i, o.runs, o.riverDuration)
-				if err := runRiverContinuous(ctx, riverBin, cluster, fmt.Sprintf("river_cont_%d", i), o.riverDuration, o.keep, &rr); err != nil {
+				if rr.continuous, err = runRiverContinuous(ctx, riverBin, cluster, fmt.Sprintf("river_cont_%d", i), o.riverDuration, o.keep); err != nil {
 					return fmt.Errorf("run %d: River continuous: %w", i, err)
 				}
 				line += fmt.Sprintf(", %.2f× River continuous (%.0f jobs/s)", res.rate/rr.continuous, rr.continuous)

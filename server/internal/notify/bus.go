@@ -35,12 +35,11 @@ type Bus struct {
 	budget float64
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	subs  map[string]map[chan struct{}]struct{}
-	dirty map[string]bool
-	// order is the channels in the order they became dirty, so a send
-	// the budget cuts short leaves the newest for the next one.
-	order    []string
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+	// dirty holds the channels published since their last NOTIFY, oldest
+	// first, so a send the budget cuts short leaves the newest for the next.
+	dirty    []string
 	kick     chan struct{}
 	peers    atomic.Int64
 	sent     atomic.Int64
@@ -53,9 +52,8 @@ type Bus struct {
 func New(pool *pgxpool.Pool, self string, budget float64, log *slog.Logger) *Bus {
 	return &Bus{
 		pool: pool, self: self, budget: budget, log: log,
-		subs:  map[string]map[chan struct{}]struct{}{},
-		dirty: map[string]bool{},
-		kick:  make(chan struct{}, 1),
+		subs: map[string]map[chan struct{}]struct{}{},
+		kick: make(chan struct{}, 1),
 	}
 }
 
@@ -96,9 +94,8 @@ func (b *Bus) Publish(channel string) {
 		return
 	}
 	b.mu.Lock()
-	if !b.dirty[channel] {
-		b.dirty[channel] = true
-		b.order = append(b.order, channel)
+	if !slices.Contains(b.dirty, channel) {
+		b.dirty = append(b.dirty, channel)
 	}
 	b.mu.Unlock()
 	select {
@@ -149,13 +146,10 @@ func (b *Bus) send(ctx context.Context) {
 		tokens = min(burst, tokens+now.Sub(last).Seconds()*rate)
 		last = now
 		b.mu.Lock()
-		n := min(len(b.order), int(tokens))
-		due := slices.Clone(b.order[:n])
-		for _, ch := range due {
-			b.dirty[ch] = false
-		}
-		b.order = b.order[n:]
-		pending := len(b.order) > 0
+		n := min(len(b.dirty), int(tokens))
+		due := slices.Clone(b.dirty[:n])
+		b.dirty = b.dirty[n:]
+		pending := len(b.dirty) > 0
 		b.mu.Unlock()
 		tokens -= float64(n)
 		if n > 0 {

@@ -212,7 +212,7 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 		}
 		batch := &pgx.Batch{}
 		if len(creates) > 0 {
-			queueCreates(batch, in, creates, actor, results, &scheduled)
+			queueCreates(batch, in, creates, index, actor, results, &scheduled)
 		}
 		if len(updates) > 0 {
 			queueUpdates(batch, in, updates, existing, keys, results)
@@ -272,19 +272,17 @@ var createResourcesSQL = `
 	SELECT r.id, r.namespace, r.kind, r.name, r.generation, (SELECT count(*) FROM sched) FROM ins r`
 
 // queueCreates queues the insert of in[creates] (in key order), which
-// fills their results.
-func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, actor string, results []ApplyResult, scheduled *bool) {
+// fills their results; index maps each input's identity to its position.
+func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, index map[resourceKey]int, actor string, results []ApplyResult, scheduled *bool) {
 	n := len(creates)
 	ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
 	versions := make([]int32, n)
 	labels, specs := make([][]byte, n), make([][]byte, n)
 	policies, configs := make([]string, n), make([]string, n)
-	index := make(map[resourceKey]int, n)
 	for j, i := range creates {
 		a := in[i]
 		ns[j], kinds[j], names[j], versions[j] = a.Namespace, a.Kind, a.Name, a.KindVersion
 		labels[j], specs[j], policies[j], configs[j] = a.Labels, a.Spec, a.DeletionPolicy, a.ProviderConfig
-		index[resourceKey{a.Namespace, a.Kind, a.Name}] = i
 	}
 	batch.Queue(createResourcesSQL, ns, kinds, versions, names, labels, specs, policies, configs, actor).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
