@@ -41,6 +41,13 @@ type Task struct {
 	// Status is the last status applied to the resource, a JSON object;
 	// empty when none has been reported yet.
 	Status json.RawMessage
+	// RejectedStatus is the last status a handler reported for the
+	// resource that its kind's status_schema refused (that task failed
+	// terminally), a JSON object; empty when there is none, or a
+	// conforming status was applied since. It records what the handler
+	// said it created: a teardown reads it to remove what Status does not
+	// name.
+	RejectedStatus json.RawMessage
 
 	// Attempt is 1 for the first attempt at this generation.
 	Attempt int
@@ -116,12 +123,14 @@ func newTask(m *convergev1.Task) *Task {
 		Labels:      r.GetLabels(),
 		Spec:        json.RawMessage(r.GetSpec()),
 		Status:      json.RawMessage(r.GetStatus()),
-		Attempt:     int(m.GetAttempt()),
-		DedupToken:  m.GetDedupToken(),
-		Config:      json.RawMessage(m.GetConfig()),
-		Rollup:      newRollup(m.GetRollup()),
-		Operation:   newOperation(m.GetOperation()),
-		Reactor:     newReactorEvent(m.GetReactor()),
+
+		RejectedStatus: json.RawMessage(r.GetRejectedStatus()),
+		Attempt:        int(m.GetAttempt()),
+		DedupToken:     m.GetDedupToken(),
+		Config:         json.RawMessage(m.GetConfig()),
+		Rollup:         newRollup(m.GetRollup()),
+		Operation:      newOperation(m.GetOperation()),
+		Reactor:        newReactorEvent(m.GetReactor()),
 	}
 	if d := m.GetDeadline(); d != nil {
 		t.Deadline = d.AsTime()

@@ -33,6 +33,14 @@ export interface Task<Spec = JsonObject, Status = JsonObject, Config = JsonObjec
   spec: Spec;
   /** The last status applied to the resource; undefined when none has been reported yet. */
   status: Status | undefined;
+  /**
+   * The last status a handler reported for the resource that its kind's
+   * status_schema refused (that task failed terminally); undefined when there
+   * is none, or a conforming status was applied since. It records what the
+   * handler said it created: a teardown reads it to remove what `status` does
+   * not name.
+   */
+  rejectedStatus: JsonObject | undefined;
 
   /** 1 for the first attempt at this generation. */
   attempt: number;
@@ -169,6 +177,7 @@ export function newTask(m: TaskMessage, signal: AbortSignal): Task {
     labels: { ...(r?.labels ?? {}) },
     spec: decode("spec", r?.spec) ?? {},
     status: decode("status", r?.status),
+    rejectedStatus: decode("rejected status", r?.rejectedStatus),
     attempt: m.attempt,
     dedupToken: m.dedupToken,
     deadline: m.deadline ? new Date(Number(m.deadline.seconds) * 1000 + Math.floor(m.deadline.nanos / 1e6)) : undefined,

@@ -258,7 +258,7 @@ type serverResource struct {
 // readChaosResources reads every resource of the chaos kind, with the
 // number of distinct generations the change feed saw applied.
 func readChaosResources(ctx context.Context, pool *pgxpool.Pool) (map[string]serverResource, error) {
-	rows, err := pool.Query(ctx, `SELECT r.name, r.generation, r.synced_generation, r.phase, r.reconciles,
+	rows, err := pool.Query(ctx, `SELECT r.name, r.generation, r.synced_generation, converge_phase(r), r.reconciles,
 		coalesce(r.spec->>'greeting', ''),
 		(SELECT count(DISTINCT c.synced_generation) FROM changes c
 		 WHERE c.resource_id = r.id AND c.synced_generation > 0)

@@ -145,7 +145,7 @@ func waitConverged(t *testing.T, pool *pgxpool.Pool, from time.Time) (time.Time,
 			count(*) FILTER (WHERE phase = 'Ready' AND synced_generation = generation),
 			coalesce((array_agg(name || ' ' || phase || ' generation ' || generation || ' synced ' || synced_generation ORDER BY name)
 			    FILTER (WHERE phase <> 'Ready' OR synced_generation <> generation))[1:5], '{}')
-			FROM resources WHERE kind = $1`, chaosKind).Scan(&total, &ready, &stuck)
+			FROM (SELECT r.*, converge_phase(r) AS phase FROM resources r WHERE r.kind = $1) r`, chaosKind).Scan(&total, &ready, &stuck)
 		cancel()
 		if err == nil && total > 0 && ready == total {
 			return time.Now(), true

@@ -21,6 +21,10 @@ type Request struct {
 	Spec   json.RawMessage `json:"spec"`
 	Status json.RawMessage `json:"status"`
 	Config json.RawMessage `json:"config"`
+	// RejectedStatus is the last status a run reported that the kind's
+	// status_schema refused (a JSON object), omitted when there is none:
+	// what the program said it created, for a teardown to remove.
+	RejectedStatus json.RawMessage `json:"rejected_status,omitempty"`
 	// Deadline is when the server gives up on this attempt (RFC 3339); the
 	// program is killed then. Omitted when there is none.
 	Deadline string `json:"deadline,omitempty"`

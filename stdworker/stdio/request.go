@@ -22,6 +22,9 @@ func NewRequest(t *converge.Task, emits []string) *Request {
 		Attempt:    t.Attempt,
 		DedupToken: t.DedupToken,
 	}
+	if len(t.RejectedStatus) > 0 && json.Valid(t.RejectedStatus) {
+		req.RejectedStatus = t.RejectedStatus
+	}
 	if req.Reaction.Emits == nil {
 		req.Reaction.Emits = []string{}
 	}

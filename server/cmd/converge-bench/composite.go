@@ -172,7 +172,7 @@ func waitPhase(ctx context.Context, pool *pgxpool.Pool, kind, name string, limit
 	deadline := time.Now().Add(limit)
 	for {
 		var phase, msg string
-		err := pool.QueryRow(ctx, `SELECT phase, coalesce(failure_message, '') FROM resources WHERE namespace = 'default' AND kind = $1 AND name = $2`,
+		err := pool.QueryRow(ctx, `SELECT converge_phase(r), coalesce(r.failure_message, '') FROM resources r WHERE r.namespace = 'default' AND r.kind = $1 AND r.name = $2`,
 			kind, name).Scan(&phase, &msg)
 		if err == nil && phase == "Ready" {
 			return nil

@@ -177,7 +177,7 @@ func probe(ctx context.Context, st *stack, name string) error {
 		// By its full identity, so that polling is one index probe and
 		// does not load the database it measures.
 		var phase, msg string
-		err := st.pool.QueryRow(ctx, `SELECT phase, coalesce(failure_message, '') FROM resources
+		err := st.pool.QueryRow(ctx, `SELECT converge_phase(r), coalesce(r.failure_message, '') FROM resources r
 			WHERE namespace = 'default' AND kind = $1 AND name = $2`, probeKind, name).Scan(&phase, &msg)
 		switch {
 		case err != nil:

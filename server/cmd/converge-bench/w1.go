@@ -247,7 +247,7 @@ func waitReady(ctx context.Context, pool *pgxpool.Pool, want int, limit time.Dur
 			return err
 		}
 		if !busy {
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE kind = $1 AND phase = 'Ready'`, benchKind).Scan(&n); err != nil {
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM resources r WHERE r.kind = $1 AND converge_phase(r) = 'Ready'`, benchKind).Scan(&n); err != nil {
 				return err
 			}
 			if n >= want {

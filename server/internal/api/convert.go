@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -93,6 +92,7 @@ func toResource(r store.Resource, isParked parked) *convergev1.Resource {
 	if len(r.Rollup) > 0 {
 		out.Rollup = toRollup(r.Rollup)
 	}
+	out.RejectedStatus = toStruct(r.RejectedStatus)
 	return out
 }
 
@@ -110,69 +110,6 @@ func toRollup(raw []byte) *convergev1.Rollup {
 	}
 	return &convergev1.Rollup{Total: int32(c.Total), Ready: int32(c.Ready), Reconciling: int32(c.Reconciling),
 		Degraded: int32(c.Degraded), Failed: int32(c.Failed), Deleting: int32(c.Deleting), Excluded: int32(c.Excluded)}
-}
-
-// conditions derives the built-in conditions from the row (never stored,
-// so they cannot disagree with the phase) and appends the ones workers
-// reported.
-func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
-	var out []*convergev1.Condition
-	add := func(typ, status, reason, msg string) {
-		out = append(out, &convergev1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
-			ObservedGeneration: r.SyncedGeneration})
-	}
-	synced := r.SyncedGeneration >= r.Generation
-	switch r.Phase {
-	case "Ready":
-		add("Ready", "True", "Ready", "")
-	default:
-		msg := ""
-		if r.FailureMessage != nil {
-			msg = *r.FailureMessage
-		}
-		add("Ready", "False", r.Phase, msg)
-	}
-	switch {
-	case synced:
-		add("Synced", "True", "Synced", fmt.Sprintf("generation %d observed", r.SyncedGeneration))
-	case r.FailureMessage != nil && r.FailureTerminal:
-		add("Synced", "False", "TerminalError", fmt.Sprintf("attempt %d failed terminally: %s", r.FailureAttempts, *r.FailureMessage))
-	case r.FailureMessage != nil:
-		add("Synced", "False", "ReconcileError", fmt.Sprintf("attempt %d failed: %s", r.FailureAttempts, *r.FailureMessage))
-	case r.Phase == "Quarantined":
-		add("Synced", "False", "Quarantined", fmt.Sprintf("generation %d runs once the resource is unquarantined", r.Generation))
-	case r.Waiting != nil:
-		add("Synced", "False", "Waiting", fmt.Sprintf("generation %d waits for its dependencies", r.Generation))
-	default:
-		add("Synced", "False", "Pending", fmt.Sprintf("generation %d is waiting for a worker", r.Generation))
-	}
-	if r.Waiting != nil {
-		add("DependenciesReady", "False", "Waiting", *r.Waiting)
-	}
-	if r.Task != nil && !r.Task.Claimed && isParked != nil {
-		switch reaction, p, why := isParked(r.Kind, r.KindVersion, r.Task.Trigger); {
-		case p && why != "":
-			add("WorkerAvailable", "False", "NotReady", fmt.Sprintf(
-				"workers not ready: %s (kind %s v%d reaction %q); the resource stays queued until one is",
-				why, r.Kind, r.KindVersion, reaction))
-		case p:
-			add("WorkerAvailable", "False", "NoWorker", fmt.Sprintf(
-				"no connected worker serves kind %s v%d reaction %q; the resource stays queued until one connects",
-				r.Kind, r.KindVersion, reaction))
-		}
-	}
-	var stored []storedCondition
-	if len(r.Conditions) > 2 && json.Unmarshal(r.Conditions, &stored) == nil {
-		for _, c := range stored {
-			pc := &convergev1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
-				ObservedGeneration: r.SyncedGeneration}
-			if t, err := time.Parse(time.RFC3339Nano, c.LastTransitionTime); err == nil {
-				pc.LastTransitionTime = timestamppb.New(t)
-			}
-			out = append(out, pc)
-		}
-	}
-	return out
 }
 
 func toEvent(e store.Event) *convergev1.Event {

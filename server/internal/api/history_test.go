@@ -18,6 +18,7 @@ import (
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // siteV1 has a finalizer, so a deleted site stays visible while it is
@@ -211,7 +212,7 @@ func TestRollbackOwnedChildAPI(t *testing.T) {
 	if _, err := h.ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.store.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "stack", Version: 1, Trigger: store.TriggerSpecChange, N: 1}})
+	got, err := h.store.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "stack", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim = %v, %v", got, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/rpcvalidate"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // opHarness is the control service over HTTP on a fresh database, with
@@ -97,7 +98,7 @@ func (h *opHarness) applyDB(t *testing.T, name string) {
 func (h *opHarness) settle(t *testing.T, out store.Outcome) {
 	t.Helper()
 	ctx := context.Background()
-	got, err := h.store.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "db", Version: 1, Trigger: store.TriggerSpecChange, N: 1}})
+	got, err := h.store.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "db", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim = %+v, %v", got, err)
 	}

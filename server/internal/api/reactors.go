@@ -10,10 +10,10 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/labels"
-	"github.com/convergehq/converge/server/internal/manifest"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/reactor"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // ApplyReactorBinding creates or updates a reactor binding. The emitter
@@ -95,9 +95,9 @@ func (s *Service) checkBinding(ctx context.Context, b *convergev1.ReactorBinding
 	if e == nil {
 		return store.ReactorBinding{}, invalid("binding.reactor_kind: kind %s v%d is not registered; apply the reactor kind first", kind, version)
 	}
-	if _, ok := e.Reaction(manifest.TriggerReactor); !ok {
+	if _, ok := e.Reaction(trigger.Reactor); !ok {
 		return store.ReactorBinding{}, invalid("binding.reactor_kind: kind %s v%d has no reaction with trigger %q; a binding's reactor kind must declare one",
-			kind, version, manifest.TriggerReactor)
+			kind, version, trigger.Reactor)
 	}
 	return store.ReactorBinding{
 		Name: b.GetName(), WatchKind: b.GetWatchKind(), WatchKindVersion: b.GetWatchKindVersion(),

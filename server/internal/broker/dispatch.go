@@ -61,8 +61,10 @@ func (b *Broker) claimRound(ctx context.Context) {
 			return
 		}
 		got := map[triggerKey]int{}
+		gotKind := map[kindKey]int{}
 		for _, c := range claimed {
 			got[triggerKey{c.Kind, c.Version, c.Trigger}]++
+			gotKind[kindKey{c.Kind, c.Version}]++
 		}
 		// Counted before delivery, so a worker never holds a task the
 		// claims counter has not seen yet.
@@ -71,26 +73,35 @@ func (b *Broker) claimRound(ctx context.Context) {
 		}
 		b.refreshConfigsFor(ctx, claimed)
 		b.deliver(claimed)
-		more := false
-		for _, w := range wants {
-			if got[triggerKey{w.Kind, w.Version, w.Trigger}] == w.N {
-				more = true
-			}
-		}
-		if !more {
+		if !fullClaim(wants, got, gotKind) {
 			return
 		}
 	}
 }
 
+// fullClaim reports whether some want got all it asked for, by trigger or
+// by kind version: there may be more ready work for the capacity left.
+func fullClaim(wants []store.Want, got map[triggerKey]int, gotKind map[kindKey]int) bool {
+	for _, w := range wants {
+		if got[triggerKey{w.Kind, w.Version, w.Trigger}] == w.N || gotKind[kindKey{w.Kind, w.Version}] == w.KindN {
+			return true
+		}
+	}
+	return false
+}
+
 // wants computes, per (kind, version, trigger), how many tasks the
-// connected workers can take now. Reactions a worker reported not ready
-// count for nothing: their work stays queued, parked.
+// connected workers ready for it can take now, and per kind version how
+// many they can take of all its triggers together (a worker's free slots
+// count once per kind version it serves, however many triggers its
+// reactions run). Reactions a worker reported not ready count for nothing:
+// their work stays queued, parked.
 func (b *Broker) wants() []store.Want {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	free := map[triggerKey]int{}
-	caps := map[triggerKey]int32{}
+	kindFree := map[kindKey]int{}
+	caps := map[kindKey]int32{}
 	var order []triggerKey
 	now := time.Now()
 	for s := range b.sessions {
@@ -98,6 +109,7 @@ func (b *Broker) wants() []store.Want {
 			continue
 		}
 		slots := s.capacity - s.inflight
+		counted := map[kindKey]bool{}
 		for rk := range s.serves {
 			if !s.ready(rk) {
 				continue
@@ -106,21 +118,32 @@ func (b *Broker) wants() []store.Want {
 			if e == nil {
 				continue
 			}
-			for _, trigger := range e.TriggersOf(rk.reaction) {
-				k := triggerKey{rk.kind, rk.version, trigger}
+			kk := kindKey{rk.kind, rk.version}
+			for _, trig := range e.TriggersOf(rk.reaction) {
+				k := triggerKey{rk.kind, rk.version, trig}
 				if _, seen := free[k]; !seen {
 					order = append(order, k)
-					caps[k] = e.MaxInflight()
+					caps[kk] = e.MaxInflight()
 				}
 				free[k] += slots
+				if !counted[kk] {
+					counted[kk] = true
+					kindFree[kk] += slots
+				}
 			}
 		}
 	}
+	pendingKind := map[kindKey]int{}
+	for k, ls := range b.pending {
+		pendingKind[kindKey{k.kind, k.version}] += len(ls)
+	}
 	var wants []store.Want
 	for _, k := range order {
+		kk := kindKey{k.kind, k.version}
 		n := min(free[k]-len(b.pending[k]), b.cfg.MaxClaim)
-		if n > 0 {
-			w := store.Want{Kind: k.kind, Version: k.version, Trigger: k.trigger, N: n, MaxInflight: caps[k]}
+		kindN := min(kindFree[kk]-pendingKind[kk], b.cfg.MaxClaim)
+		if n > 0 && kindN > 0 {
+			w := store.Want{Kind: k.kind, Version: k.version, Trigger: k.trigger, N: min(n, kindN), KindN: kindN, MaxInflight: caps[kk]}
 			if b.cfg.Tile != nil {
 				w.ShardLo, w.ShardHi = b.cfg.Tile(k.kind, k.version)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // result is an outcome waiting to be applied, and whom to acknowledge.
@@ -100,7 +101,7 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 	reaction, _ := e.Reaction(l.key.trigger)
 	ok := r.GetSuccess()
 	switch l.key.trigger {
-	case store.TriggerSpecChange, store.TriggerResync, manifest.TriggerChildrenSettled:
+	case trigger.SpecChange, trigger.Resync, trigger.ChildrenSettled:
 		out.ResyncAfter = e.ResyncInterval()
 	}
 	if reaction.Emits[manifest.EmitOperationOutput] {
@@ -123,7 +124,12 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 				return fail("status must be a JSON object")
 			}
 			if err := e.ValidateStatus(doc); err != nil {
-				return fail("status does not conform to the status_schema of %s v%d: %v", e.Kind, e.Version, err)
+				// The status is not served, but it is what the handler says
+				// it made: kept for the tasks that follow (a teardown above
+				// all), so nothing it created is lost.
+				rejected, _ := fail("status does not conform to the status_schema of %s v%d: %v", e.Kind, e.Version, err)
+				rejected.RejectedStatus = st
+				return rejected, nil
 			}
 			out.Status = st
 		}
@@ -136,7 +142,7 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 		}
 		out.Conditions = conds
 	}
-	if reaction.Emits["children"] && (l.key.trigger == store.TriggerSpecChange || l.key.trigger == store.TriggerResync) {
+	if reaction.Emits["children"] && (l.key.trigger == trigger.SpecChange || l.key.trigger == trigger.Resync) {
 		if ok.GetComposition() == nil && len(l.parts) == 0 {
 			return fail("reaction %q emits children but the result has no composition", reaction.Name)
 		}

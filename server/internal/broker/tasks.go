@@ -10,8 +10,8 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/kinds"
-	"github.com/convergehq/converge/server/internal/manifest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // taskOf builds the message a worker gets for a claimed task.
@@ -28,15 +28,16 @@ func (b *Broker) taskOf(e *kinds.Entry, c store.Claimed, reaction string, deadli
 		ManifestRevision: e.Revision,
 		Rollup:           rollupOf(c.Rollup),
 	}
-	if c.Exists && c.Trigger != store.TriggerReactor {
+	if c.Exists && c.Trigger != trigger.Reactor {
 		t.Resource = &convergev1.TaskResource{
 			Namespace: c.Namespace, Name: c.Name, Uid: fmt.Sprint(c.ResourceID),
 			Generation: c.Generation, Labels: decodeLabels(c.Labels), Spec: c.Spec, Status: c.Status,
+			RejectedStatus: c.RejectedStatus,
 		}
 	}
 	t.Config = b.kinds.EffectiveConfig(c.Kind, c.Version, c.ProviderConfig)
 	switch {
-	case strings.HasPrefix(c.Trigger, store.TriggerOperationPrefix):
+	case strings.HasPrefix(c.Trigger, trigger.OperationPrefix):
 		var p struct {
 			ID    string          `json:"id"`
 			Verb  string          `json:"verb"`
@@ -48,10 +49,10 @@ func (b *Broker) taskOf(e *kinds.Entry, c store.Claimed, reaction string, deadli
 		if len(p.Input) == 0 || string(p.Input) == "null" {
 			p.Input = json.RawMessage("{}")
 		}
-		t.Trigger = manifest.TriggerOperation
+		t.Trigger = trigger.Operation
 		t.DedupToken = "operation/" + c.Key
 		t.Operation = &convergev1.OperationTask{Id: p.ID, Verb: p.Verb, Input: p.Input}
-	case c.Trigger == store.TriggerReactor:
+	case c.Trigger == trigger.Reactor:
 		var p struct {
 			Binding    string `json:"binding"`
 			Transition string `json:"transition"`

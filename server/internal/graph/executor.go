@@ -20,6 +20,7 @@ import (
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // Config tunes the executor.
@@ -103,7 +104,7 @@ func (x *Executor) runAll(ctx context.Context, tasks []store.InternalTask) {
 	sem := make(chan struct{}, x.cfg.Parallel)
 	var wg sync.WaitGroup
 	for _, t := range tasks {
-		if t.Trigger == store.TriggerGate {
+		if t.Trigger == trigger.Gate {
 			gates = append(gates, t)
 			continue
 		}
@@ -138,13 +139,13 @@ func (x *Executor) settle(ctx context.Context, ts []store.InternalTask, err erro
 
 func (x *Executor) run(ctx context.Context, t store.InternalTask) error {
 	switch t.Trigger {
-	case store.TriggerRollup:
+	case trigger.Rollup:
 		settled := false
 		if e := x.kinds.Get(t.Kind, t.Version); e != nil {
 			settled = e.SettledReaction()
 		}
 		return x.store.Rollup(ctx, t, settled)
-	case store.TriggerTeardown:
+	case trigger.Teardown:
 		_, err := x.store.Teardown(ctx, t, func(kind string, version int32) store.TeardownPolicy {
 			if e := x.kinds.Get(kind, version); e != nil {
 				return e.Teardown()

@@ -13,6 +13,7 @@ import (
 	"github.com/convergehq/converge/server/internal/manifest"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // RefreshInterval bounds how stale a replica's view can be when a wake-up
@@ -60,7 +61,7 @@ func (e *Entry) TriggersOf(reaction string) []string { return e.triggersOf[react
 // re-observed; 0 when never (no interval, or no reaction to run it: a
 // composer's resync re-runs it only when policy.resync_recomposes is set).
 func (e *Entry) ResyncInterval() time.Duration {
-	if _, ok := e.reactions[manifest.TriggerResync]; !ok {
+	if _, ok := e.reactions[trigger.Resync]; !ok {
 		return 0
 	}
 	return e.Compiled.Policy.ResyncInterval
@@ -82,7 +83,7 @@ func (e *Entry) TaskDeadline() time.Duration { return e.Compiled.Policy.TaskDead
 // HasTeardown reports whether deleting a resource runs a deleteRequested
 // reaction before the resource goes.
 func (e *Entry) HasTeardown() bool {
-	_, ok := e.reactions[manifest.TriggerDeleteRequested]
+	_, ok := e.reactions[trigger.DeleteRequested]
 	return ok
 }
 
@@ -93,14 +94,14 @@ func (e *Entry) Teardown() store.TeardownPolicy {
 
 // Composes reports whether the kind has a composer reaction.
 func (e *Entry) Composes() bool {
-	r, ok := e.reactions[manifest.TriggerSpecChange]
+	r, ok := e.reactions[trigger.SpecChange]
 	return ok && r.Emits[manifest.EmitChildren]
 }
 
 // SettledReaction reports whether the kind computes its own status once
 // its children settle.
 func (e *Entry) SettledReaction() bool {
-	_, ok := e.reactions[manifest.TriggerChildrenSettled]
+	_, ok := e.reactions[trigger.ChildrenSettled]
 	return ok
 }
 
@@ -132,15 +133,15 @@ func Compile(row store.Kind) (*Entry, error) {
 		for _, p := range r.GetEmits() {
 			emits[p] = true
 		}
-		trigger := r.GetTrigger()
-		if trigger == manifest.TriggerOperation {
-			trigger = store.TriggerOperationPrefix + r.GetVerb()
+		trig := r.GetTrigger()
+		if trig == trigger.Operation {
+			trig = trigger.OfOperation(r.GetVerb())
 		}
-		add(trigger, Reaction{Name: r.GetName(), Trigger: r.GetTrigger(), Emits: emits, Verb: r.GetVerb()})
+		add(trig, Reaction{Name: r.GetName(), Trigger: r.GetTrigger(), Emits: emits, Verb: r.GetVerb()})
 	}
-	if _, own := e.reactions[manifest.TriggerResync]; !own && k.Policy.ResyncInterval > 0 {
-		if r, ok := e.reactions[manifest.TriggerSpecChange]; ok && (!r.Emits[manifest.EmitChildren] || k.Policy.ResyncRecomposes) {
-			add(manifest.TriggerResync, r)
+	if _, own := e.reactions[trigger.Resync]; !own && k.Policy.ResyncInterval > 0 {
+		if r, ok := e.reactions[trigger.SpecChange]; ok && (!r.Emits[manifest.EmitChildren] || k.Policy.ResyncRecomposes) {
+			add(trigger.Resync, r)
 		}
 	}
 	return e, nil
@@ -156,6 +157,10 @@ type Registry struct {
 	store *store.Store
 	bus   *notify.Bus
 	log   *slog.Logger
+
+	// refreshing serialises Refresh: two loads racing could otherwise
+	// store the older view last.
+	refreshing sync.Mutex
 
 	mu          sync.RWMutex
 	entries     map[key]*Entry
@@ -222,6 +227,8 @@ func (r *Registry) Run(ctx context.Context) {
 
 // Refresh reloads the view if any kind changed since the last load.
 func (r *Registry) Refresh(ctx context.Context) error {
+	r.refreshing.Lock()
+	defer r.refreshing.Unlock()
 	fp, err := r.store.KindsFingerprint(ctx)
 	if err != nil {
 		return err

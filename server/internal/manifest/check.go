@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // checker collects every problem of one manifest.
@@ -25,14 +26,14 @@ func emits(r *convergev1.Reaction, e string) bool { return slices.Contains(r.Get
 // reaction that emits children.
 func composer(m *convergev1.KindManifest) bool {
 	return slices.ContainsFunc(m.GetReactions(), func(r *convergev1.Reaction) bool {
-		return r.GetTrigger() == TriggerSpecChange && emits(r, EmitChildren)
+		return r.GetTrigger() == trigger.SpecChange && emits(r, EmitChildren)
 	})
 }
 
 // reactorIndex returns the index of the first reactor reaction, or -1.
 func reactorIndex(m *convergev1.KindManifest) int {
 	return slices.IndexFunc(m.GetReactions(), func(r *convergev1.Reaction) bool {
-		return r.GetTrigger() == TriggerReactor
+		return r.GetTrigger() == trigger.Reactor
 	})
 }
 
@@ -49,14 +50,14 @@ func (c *checker) checkReactions() {
 	triggers := map[string]int{}
 	verbs := map[string]int{}
 	for i, r := range c.m.GetReactions() {
-		field, name, trigger := reactionField(i), r.GetName(), r.GetTrigger()
+		field, name, trig := reactionField(i), r.GetName(), r.GetTrigger()
 
 		if first, dup := names[name]; dup {
 			c.add(field+".name", name, RuleUniqueReactionNames, "name %q is already used by %s", name, reactionField(first))
 		} else {
 			names[name] = i
 		}
-		if trigger == TriggerOperation {
+		if trig == trigger.Operation {
 			if verb := r.GetVerb(); verb != "" {
 				if first, dup := verbs[verb]; dup {
 					c.add(field+".verb", name, RuleOneReactionPerTrigger, "verb %q already has a reaction: %s %q", verb, reactionField(first), c.m.GetReactions()[first].GetName())
@@ -64,13 +65,13 @@ func (c *checker) checkReactions() {
 					verbs[verb] = i
 				}
 			}
-		} else if first, dup := triggers[trigger]; dup {
-			c.add(field+".trigger", name, RuleOneReactionPerTrigger, "a kind has at most one %s reaction; %s %q already has it", trigger, reactionField(first), c.m.GetReactions()[first].GetName())
+		} else if first, dup := triggers[trig]; dup {
+			c.add(field+".trigger", name, RuleOneReactionPerTrigger, "a kind has at most one %s reaction; %s %q already has it", trig, reactionField(first), c.m.GetReactions()[first].GetName())
 		} else {
-			triggers[trigger] = i
+			triggers[trig] = i
 		}
 
-		if reactor >= 0 && trigger != TriggerReactor {
+		if reactor >= 0 && trig != trigger.Reactor {
 			c.add(field, name, RuleReactorKindAlone, "a reactor kind has only its reactor reaction, and %s %q makes this a reactor kind; serve this reaction from another kind", reactionField(reactor), c.m.GetReactions()[reactor].GetName())
 		}
 		c.checkTrigger(i, r, hasComposer)
@@ -83,33 +84,33 @@ func (c *checker) checkReactions() {
 func (c *checker) checkTrigger(i int, r *convergev1.Reaction, hasComposer bool) {
 	field, name := reactionField(i), r.GetName()
 	switch r.GetTrigger() {
-	case TriggerDeleteRequested:
+	case trigger.DeleteRequested:
 		if c.m.GetFinalizer() == "" {
 			c.add(field, name, RuleDeleteNeedsFinalizer, "deleteRequested needs the manifest's finalizer")
 		}
 		if !emits(r, EmitFinalizer) {
 			c.add(field+".emits", name, RuleDeleteEmitsFinalizer, "deleteRequested must emit finalizer: the resource is removed only when its finalizer is cleared")
 		}
-	case TriggerChildrenSettled:
+	case trigger.ChildrenSettled:
 		if !hasComposer {
 			c.add(field, name, RuleSettledNeedsComposer, "childrenSettled needs a composer, but no specChange reaction emits children")
 		}
-	case TriggerSpecChange:
+	case trigger.SpecChange:
 		if !emits(r, EmitStatus) && !emits(r, EmitChildren) {
 			c.add(field+".emits", name, RuleSpecChangeEmitsResult, "a specChange reaction must emit status (a leaf) or children (a composer)")
 		}
-	case TriggerResync:
+	case trigger.Resync:
 		if c.m.GetPolicy().GetResyncIntervalSeconds() <= 0 {
 			c.add(field, name, RuleResyncNeedsInterval, "resync needs policy.resync_interval_seconds > 0, or it never fires")
 		}
 	}
 	verb := r.GetVerb()
 	switch {
-	case r.GetTrigger() != TriggerOperation && verb != "":
+	case r.GetTrigger() != trigger.Operation && verb != "":
 		c.add(field+".verb", name, RuleVerbOnlyOnOperation, "verb is set only on operation reactions, not on %s", r.GetTrigger())
-	case r.GetTrigger() == TriggerOperation && verb == "":
+	case r.GetTrigger() == trigger.Operation && verb == "":
 		c.add(field+".verb", name, RuleOperationNeedsVerb, "an operation reaction must name the verb it implements")
-	case r.GetTrigger() == TriggerOperation && !declaredVerb(c.m, verb):
+	case r.GetTrigger() == trigger.Operation && !declaredVerb(c.m, verb):
 		c.add(field+".verb", name, RuleVerbDeclared, "verb %q is not declared in operations[]", verb)
 	}
 }
@@ -118,20 +119,20 @@ func (c *checker) checkTrigger(i int, r *convergev1.Reaction, hasComposer bool) 
 // part is blamed on one rule only: the trigger's own restriction first,
 // then the rule of the part.
 func (c *checker) checkEmits(i int, r *convergev1.Reaction) {
-	field, name, trigger := reactionField(i)+".emits", r.GetName(), r.GetTrigger()
-	recomposes := trigger == TriggerResync && c.m.GetPolicy().GetResyncRecomposes()
-	mayCompose := trigger == TriggerSpecChange || recomposes
+	field, name, trig := reactionField(i)+".emits", r.GetName(), r.GetTrigger()
+	recomposes := trig == trigger.Resync && c.m.GetPolicy().GetResyncRecomposes()
+	mayCompose := trig == trigger.SpecChange || recomposes
 	for _, e := range r.GetEmits() {
 		switch {
-		case trigger == TriggerReactor && e != EmitSideEffect:
+		case trig == trigger.Reactor && e != EmitSideEffect:
 			c.add(field, name, RuleReactorEmitsSideEffectOnly, "a reactor reaction emits only sideEffect, not %s", e)
-		case trigger == TriggerChildrenSettled && e != EmitStatus && e != EmitConditions:
+		case trig == trigger.ChildrenSettled && e != EmitStatus && e != EmitConditions:
 			c.add(field, name, RuleSettledEmitsStatusOnly, "childrenSettled emits only status and conditions, not %s", e)
-		case e == EmitSideEffect && trigger != TriggerReactor:
+		case e == EmitSideEffect && trig != trigger.Reactor:
 			c.add(field, name, RuleSideEffectOnlyFromReactor, "only a reactor reaction may emit sideEffect")
-		case e == EmitFinalizer && trigger != TriggerDeleteRequested:
+		case e == EmitFinalizer && trig != trigger.DeleteRequested:
 			c.add(field, name, RuleFinalizerOnlyFromDelete, "only a deleteRequested reaction may emit finalizer")
-		case e == EmitOperationOutput && trigger != TriggerOperation:
+		case e == EmitOperationOutput && trig != trigger.Operation:
 			c.add(field, name, RuleOutputOnlyFromOperation, "only an operation reaction may emit operationOutput")
 		case (e == EmitChildren || e == EmitEdges || e == EmitConfigs) && !mayCompose:
 			c.add(field, name, RuleChildrenOnlyFromSpecChange, "only specChange may emit %s (and resync, when policy.resync_recomposes is set)", e)
@@ -152,10 +153,10 @@ func (c *checker) checkKind() {
 	has := func(trigger string) bool {
 		return slices.ContainsFunc(reactions, func(r *convergev1.Reaction) bool { return r.GetTrigger() == trigger })
 	}
-	if reactorIndex(c.m) < 0 && !has(TriggerSpecChange) {
+	if reactorIndex(c.m) < 0 && !has(trigger.SpecChange) {
 		c.add("reactions", "", RuleSpecChangeRequired, "no specChange reaction: every kind except a reactor kind needs one to act on its spec")
 	}
-	if f := c.m.GetFinalizer(); f != "" && !has(TriggerDeleteRequested) {
+	if f := c.m.GetFinalizer(); f != "" && !has(trigger.DeleteRequested) {
 		c.add("finalizer", "", RuleFinalizerNeedsDelete, "finalizer %q is set, but no deleteRequested reaction clears it, so no resource could ever be deleted", f)
 	}
 	seen := map[string]int{}
@@ -167,7 +168,7 @@ func (c *checker) checkKind() {
 		}
 		seen[verb] = j
 		served := slices.ContainsFunc(reactions, func(r *convergev1.Reaction) bool {
-			return r.GetTrigger() == TriggerOperation && r.GetVerb() == verb
+			return r.GetTrigger() == trigger.Operation && r.GetVerb() == verb
 		})
 		if !served {
 			c.add(field, "", RuleOperationServed, "operation %q has no reaction; add a reaction with trigger operation and verb %q", verb, verb)

@@ -7,6 +7,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/manifest"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func ExampleCompile() {
@@ -36,7 +37,7 @@ func ExampleKind_Reaction() {
 		Kind:        "greeting",
 		KindVersion: 1,
 		Reactions: []*convergev1.Reaction{
-			{Name: "greet", Trigger: manifest.TriggerSpecChange, Emits: []string{manifest.EmitStatus}},
+			{Name: "greet", Trigger: trigger.SpecChange, Emits: []string{manifest.EmitStatus}},
 		},
 	}
 	k, err := manifest.Compile(m)
@@ -44,7 +45,7 @@ func ExampleKind_Reaction() {
 		fmt.Println(err)
 		return
 	}
-	r, ok := k.Reaction(manifest.TriggerSpecChange)
+	r, ok := k.Reaction(trigger.SpecChange)
 	fmt.Println(r.GetName(), ok, k.IsComposite(), k.Policy.TaskDeadline)
 	// Output:
 	// greet true false 5m0s

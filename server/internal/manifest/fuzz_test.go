@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func FuzzCompile(f *testing.F) {
@@ -22,7 +23,7 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			_ = err.Error()
 		} else {
-			_, _ = k.Reaction(TriggerSpecChange)
+			_, _ = k.Reaction(trigger.SpecChange)
 			_ = k.IsComposite()
 		}
 		if c, err := Canonical(m); err == nil {

@@ -10,6 +10,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // DefaultTaskDeadline is the time a worker has for one task when the
@@ -91,7 +92,7 @@ func Compile(m *convergev1.KindManifest) (*Kind, error) {
 		byVerb:    map[string]*convergev1.Reaction{},
 	}
 	for _, r := range m.GetReactions() {
-		if r.GetTrigger() == TriggerOperation {
+		if r.GetTrigger() == trigger.Operation {
 			k.byVerb[r.GetVerb()] = r
 		} else {
 			k.byTrigger[r.GetTrigger()] = r
@@ -184,13 +185,13 @@ func (k *Kind) declaredVerbs() string {
 // IsReactor reports whether this is a reactor kind: one whose only reaction
 // has trigger reactor.
 func (k *Kind) IsReactor() bool {
-	_, ok := k.byTrigger[TriggerReactor]
+	_, ok := k.byTrigger[trigger.Reactor]
 	return ok
 }
 
 // IsComposite reports whether the kind has a composer: a specChange
 // reaction that emits children.
 func (k *Kind) IsComposite() bool {
-	r, ok := k.byTrigger[TriggerSpecChange]
+	r, ok := k.byTrigger[trigger.SpecChange]
 	return ok && emits(r, EmitChildren)
 }

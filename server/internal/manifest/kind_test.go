@@ -3,6 +3,8 @@ package manifest
 import (
 	"testing"
 	"time"
+
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func TestKindAccessors(t *testing.T) {
@@ -19,17 +21,17 @@ func TestKindAccessors(t *testing.T) {
 		t.Errorf("IsComposite = %v, IsReactor = %v; want true, false", k.IsComposite(), k.IsReactor())
 	}
 	for trigger, name := range map[string]string{
-		TriggerSpecChange:      "compose",
-		TriggerChildrenSettled: "rollup",
-		TriggerDeleteRequested: "teardown",
-		TriggerResync:          "observe",
+		trigger.SpecChange:      "compose",
+		trigger.ChildrenSettled: "rollup",
+		trigger.DeleteRequested: "teardown",
+		trigger.Resync:          "observe",
 	} {
 		r, ok := k.Reaction(trigger)
 		if !ok || r.GetName() != name {
 			t.Errorf("Reaction(%s) = %q, %v; want %q", trigger, r.GetName(), ok, name)
 		}
 	}
-	if r, ok := k.Reaction(TriggerOperation); ok {
+	if r, ok := k.Reaction(trigger.Operation); ok {
 		t.Errorf("Reaction(operation) = %q, want none: operations are looked up by verb", r.GetName())
 	}
 	if r, ok := k.OperationReaction("restart"); !ok || r.GetName() != "restart" {
@@ -121,7 +123,7 @@ func TestCompileCopiesTheManifest(t *testing.T) {
 	}
 	m.Reactions[0].Name = "changed"
 	m.Kind = "changed"
-	if r, _ := k.Reaction(TriggerSpecChange); r.GetName() != "compose" || k.Manifest.GetKind() != "db.cluster" {
+	if r, _ := k.Reaction(trigger.SpecChange); r.GetName() != "compose" || k.Manifest.GetKind() != "db.cluster" {
 		t.Error("changing the caller's manifest changed the compiled Kind")
 	}
 }

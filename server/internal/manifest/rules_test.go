@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func reaction(name, trigger string, emits ...string) *convergev1.Reaction {
@@ -27,10 +28,10 @@ func TestRules(t *testing.T) {
 			m.Reactions[1].Name = "compose"
 		}, RuleUniqueReactionNames, "reactions[1].name"},
 		{"second specChange", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
-			m.Reactions = append(m.Reactions, reaction("leaf", TriggerSpecChange, EmitStatus))
+			m.Reactions = append(m.Reactions, reaction("leaf", trigger.SpecChange, EmitStatus))
 		}, RuleOneReactionPerTrigger, "reactions[5].trigger"},
 		{"second reaction for one verb", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
-			r := reaction("restart2", TriggerOperation, EmitOperationOutput)
+			r := reaction("restart2", trigger.Operation, EmitOperationOutput)
 			r.Verb = "restart"
 			m.Reactions = append(m.Reactions, r)
 		}, RuleOneReactionPerTrigger, "reactions[5].verb"},
@@ -93,7 +94,7 @@ func TestRules(t *testing.T) {
 			m.Reactions[0].Emits = append(m.Reactions[0].Emits, EmitStatus)
 		}, RuleReactorEmitsSideEffectOnly, "reactions[0].emits"},
 		{"reactor kind with another reaction", reactorJSON, func(t *testing.T, m *convergev1.KindManifest) {
-			m.Reactions = append(m.Reactions, reaction("leaf", TriggerSpecChange, EmitStatus))
+			m.Reactions = append(m.Reactions, reaction("leaf", trigger.SpecChange, EmitStatus))
 		}, RuleReactorKindAlone, "reactions[1]"},
 		{"specChange emitting sideEffect", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
 			m.Reactions[0].Emits = append(m.Reactions[0].Emits, EmitSideEffect)
@@ -208,7 +209,7 @@ spec_schema/minItems: M23: must be >= 0`
 func TestProblemsSortNumerically(t *testing.T) {
 	m := parseManifest(t, compositeJSON)
 	for i := range 11 {
-		r := reaction("dup", TriggerResync, EmitStatus)
+		r := reaction("dup", trigger.Resync, EmitStatus)
 		if i == 0 {
 			r.Name = "extra"
 		}

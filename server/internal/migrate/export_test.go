@@ -1,8 +1,16 @@
 package migrate
 
-// UpFS and DownFS run migrations from another file system, so tests can
-// exercise failures the real schema does not have.
+import (
+	"context"
+	"io/fs"
+)
+
+// UpFS and DownFS run migrations from another file system, without
+// functions.sql, so tests can exercise failures the real schema does not
+// have.
 var (
-	UpFS   = up
+	UpFS = func(ctx context.Context, databaseURL string, fsys fs.FS) ([]Step, error) {
+		return up(ctx, databaseURL, fsys, "")
+	}
 	DownFS = down
 )

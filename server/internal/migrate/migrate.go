@@ -73,13 +73,19 @@ func (s State) String() string {
 
 // Up applies every pending migration and returns the steps it ran, in
 // order. It returns no steps when the database is already current.
+//
+// It then applies migrations.Functions (every function and trigger) if
+// the database does not hold that exact file yet, so a server started on
+// a current schema applies nothing.
 func Up(ctx context.Context, databaseURL string) ([]Step, error) {
-	return up(ctx, databaseURL, migrations.FS)
+	return up(ctx, databaseURL, migrations.FS, migrations.Functions)
 }
 
 // Down rolls back every applied migration newer than toVersion, newest
 // first, and returns the steps it ran. toVersion 0 removes the whole
-// schema; the current version minus one undoes one step.
+// schema, functions and triggers first; the current version minus one
+// undoes one step and leaves the functions to the binary of that version,
+// which applies its own functions.sql when it starts.
 func Down(ctx context.Context, databaseURL string, toVersion int64) ([]Step, error) {
 	return down(ctx, databaseURL, migrations.FS, toVersion)
 }
@@ -121,19 +127,30 @@ func Version(ctx context.Context, databaseURL string) (int64, error) {
 	return v, err
 }
 
-func up(ctx context.Context, databaseURL string, fsys fs.FS) ([]Step, error) {
+func up(ctx context.Context, databaseURL string, fsys fs.FS, functions string) ([]Step, error) {
 	var steps []Step
 	err := withProvider(ctx, databaseURL, fsys, func(p *goose.Provider) error {
+		if err := refuseUnknown(ctx, p); err != nil {
+			return err
+		}
 		res, err := p.Up(ctx)
 		steps = toSteps(res, err)
 		return describe("up", err)
 	})
-	return steps, err
+	if err != nil || functions == "" {
+		return steps, err
+	}
+	return steps, applyFunctions(ctx, databaseURL, functions)
 }
 
 func down(ctx context.Context, databaseURL string, fsys fs.FS, toVersion int64) ([]Step, error) {
 	if toVersion < 0 {
 		return nil, fmt.Errorf("migrate down: toVersion must be 0 or more, got %d", toVersion)
+	}
+	if toVersion == 0 {
+		if err := dropFunctions(ctx, databaseURL); err != nil {
+			return nil, err
+		}
 	}
 	var steps []Step
 	err := withProvider(ctx, databaseURL, fsys, func(p *goose.Provider) error {

@@ -17,11 +17,11 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// coreTables and coreFunctions are the schema's first migration; later
-// migrations may add more, never fewer.
+// coreTables and coreFunctions are part of the schema; later migrations
+// may add more, never fewer.
 var (
 	coreTables    = []string{"changes", "events", "kinds", "members", "resources", "tasks"}
-	coreFunctions = []string{"converge_merge_conditions", "converge_phase", "converge_record_changes", "converge_shard"}
+	coreFunctions = []string{"converge_hold", "converge_merge_conditions", "converge_on_update", "converge_phase"}
 )
 
 // schemaObjects lists the tables (other than the version table) and the
@@ -102,7 +102,7 @@ func TestUpDownUp(t *testing.T) {
 			t.Errorf("empty database: %s reported applied", s.File)
 		}
 	}
-	if got, want := states[0].String(), "pending  -                     00001_core.sql"; got != want {
+	if got, want := states[0].String(), "pending  -                     00001_schema.sql"; got != want {
 		t.Errorf("pending State.String() = %q, want %q", got, want)
 	}
 	latest := states[len(states)-1].Version
@@ -111,10 +111,10 @@ func TestUpDownUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}
-	if len(steps) != len(states) || steps[0].File != "00001_core.sql" || steps[0].Direction != "up" || steps[0].Version != 1 {
-		t.Fatalf("Up steps = %v, want one up step per migration starting with 00001_core.sql", steps)
+	if len(steps) != len(states) || steps[0].File != "00001_schema.sql" || steps[0].Direction != "up" || steps[0].Version != 1 {
+		t.Fatalf("Up steps = %v, want one up step per migration starting with 00001_schema.sql", steps)
 	}
-	if !strings.Contains(steps[0].String(), "up   00001_core.sql (") {
+	if !strings.Contains(steps[0].String(), "up   00001_schema.sql (") {
 		t.Errorf("Step.String() = %q", steps[0].String())
 	}
 	assertSchema(t, db.Pool)
@@ -130,8 +130,8 @@ func TestUpDownUp(t *testing.T) {
 			t.Errorf("after Up: status %+v, want applied with a version and file", s)
 		}
 	}
-	if got := states[0].String(); !strings.HasPrefix(got, "applied  20") || !strings.HasSuffix(got, "Z  00001_core.sql") {
-		t.Errorf("applied State.String() = %q, want \"applied  <RFC 3339 UTC time>  00001_core.sql\"", got)
+	if got := states[0].String(); !strings.HasPrefix(got, "applied  20") || !strings.HasSuffix(got, "Z  00001_schema.sql") {
+		t.Errorf("applied State.String() = %q, want \"applied  <RFC 3339 UTC time>  00001_schema.sql\"", got)
 	}
 	if again, err := migrate.Up(ctx, db.URL); err != nil || len(again) != 0 {
 		t.Errorf("second Up = %v, %v; want no steps", again, err)

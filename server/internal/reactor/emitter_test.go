@@ -17,6 +17,7 @@ import (
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -95,7 +96,7 @@ func (e *env) reconcile(id int64, out store.Outcome) {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := e.st.Claim(e.ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 10}})
+		got, err := e.st.Claim(e.ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 10}})
 		if err != nil {
 			e.t.Fatal(err)
 		}

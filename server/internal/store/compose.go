@@ -77,7 +77,7 @@ type existingChild struct {
 	id       int64
 	kind     string
 	name     string
-	frozen   bool
+	orphaned bool
 	deleting bool
 	gated    bool
 }
@@ -346,7 +346,7 @@ func resolveRefs(ctx context.Context, tx pgx.Tx, namespace string, refs []Ref) (
 // lockChildren locks the composite's current children in id order.
 func lockChildren(ctx context.Context, tx pgx.Tx, parentID int64) (map[[2]string]existingChild, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT r.id, r.kind, r.name, r.frozen_until IS NOT NULL AND r.frozen_until <> 'infinity',
+		SELECT r.id, r.kind, r.name, r.orphaned_until IS NOT NULL,
 		       r.deletion_requested_at IS NOT NULL, r.desired_spec IS NOT NULL
 		FROM resources r WHERE r.owner_id = $1 ORDER BY r.id FOR NO KEY UPDATE`, parentID)
 	if err != nil {
@@ -356,7 +356,7 @@ func lockChildren(ctx context.Context, tx pgx.Tx, parentID int64) (map[[2]string
 	out := map[[2]string]existingChild{}
 	for rows.Next() {
 		var e existingChild
-		if err := rows.Scan(&e.id, &e.kind, &e.name, &e.frozen, &e.deleting, &e.gated); err != nil {
+		if err := rows.Scan(&e.id, &e.kind, &e.name, &e.orphaned, &e.deleting, &e.gated); err != nil {
 			return nil, err
 		}
 		out[[2]string{e.kind, e.name}] = e
@@ -382,7 +382,7 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 				continue // recreated by a later compose once it is gone
 			}
 			upd.add(old.id, ch, gated[k])
-			if old.frozen {
+			if old.orphaned {
 				res.Readopted++
 			}
 			continue
@@ -434,7 +434,10 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 	}
 	if len(upd.ids) > 0 {
 		// Only rows that change are written; a re-emitted child with the
-		// same spec costs nothing (no generation bump, no churn).
+		// same spec costs nothing (no generation bump, no churn). A gated
+		// child keeps its spec until the gate writes the flowed values in;
+		// when what it is asked for changes, its terminal failure no longer
+		// pins it: it failed on what it was asked for before.
 		rows, err := tx.Query(ctx, `
 			UPDATE resources r SET
 			    kind_version = u.kind_version,
@@ -446,7 +449,8 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 			    waiting = CASE WHEN NOT u.gated THEN NULL
 			        WHEN coalesce(r.desired_spec, r.spec) <> u.spec OR r.waiting IS NOT NULL OR r.desired_spec IS NULL
 			        THEN coalesce(r.waiting, '`+waitingForDependencies+`') END,
-			    frozen_until = CASE WHEN r.frozen_until = 'infinity' THEN r.frozen_until END,
+			    failure_terminal = r.failure_terminal AND NOT (u.gated AND coalesce(r.desired_spec, r.spec) <> u.spec),
+			    orphaned_until = NULL,
 			    resource_version = r.resource_version + 1,
 			    updated_at = now()
 			FROM unnest($1::bigint[], $2::int[], $3::jsonb[], $4::jsonb[], $5::bool[])
@@ -455,7 +459,7 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 			  AND (r.kind_version <> u.kind_version OR r.labels <> u.labels
 			       OR coalesce(r.desired_spec, r.spec) <> u.spec
 			       OR (r.desired_spec IS NOT NULL) <> u.gated
-			       OR (r.frozen_until IS NOT NULL AND r.frozen_until <> 'infinity'))
+			       OR r.orphaned_until IS NOT NULL)
 			RETURNING r.id, u.gated, r.generation > r.synced_generation`,
 			upd.ids, upd.versions, upd.labels, upd.specs, upd.gated)
 		if err != nil {
@@ -484,7 +488,7 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 	// Prune what the composer no longer wants.
 	var orphan, doomed []int64
 	for k, e := range existing {
-		if desired[k] || e.deleting || e.frozen {
+		if desired[k] || e.deleting || e.orphaned {
 			continue
 		}
 		if c.OrphanGrace > 0 {
@@ -494,9 +498,9 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 		}
 	}
 	if len(orphan) > 0 {
-		tag, err := tx.Exec(ctx, `UPDATE resources SET frozen_until = now() + $2 * interval '1 millisecond',
+		tag, err := tx.Exec(ctx, `UPDATE resources SET orphaned_until = now() + $2 * interval '1 millisecond',
 			resource_version = resource_version + 1, updated_at = now()
-			WHERE id = ANY($1::bigint[]) AND frozen_until IS NULL`, orphan, c.OrphanGrace.Milliseconds())
+			WHERE id = ANY($1::bigint[]) AND orphaned_until IS NULL AND NOT quarantined`, orphan, c.OrphanGrace.Milliseconds())
 		if err != nil {
 			return err
 		}

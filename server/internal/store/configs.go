@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -98,19 +99,25 @@ func (s *Store) ApplyProviderConfig(ctx context.Context, c ProviderConfig, v Con
 				INSERT INTO provider_configs (kind, kind_version, name, config, description)
 				VALUES ($1, $2, $3, $4, $5) RETURNING `+configColumns,
 				c.Kind, c.Version, c.Name, c.Config, c.Description))
+		} else {
+			result = "configured"
+			out, err = scanConfig(tx.QueryRow(ctx, `
+				UPDATE provider_configs SET config = $4, description = $5, revision = revision + 1, updated_at = now()
+				WHERE kind = $1 AND kind_version = $2 AND name = $3
+				  AND (config <> $4::jsonb OR description <> $5)
+				RETURNING `+configColumns, c.Kind, c.Version, c.Name, c.Config, c.Description))
+			if errors.Is(err, pgx.ErrNoRows) {
+				result, out = "unchanged", prev
+				return nil
+			}
+		}
+		if err != nil {
 			return err
 		}
-		result = "configured"
-		out, err = scanConfig(tx.QueryRow(ctx, `
-			UPDATE provider_configs SET config = $4, description = $5, revision = revision + 1, updated_at = now()
-			WHERE kind = $1 AND kind_version = $2 AND name = $3
-			  AND (config <> $4::jsonb OR description <> $5)
-			RETURNING `+configColumns, c.Kind, c.Version, c.Name, c.Config, c.Description))
-		if errors.Is(err, pgx.ErrNoRows) {
-			result, out = "unchanged", prev
-			return nil
-		}
-		return err
+		after := maps.Clone(configs)
+		after[c.Name] = out
+		return requeueAfterWrite(ctx, tx, c.Kind, c.Version, configs, after,
+			fmt.Sprintf("provider config %q revision %d", out.Name, out.Revision))
 	})
 	return out, result, err
 }
@@ -281,7 +288,13 @@ func (s *Store) DeleteProviderConfig(ctx context.Context, kind string, version i
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM provider_configs WHERE kind = $1 AND kind_version = $2 AND name = $3`,
 			kind, version, name)
-		return err
+		if err != nil || kindErr != nil {
+			return err
+		}
+		after := maps.Clone(configs)
+		delete(after, name)
+		return requeueAfterWrite(ctx, tx, kind, version, configs, after,
+			fmt.Sprintf("deleting provider config %q", name))
 	})
 }
 

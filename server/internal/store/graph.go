@@ -11,14 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Internal task triggers: work the server does itself.
-const (
-	TriggerRollup          = "rollup"
-	TriggerGate            = "gate"
-	TriggerTeardown        = "teardown"
-	TriggerChildrenSettled = "childrenSettled"
-)
-
 // InternalTask is a claimed rollup, gate or teardown. Its Generation counts
 // wake-ups: it finishes only if no wake-up came in since the claim.
 type InternalTask struct {
@@ -138,7 +130,7 @@ func (s *Store) Rollup(ctx context.Context, t InternalTask, settledReaction bool
 			       count(*) FILTER (WHERE phase = 'Failed'),
 			       count(*) FILTER (WHERE phase = 'Deleting'),
 			       count(*) FILTER (WHERE phase IN ('Orphaned', 'Quarantined'))
-			FROM resources WHERE owner_id = $1`, t.ResourceID).Scan(
+			FROM (SELECT converge_phase(r) AS phase FROM resources r WHERE r.owner_id = $1) c`, t.ResourceID).Scan(
 			&c.Total, &c.Ready, &c.Reconciling, &c.Degraded, &c.Failed, &c.Deleting, &c.Excluded)
 		if err != nil {
 			return err
@@ -230,7 +222,7 @@ func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateIn
 			return err
 		}
 		rows, err = tx.Query(ctx, `
-			SELECT e.dependent_id, d.namespace, d.kind, d.name, d.phase, d.synced_generation >= d.generation,
+			SELECT e.dependent_id, d.namespace, d.kind, d.name, converge_phase(d), d.synced_generation >= d.generation,
 			       d.status, d.spec, e.flows
 			FROM edges e JOIN resources d ON d.id = e.dependency_id
 			WHERE e.dependent_id = ANY($1::bigint[]) ORDER BY e.dependent_id, d.id`, order)
@@ -343,10 +335,9 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 		}
 		var blocked bool
 		err = tx.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = $1
-			               AND (c.frozen_until IS NULL OR c.frozen_until <> 'infinity'))
+			SELECT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = $1 AND NOT c.quarantined)
 			    OR EXISTS (SELECT 1 FROM edges e JOIN resources d ON d.id = e.dependent_id
-			               WHERE e.dependency_id = $1 AND (d.frozen_until IS NULL OR d.frozen_until <> 'infinity'))`,
+			               WHERE e.dependency_id = $1 AND NOT d.quarantined)`,
 			t.ResourceID).Scan(&blocked)
 		if err != nil {
 			return err
@@ -457,8 +448,8 @@ func (s *Store) ExpireOrphans(ctx context.Context, limit int) (int, error) {
 	var n int
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT id FROM resources
-			WHERE frozen_until < now() AND deletion_requested_at IS NULL
-			ORDER BY frozen_until LIMIT $1`, limit)
+			WHERE orphaned_until < now() AND deletion_requested_at IS NULL
+			ORDER BY orphaned_until LIMIT $1`, limit)
 		if err != nil {
 			return err
 		}

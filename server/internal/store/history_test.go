@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func histKey(kind, name string) store.ResourceKey {
@@ -155,7 +156,7 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("rollback = %v, %v", changed, err)
 	}
 	r := get(t, s, "a")
-	if r.Generation != 3 || string(r.Spec) != `{"n": 1}` || r.Task == nil || r.Task.Trigger != store.TriggerSpecChange {
+	if r.Generation != 3 || string(r.Spec) != `{"n": 1}` || r.Task == nil || r.Task.Trigger != trigger.SpecChange {
 		t.Fatalf("after rollback: generation %d, spec %s, task %+v", r.Generation, r.Spec, r.Task)
 	}
 	if got := histAll(t, s, "leaf", "a"); strings.Join(got, " ") !=
@@ -286,7 +287,7 @@ func TestRevisionSources(t *testing.T) {
 	stackRev := cfgKind(t, s, "stack", 1, store.Policy{})
 	partRev := cfgKind(t, s, "part", 1, store.Policy{})
 	histApply(t, s, "alice", "stack", 1, stackRev, "s", `{}`)
-	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "stack", Version: 1, Trigger: store.TriggerSpecChange, N: 1}})
+	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "stack", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim the composite: %v, %v", got, err)
 	}
@@ -313,7 +314,7 @@ func TestRevisionSources(t *testing.T) {
 	}
 	var gates []store.InternalTask
 	for _, tk := range tasks {
-		if tk.Trigger == store.TriggerGate {
+		if tk.Trigger == trigger.Gate {
 			gates = append(gates, tk)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convergehq/converge/server/internal/trigger"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -73,9 +74,9 @@ func (s *Store) InvokeOperation(ctx context.Context, req OperationRequest) (Oper
 			return err
 		}
 		switch {
-		case row.deleting:
+		case row.hold == HoldDeleting:
 			return conflictf("%s is being deleted; operations cannot run on it", row)
-		case row.quarantined:
+		case row.hold == HoldQuarantined:
 			return conflictf("%s is quarantined: unquarantine it first", row)
 		case row.kindVersion != req.KindVersion:
 			return fmt.Errorf("%w: %s moved from kind version %d to %d", ErrStaleKind, row, req.KindVersion, row.kindVersion)
@@ -107,7 +108,7 @@ func (s *Store) InvokeOperation(ctx context.Context, req OperationRequest) (Oper
 			SELECT r.id, $2::text || $3::text, $4, jsonb_build_object('id', $4::text, 'verb', $3::text, 'input', $5::jsonb),
 			       r.kind, r.kind_version, r.shard, r.generation
 			FROM resources r WHERE r.id = $1`,
-			row.id, TriggerOperationPrefix, req.Verb, id, req.Input); err != nil {
+			row.id, trigger.OperationPrefix, req.Verb, id, req.Input); err != nil {
 			return err
 		}
 		msg := withReason(fmt.Sprintf("operation %s requested (id %s)", req.Verb, id), req.Reason)

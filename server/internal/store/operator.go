@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/convergehq/converge/server/internal/trigger"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -20,7 +21,7 @@ const QuarantineMessage = "cancelled: the resource was quarantined"
 // quarantinedTriggers are the triggers of work a quarantine drops while it
 // waits for a worker: everything that would act on the resource, but not
 // the server's own rollup, gate and teardown bookkeeping.
-var quarantinedTriggers = []string{TriggerSpecChange, TriggerResync, TriggerChildrenSettled}
+var quarantinedTriggers = []string{trigger.SpecChange, trigger.Resync, trigger.ChildrenSettled}
 
 // actionRow is what an operator action reads of the resource it locks.
 type actionRow struct {
@@ -28,14 +29,15 @@ type actionRow struct {
 	namespace, kind, name string
 	generation            int64
 	phase                 string
-	deleting              bool
-	quarantined           bool // frozen_until = infinity
-	orphaned              bool // finite frozen_until
-	waiting               *string
-	failed                bool // any failure recorded, transient or terminal
-	terminal              bool // failed terminally at the current generation
-	failureMessage        *string
-	kindVersion           int32
+	// hold is converge_hold's verdict: what holds the resource back from
+	// reconcile work ("" when nothing does).
+	hold           string
+	quarantined    bool
+	orphaned       bool
+	waiting        *string
+	failed         bool // any failure recorded, transient or terminal
+	failureMessage *string
+	kindVersion    int32
 }
 
 func (r actionRow) String() string { return r.namespace + "/" + r.kind + "/" + r.name }
@@ -45,14 +47,14 @@ func (r actionRow) String() string { return r.namespace + "/" + r.kind + "/" + r
 func lockForAction(ctx context.Context, tx pgx.Tx, key ResourceKey) (actionRow, error) {
 	var r actionRow
 	err := tx.QueryRow(ctx, `
-		SELECT id, namespace, kind, name, generation, phase, deletion_requested_at IS NOT NULL,
-		       coalesce(frozen_until = 'infinity', false), coalesce(frozen_until <> 'infinity', false),
-		       waiting, failure_message IS NOT NULL OR failure_terminal OR failure_attempts > 0,
-		       failure_terminal AND failure_generation = generation, failure_message, kind_version
-		FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3
+		SELECT r.id, r.namespace, r.kind, r.name, r.generation, converge_phase(r), coalesce(converge_hold(r), ''),
+		       r.quarantined, r.orphaned_until IS NOT NULL, r.waiting,
+		       r.failure_message IS NOT NULL OR r.failure_terminal OR r.failure_attempts > 0,
+		       r.failure_message, r.kind_version
+		FROM resources r WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3
 		FOR NO KEY UPDATE`, key.Namespace, key.Kind, key.Name).Scan(
-		&r.id, &r.namespace, &r.kind, &r.name, &r.generation, &r.phase, &r.deleting,
-		&r.quarantined, &r.orphaned, &r.waiting, &r.failed, &r.terminal, &r.failureMessage, &r.kindVersion)
+		&r.id, &r.namespace, &r.kind, &r.name, &r.generation, &r.phase, &r.hold,
+		&r.quarantined, &r.orphaned, &r.waiting, &r.failed, &r.failureMessage, &r.kindVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, notFoundf("resource %s/%s/%s not found", key.Namespace, key.Kind, key.Name)
 	}
@@ -105,7 +107,7 @@ func (s *Store) QuarantineResource(ctx context.Context, actor string, key Resour
 }
 
 func quarantine(ctx context.Context, tx pgx.Tx, row actionRow, actor, reason string) error {
-	if _, err := tx.Exec(ctx, `UPDATE resources SET frozen_until = 'infinity',
+	if _, err := tx.Exec(ctx, `UPDATE resources SET quarantined = true, orphaned_until = NULL,
 		resource_version = resource_version + 1, updated_at = now() WHERE id = $1`, row.id); err != nil {
 		return err
 	}
@@ -126,11 +128,11 @@ func quarantine(ctx context.Context, tx pgx.Tx, row actionRow, actor, reason str
 		)
 		SELECT coalesce((SELECT array_agg(trigger ORDER BY trigger) FROM dropped), '{}'),
 		       (SELECT count(*) FROM cancelled)`,
-		row.id, quarantinedTriggers, TriggerOperationPrefix, QuarantineMessage, row.deleting).Scan(&dropped, &cancelled)
+		row.id, quarantinedTriggers, trigger.OperationPrefix, QuarantineMessage, row.hold == HoldDeleting).Scan(&dropped, &cancelled)
 	if err != nil {
 		return err
 	}
-	if row.deleting {
+	if row.hold == HoldDeleting {
 		if _, err := tx.Exec(ctx, `
 			SELECT converge_wake(array_agg(DISTINCT x.id), 'teardown')
 			FROM (SELECT owner_id AS id FROM resources WHERE id = $1 AND owner_id IS NOT NULL
@@ -144,7 +146,7 @@ func quarantine(ctx context.Context, tx pgx.Tx, row actionRow, actor, reason str
 	if row.orphaned {
 		msg += "; the quarantine replaces its orphan grace period"
 	}
-	if row.deleting {
+	if row.hold == HoldDeleting {
 		msg += "; its teardown stops, and its owner's and dependencies' teardown go on without it"
 	}
 	if len(dropped) > 0 {
@@ -180,12 +182,12 @@ func (s *Store) UnquarantineResource(ctx context.Context, actor string, key Reso
 		if !row.quarantined {
 			return conflictf("%s is not quarantined (phase %s)", row, row.phase)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE resources SET frozen_until = NULL,
+		if _, err := tx.Exec(ctx, `UPDATE resources SET quarantined = false,
 			resource_version = resource_version + 1, updated_at = now() WHERE id = $1`, row.id); err != nil {
 			return err
 		}
 		msg := withReason("unquarantined", reason)
-		if row.deleting {
+		if row.hold == HoldDeleting {
 			if _, err := tx.Exec(ctx, `SELECT converge_wake(ARRAY[$1::bigint], 'teardown')`, row.id); err != nil {
 				return err
 			}
@@ -213,7 +215,7 @@ func (s *Store) UnquarantineResource(ctx context.Context, actor string, key Reso
 // generation, even when it is synced or failed terminally: it clears any
 // recorded failure and queues its specChange task to run now with a fresh
 // attempt count. A task already running keeps its claim; its result
-// counts for this request. Refused for a quarantined or deleting
+// counts for this request. Refused for a quarantined, orphaned or deleting
 // resource, and for one the dependency gate holds.
 func (s *Store) ReconcileResource(ctx context.Context, actor string, key ResourceKey, reason string) (Resource, error) {
 	var r Resource
@@ -222,12 +224,16 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 		if err != nil {
 			return err
 		}
-		switch {
-		case row.deleting:
+		// A forced reconcile lifts the hold of a terminal failure (that is
+		// what it is for) but no other.
+		switch row.hold {
+		case HoldDeleting:
 			return conflictf("%s is being deleted; only its teardown runs now", row)
-		case row.quarantined:
+		case HoldQuarantined:
 			return conflictf("%s is quarantined: unquarantine it first", row)
-		case row.waiting != nil:
+		case HoldOrphaned:
+			return conflictf("%s is orphaned: its composite no longer emits it; it is torn down when its grace ends", row)
+		case HoldWaiting:
 			return conflictf("%s is held by its dependency gate: %s; it reconciles once that clears", row, *row.waiting)
 		}
 		msg := withReason(fmt.Sprintf("reconcile forced at generation %d", row.generation), reason)
@@ -239,7 +245,7 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 			}
 			if row.failureMessage != nil {
 				what := "failure"
-				if row.terminal {
+				if row.hold == HoldFailed {
 					what = "terminal failure"
 				}
 				msg += fmt.Sprintf("; cleared the %s: %s", what, *row.failureMessage)
@@ -250,7 +256,7 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 			SELECT id, $2, kind, kind_version, shard, generation FROM resources WHERE id = $1
 			ON CONFLICT (resource_id, trigger, key) DO UPDATE SET
 			    generation = EXCLUDED.generation, kind_version = EXCLUDED.kind_version,
-			    not_before = now(), attempts = 0`, row.id, TriggerSpecChange); err != nil {
+			    not_before = now(), attempts = 0`, row.id, trigger.SpecChange); err != nil {
 			return err
 		}
 		if err := insertEvent(ctx, tx, row, "Normal", "ReconcileRequested", msg, actor); err != nil {

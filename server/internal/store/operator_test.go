@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func leafKey(name string) store.ResourceKey {
@@ -91,8 +92,9 @@ func TestQuarantineDropsQueuedWork(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("quarantine = %v, %v", changed, err)
 	}
-	if r.Phase != "Quarantined" || r.FrozenUntil != nil || r.Task != nil || !frozenForever(t, s, "a") {
-		t.Fatalf("after quarantine: phase %s, frozen %v, task %+v", r.Phase, r.FrozenUntil, r.Task)
+	if r.Phase != "Quarantined" || !r.Quarantined || r.OrphanedUntil != nil || r.Task != nil || r.Wait != store.HoldQuarantined {
+		t.Fatalf("after quarantine: phase %s, quarantined %v, orphaned until %v, task %+v, wait %q",
+			r.Phase, r.Quarantined, r.OrphanedUntil, r.Task, r.Wait)
 	}
 	if got := taskTriggers(t, s, "a"); got != "" {
 		t.Fatalf("tasks after quarantine = %q, want none", got)
@@ -121,14 +123,14 @@ func TestQuarantineDropsQueuedWork(t *testing.T) {
 	}
 }
 
-func frozenForever(t *testing.T, s *store.Store, name string) bool {
+func quarantined(t *testing.T, s *store.Store, name string) bool {
 	t.Helper()
-	var forever bool
-	if err := s.Pool().QueryRow(context.Background(), `SELECT coalesce(frozen_until = 'infinity', false)
-		FROM resources WHERE name = $1`, name).Scan(&forever); err != nil {
+	var q bool
+	if err := s.Pool().QueryRow(context.Background(), `SELECT quarantined AND orphaned_until IS NULL
+		FROM resources WHERE name = $1`, name).Scan(&q); err != nil {
 		t.Fatal(err)
 	}
-	return forever
+	return q
 }
 
 func TestQuarantineLeavesRunningTaskAlone(t *testing.T) {
@@ -165,7 +167,7 @@ func TestQuarantineRefusalsAndOrphans(t *testing.T) {
 	}
 	// R-8: a stuck teardown can be quarantined; its queued teardown is dropped.
 	r, changed, err := s.QuarantineResource(ctx, "bob", leafKey("gone"), "teardown keeps failing")
-	if err != nil || !changed || r.Phase != "Deleting" || !frozenForever(t, s, "gone") {
+	if err != nil || !changed || r.Phase != "Deleting" || !quarantined(t, s, "gone") {
 		t.Fatalf("quarantine deleting = %s, %v, %v", r.Phase, changed, err)
 	}
 	var teardowns int
@@ -175,14 +177,14 @@ func TestQuarantineRefusalsAndOrphans(t *testing.T) {
 	}
 
 	apply(t, s, rev, "orphan", `{}`)
-	if _, err := s.Pool().Exec(ctx, `UPDATE resources SET frozen_until = now() - interval '1 second' WHERE name = 'orphan'`); err != nil {
+	if _, err := s.Pool().Exec(ctx, `UPDATE resources SET orphaned_until = now() - interval '1 second' WHERE name = 'orphan'`); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, s, "orphan"); r.Phase != "Orphaned" {
 		t.Fatalf("phase = %s, want Orphaned", r.Phase)
 	}
 	r, changed, err = s.QuarantineResource(ctx, "bob", leafKey("orphan"), "keep it")
-	if err != nil || !changed || r.Phase != "Quarantined" || !frozenForever(t, s, "orphan") {
+	if err != nil || !changed || r.Phase != "Quarantined" || !quarantined(t, s, "orphan") {
 		t.Fatalf("quarantine orphan = %s, %v, %v", r.Phase, changed, err)
 	}
 	wantEvent(t, lastEvent(t, s, "orphan"), "Quarantined", "bob", "keep it", "replaces its orphan grace period")
@@ -214,8 +216,8 @@ func TestUnquarantine(t *testing.T) {
 	if err != nil || !queued {
 		t.Fatalf("unquarantine = %v, %v", queued, err)
 	}
-	if r.Phase != "Reconciling" || r.FrozenUntil != nil || r.Task == nil || r.Task.Trigger != store.TriggerSpecChange {
-		t.Fatalf("after unquarantine: %s frozen %v task %+v", r.Phase, r.FrozenUntil, r.Task)
+	if r.Phase != "Reconciling" || r.Quarantined || r.Task == nil || r.Task.Trigger != trigger.SpecChange || r.Wait != store.WaitWorker {
+		t.Fatalf("after unquarantine: %s quarantined %v task %+v wait %q", r.Phase, r.Quarantined, r.Task, r.Wait)
 	}
 	wantEvent(t, lastEvent(t, s, "a"), "Unquarantined", "carol", "fixed upstream", "generation 2 queued for reconcile")
 	if c := claimOne(t, s); c.Generation != 2 {
@@ -260,7 +262,7 @@ func TestUnquarantineResumesTeardown(t *testing.T) {
 	}
 	before := teardownWakes()
 	r, queued, err := s.UnquarantineResource(ctx, "carol", leafKey("a"), "let it go")
-	if err != nil || !queued || r.Phase != "Deleting" || frozenForever(t, s, "a") {
+	if err != nil || !queued || r.Phase != "Deleting" || quarantined(t, s, "a") {
 		t.Fatalf("unquarantine deleting = %s queued %v, %v", r.Phase, queued, err)
 	}
 	if after := teardownWakes(); after != before+1 {
@@ -281,7 +283,7 @@ func TestForcedReconcileOfSyncedResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Phase != "Ready" || r.Task == nil || r.Task.Trigger != store.TriggerSpecChange || r.Task.Claimed {
+	if r.Phase != "Ready" || r.Task == nil || r.Task.Trigger != trigger.SpecChange || r.Task.Claimed {
 		t.Fatalf("after forced reconcile: %s task %+v", r.Phase, r.Task)
 	}
 	wantEvent(t, lastEvent(t, s, "a"), "ReconcileRequested", "dave", "reconcile forced at generation 1", "drift suspected")
@@ -334,7 +336,7 @@ func TestForcedReconcileClearsFailures(t *testing.T) {
 
 	// A task backing off after a transient failure runs now, from attempt 1.
 	apply(t, s, rev, "b", `{}`)
-	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 10}})
+	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 10}})
 	if err != nil || len(got) != 1 || got[0].Name != "b" {
 		t.Fatalf("claim b = %+v, %v", got, err)
 	}
@@ -345,7 +347,7 @@ func TestForcedReconcileClearsFailures(t *testing.T) {
 	if r, err := s.ReconcileResource(ctx, "dave", leafKey("b"), ""); err != nil || r.FailureMessage != nil {
 		t.Fatalf("reconcile b = %+v, %v", r, err)
 	}
-	got, err = s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 10}})
+	got, err = s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 10}})
 	if err != nil || len(got) != 1 || got[0].Name != "b" || got[0].Attempt != 1 {
 		t.Fatalf("claim b after reconcile = %+v, %v", got, err)
 	}

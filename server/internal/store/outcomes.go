@@ -29,6 +29,9 @@ type Outcome struct {
 	Failed   bool
 	Terminal bool
 	Message  string
+	// RejectedStatus is a status the kind's status_schema refused: kept on
+	// the resource (not as its status) for the tasks that follow.
+	RejectedStatus []byte
 }
 
 // OutcomeResult says what happened to one outcome.
@@ -115,7 +118,7 @@ func (s *Store) ApplyOutcomes(ctx context.Context, outs []Outcome, backoff Backo
 		}
 		if len(failed.ids) > 0 && len(m.current) > 0 {
 			batch.Queue(applyTerminalSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
-				failed.actors, failed.terminal).Query(collect(applied))
+				failed.actors, failed.terminal, failed.rejected).Query(collect(applied))
 			batch.Queue(applyTransientSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
 				failed.actors, backoff.Base.Milliseconds(), backoff.Max.Milliseconds()).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -185,7 +188,7 @@ type outcomeColumns struct {
 	ids, epochs, generations []int64
 	resyncMs                 []int64
 	statuses, conditions     [][]byte
-	outputs                  [][]byte
+	outputs, rejected        [][]byte
 	unhealthy, terminal      []bool
 	messages, actors         []string
 }
@@ -198,6 +201,7 @@ func (c *outcomeColumns) add(o Outcome) {
 	c.conditions = append(c.conditions, o.Conditions)
 	c.resyncMs = append(c.resyncMs, o.ResyncAfter.Milliseconds())
 	c.outputs = append(c.outputs, o.Output)
+	c.rejected = append(c.rejected, o.RejectedStatus)
 	c.unhealthy = append(c.unhealthy, o.Unhealthy)
 	c.terminal = append(c.terminal, o.Terminal)
 	c.messages = append(c.messages, truncate(o.Message, maxFailureMessage))

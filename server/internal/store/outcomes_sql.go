@@ -68,6 +68,7 @@ const applySuccessSQL = `
 	        conditions = CASE WHEN done.conditions IS NULL THEN r.conditions
 	                          ELSE converge_merge_conditions(r.conditions, done.conditions, now()) END,
 	        failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
+	        rejected_status = CASE WHEN done.status IS NULL THEN r.rejected_status END,
 	        resync_at = ` + nextResync + `,
 	        resource_version = r.resource_version + 1,
 	        reconciles = r.reconciles + 1,
@@ -147,24 +148,27 @@ const applyDeliveredSQL = `
 	RETURNING t.id`
 
 // applyTerminalSQL applies terminal failures, and transient ones that
-// exhaust max_transient_attempts, of every trigger but deleteRequested.
+// exhaust max_transient_attempts, of every trigger but deleteRequested. A
+// status the kind's status_schema refused is kept as the resource's
+// rejected status.
 const applyTerminalSQL = `
 	WITH o AS (
-	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
-	        AS o(task_id, epoch, generation, message, actor, terminal)
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $7::jsonb[])
+	        AS o(task_id, epoch, generation, message, actor, terminal, rejected)
 	), t AS (
 	    DELETE FROM tasks t USING o, kinds k
 	    WHERE ` + fence + ` AND k.kind = t.kind AND k.kind_version = t.kind_version
 	      AND t.trigger <> 'deleteRequested' AND (o.terminal OR ` + escalates + `)
 	    RETURNING t.id, t.resource_id, t.generation, t.attempts + 1 AS attempts, t.trigger, t.key, t.kind,
-	        t.kind_version, o.actor,
+	        t.kind_version, o.actor, o.rejected,
 	        CASE WHEN o.terminal THEN o.message
 	             ELSE o.message || ' (gave up after ' || (t.attempts + 1) || ' attempts)' END AS message
 	), upd AS (
 	    UPDATE resources r SET
 	        failure_generation = t.generation, failure_terminal = true, failure_attempts = t.attempts,
-	        failure_message = t.message, resync_at = NULL, resource_version = r.resource_version + 1, updated_at = now()
-	    FROM t WHERE r.id = t.resource_id AND t.trigger IN ('specChange', 'childrenSettled', 'resync')
+	        failure_message = t.message, rejected_status = coalesce(t.rejected, r.rejected_status),
+	        resync_at = NULL, resource_version = r.resource_version + 1, updated_at = now()
+	    FROM t WHERE r.id = t.resource_id AND ` + isReconcile + `
 	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.message, t.actor
 	), op AS (
 	    UPDATE operations p SET state = 'failed', message = t.message, finished_at = now()
@@ -206,7 +210,7 @@ const applyTransientSQL = `
 	        failure_generation = r.generation, failure_terminal = false, failure_attempts = t.attempts,
 	        failure_message = t.message, resource_version = r.resource_version + 1, updated_at = now()
 	    FROM t WHERE r.id = t.resource_id
-	      AND t.trigger IN ('specChange', 'childrenSettled', 'resync', 'deleteRequested')
+	      AND (` + isReconcile + ` OR ` + isTeardown + `)
 	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.attempts, t.message, t.actor
 	), op AS (
 	    UPDATE operations p SET state = 'pending',

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/convergehq/converge/server/internal/trigger"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -233,7 +234,7 @@ func queueDeliveries(ctx context.Context, tx pgx.Tx, ds []Delivery) (int, error)
 		     AS d(id, key, kind, kind_version, payload, with_status)
 		LEFT JOIN resources r ON r.id = d.id AND d.with_status
 		ORDER BY d.id, d.key
-		ON CONFLICT (resource_id, trigger, key) DO NOTHING`, ids, keys, kinds, versions, payloads, withStatus, TriggerReactor)
+		ON CONFLICT (resource_id, trigger, key) DO NOTHING`, ids, keys, kinds, versions, payloads, withStatus, trigger.Reactor)
 	if err != nil {
 		return 0, err
 	}

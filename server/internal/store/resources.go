@@ -31,7 +31,8 @@ type Resource struct {
 	FailureTerminal     bool
 	FailureAttempts     int32
 	FailureMessage      *string
-	FrozenUntil         *time.Time // an orphan's grace deadline; nil when quarantined (no end)
+	Quarantined         bool
+	OrphanedUntil       *time.Time // an orphan's grace deadline
 	DeletionRequestedAt *time.Time
 	ResourceVersion     int64
 	Reconciles          int64
@@ -47,8 +48,14 @@ type Resource struct {
 	Rollup []byte
 	// Owner and Root name the composite above, for a child.
 	Owner, Root *Ref
-	// Task is the resource's oldest pending task, if any.
+	// Task is the resource's pending work, if any: its reconcile task
+	// first, else its oldest other task.
 	Task *PendingTask
+	// Wait names what the resource's reconcile waits for (a Hold* or Wait*
+	// name), "" when nothing is pending: the scheduler's own reading.
+	Wait string
+	// RejectedStatus is the last status its status_schema refused, if any.
+	RejectedStatus []byte
 }
 
 // PendingTask describes queued or running work for a resource.
@@ -68,21 +75,24 @@ func resourceColumns(summary bool) string {
 	}
 	return `r.id, r.namespace, r.kind, r.kind_version, r.name, r.labels, ` + body + `, r.conditions,
 		r.owner_id, r.root_id, r.generation, r.synced_generation, r.health_ok, r.failure_generation,
-		r.failure_terminal, r.failure_attempts, r.failure_message, nullif(r.frozen_until, 'infinity'),
-		r.deletion_requested_at, r.resource_version, r.reconciles, r.created_at, r.updated_at, r.phase,
+		r.failure_terminal, r.failure_attempts, r.failure_message, r.quarantined, r.orphaned_until,
+		r.deletion_requested_at, r.resource_version, r.reconciles, r.created_at, r.updated_at, converge_phase(r),
 		r.waiting, r.deletion_policy, r.provider_config, r.rollup,
 		o.namespace, o.kind, o.name, rt.namespace, rt.kind, rt.name,
-		t.trigger, t.claimed_by IS NOT NULL, t.not_before, t.attempts`
+		(t.task).trigger, (t.task).claimed_by IS NOT NULL, (t.task).not_before, (t.task).attempts,
+		coalesce(converge_waits_for(r, t.task), ''), r.rejected_status`
 }
 
 // resourceJoins attaches, to each resource row r, its owner o, its root
-// rt, and its oldest task that waits for a worker as t.
+// rt, and as t.task its pending worker task: its reconcile (specChange)
+// task first, else its oldest other one. Reactor deliveries about it are
+// its reactor's work, and rollups, gates and teardowns the server's.
 const resourceJoins = `LEFT JOIN resources o ON o.id = r.owner_id
 	LEFT JOIN resources rt ON rt.id = r.root_id AND r.root_id IS DISTINCT FROM r.owner_id
 	LEFT JOIN LATERAL (
-	SELECT trigger, claimed_by, not_before, attempts FROM tasks
-	WHERE tasks.resource_id = r.id AND tasks.trigger NOT IN ('rollup', 'gate', 'teardown')
-	ORDER BY tasks.id LIMIT 1) t ON true`
+	SELECT tk AS task FROM tasks tk
+	WHERE tk.resource_id = r.id AND tk.trigger NOT IN ('rollup', 'gate', 'teardown', 'reactor')
+	ORDER BY tk.trigger <> 'specChange', tk.id LIMIT 1) t ON true`
 
 func scanResource(row pgx.Row) (Resource, error) {
 	var r Resource
@@ -94,9 +104,10 @@ func scanResource(row pgx.Row) (Resource, error) {
 	err := row.Scan(&r.ID, &r.Namespace, &r.Kind, &r.KindVersion, &r.Name, &r.Labels, &r.Spec,
 		&r.Status, &r.Conditions, &r.OwnerID, &r.RootID, &r.Generation, &r.SyncedGeneration,
 		&r.HealthOK, &r.FailureGeneration, &r.FailureTerminal, &r.FailureAttempts, &r.FailureMessage,
-		&r.FrozenUntil, &r.DeletionRequestedAt, &r.ResourceVersion, &r.Reconciles, &r.CreatedAt,
+		&r.Quarantined, &r.OrphanedUntil, &r.DeletionRequestedAt, &r.ResourceVersion, &r.Reconciles, &r.CreatedAt,
 		&r.UpdatedAt, &r.Phase, &r.Waiting, &r.DeletionPolicy, &r.ProviderConfig, &r.Rollup,
-		&ons, &okind, &oname, &rns, &rkind, &rname, &trigger, &claimed, &notBefore, &attempts)
+		&ons, &okind, &oname, &rns, &rkind, &rname, &trigger, &claimed, &notBefore, &attempts,
+		&r.Wait, &r.RejectedStatus)
 	if err != nil {
 		return r, err
 	}

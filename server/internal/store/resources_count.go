@@ -18,11 +18,11 @@ func (s *Store) CountResources(ctx context.Context, f ListFilter) (map[string]in
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT r.phase, count(*) FROM resources r`
+	q := `SELECT converge_phase(r), count(*) FROM resources r`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " GROUP BY r.phase"
+	q += " GROUP BY 1"
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("counting resources by phase: %w", err)

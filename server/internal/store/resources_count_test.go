@@ -7,6 +7,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/labels"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func TestCountResources(t *testing.T) {
@@ -21,7 +22,7 @@ func TestCountResources(t *testing.T) {
 		}
 	}
 	// a becomes Ready; c is quarantined.
-	claimed, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 1}})
+	claimed, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d tasks, %v", len(claimed), err)
 	}

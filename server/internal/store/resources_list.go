@@ -81,7 +81,7 @@ func (f ListFilter) conditions(arg func(any) string) ([]string, error) {
 		where = append(where, "r.kind_version = "+arg(f.KindVersion))
 	}
 	if len(f.Phases) > 0 {
-		where = append(where, "r.phase = ANY("+arg(f.Phases)+"::text[])")
+		where = append(where, "converge_phase(r) = ANY("+arg(f.Phases)+"::text[])")
 	}
 	if f.NameContains != "" {
 		where = append(where, "strpos(r.name, "+arg(f.NameContains)+") > 0")

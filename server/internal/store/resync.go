@@ -11,13 +11,6 @@ import (
 // resources a resync_at; the partial index resources_resync holds only
 // those, so kinds that do not opt in cost nothing: no row, no scan.
 
-// settledForResync is the one predicate for "may be re-observed now".
-const settledForResync = `r.synced_generation >= r.generation
-	AND r.deletion_requested_at IS NULL
-	AND r.frozen_until IS NULL
-	AND r.waiting IS NULL
-	AND NOT (r.failure_terminal AND r.failure_generation = r.generation)`
-
 // QueueResyncs queues a resync task for up to limit resources whose
 // resync is due, and clears their resync_at (the result sets the next
 // one). A resource that is not settled, or already has reconcile work
@@ -38,7 +31,7 @@ func (s *Store) QueueResyncs(ctx context.Context, limit int) (int, error) {
 			    INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 			    SELECT r.id, 'resync', r.kind, r.kind_version, r.shard, r.generation
 			    FROM cleared r
-			    WHERE `+settledForResync+`
+			    WHERE converge_observable(r)
 			      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.resource_id = r.id AND t.trigger = 'specChange')
 			    ORDER BY r.id
 			    ON CONFLICT (resource_id, trigger, key) DO NOTHING
@@ -61,7 +54,7 @@ func scheduleResyncs(ctx context.Context, tx pgx.Tx, kind string, version int32,
 	}
 	_, err := tx.Exec(ctx, `UPDATE resources r
 		SET resync_at = now() + random() * $3 * interval '1 millisecond'
-		WHERE r.kind = $1 AND r.kind_version = $2 AND `+settledForResync,
+		WHERE r.kind = $1 AND r.kind_version = $2 AND converge_observable(r)`,
 		kind, version, interval.Milliseconds())
 	return err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // TestClaimTakesItsTileFirst: a replica's claim takes tasks of its tile of
@@ -36,7 +37,7 @@ func TestClaimTakesItsTileFirst(t *testing.T) {
 		return sh
 	}
 	want := func(n int) []store.Want {
-		return []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: n, ShardLo: lo, ShardHi: hi}}
+		return []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: n, ShardLo: lo, ShardHi: hi}}
 	}
 	// Fewer than the tile holds: all from the tile.
 	got, err := s.Claim(ctx, "m1", time.Minute, want(inTile-1))

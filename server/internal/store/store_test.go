@@ -9,6 +9,7 @@ import (
 	"github.com/convergehq/converge/server/internal/labels"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -45,7 +46,7 @@ func apply(t *testing.T, s *store.Store, rev int64, name, spec string) store.App
 
 func claimOne(t *testing.T, s *store.Store) store.Claimed {
 	t.Helper()
-	got, err := s.Claim(context.Background(), "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 10}})
+	got, err := s.Claim(context.Background(), "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestApplyResults(t *testing.T) {
 	if err != nil || res[0].Result != "relabeled" || res[0].Generation != 2 {
 		t.Fatalf("labels only = %+v, %v", res, err)
 	}
-	if got := get(t, s, "a"); got.Phase != "Reconciling" || got.Task == nil || got.Task.Trigger != store.TriggerSpecChange {
+	if got := get(t, s, "a"); got.Phase != "Reconciling" || got.Task == nil || got.Task.Trigger != trigger.SpecChange {
 		t.Fatalf("resource = %+v", got)
 	}
 	// A stale kind revision is refused, and nothing is written.
@@ -213,7 +214,7 @@ func waitClaim(t *testing.T, s *store.Store) store.Claimed {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		got, err := s.Claim(context.Background(), "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 1}})
+		got, err := s.Claim(context.Background(), "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +231,7 @@ func TestLeaseExpiry(t *testing.T) {
 	s, ctx := newStore(t)
 	rev := applyKind(t, s, "leaf", store.Policy{})
 	apply(t, s, rev, "a", `{}`)
-	got, err := s.Claim(ctx, "m1", time.Millisecond, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 1}})
+	got, err := s.Claim(ctx, "m1", time.Millisecond, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(got) != 1 {
 		t.Fatal(got, err)
 	}
@@ -381,7 +382,7 @@ func TestTeardown(t *testing.T) {
 	// The teardown task sees nothing left under or after the resource and
 	// queues its deleteRequested reaction.
 	internal, err := s.ClaimInternal(ctx, "m1", time.Minute, 10)
-	if err != nil || len(internal) != 1 || internal[0].Trigger != store.TriggerTeardown {
+	if err != nil || len(internal) != 1 || internal[0].Trigger != trigger.Teardown {
 		t.Fatalf("internal claim = %+v, %v", internal, err)
 	}
 	queued, err := s.Teardown(ctx, internal[0], func(string, int32) store.TeardownPolicy { return store.TeardownPolicy{Reaction: true} })
@@ -389,10 +390,10 @@ func TestTeardown(t *testing.T) {
 		t.Fatalf("teardown: queued %v, %v", queued, err)
 	}
 	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{
-		{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 1},
-		{Kind: "leaf", Version: 1, Trigger: store.TriggerDeleteRequested, N: 1},
+		{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 1},
+		{Kind: "leaf", Version: 1, Trigger: trigger.DeleteRequested, N: 1},
 	})
-	if err != nil || len(got) != 1 || got[0].Trigger != store.TriggerDeleteRequested {
+	if err != nil || len(got) != 1 || got[0].Trigger != trigger.DeleteRequested {
 		t.Fatalf("claim = %+v, %v", got, err)
 	}
 	// A teardown failure marked terminal is still retried.
@@ -402,7 +403,7 @@ func TestTeardown(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, err = s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerDeleteRequested, N: 1}})
+		got, err = s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.DeleteRequested, N: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,10 +20,13 @@ type Node struct {
 	Children int
 }
 
-// notReady is the phase filter of culprits and of "not Ready first".
-const notReady = `phase NOT IN ('Ready', 'Orphaned', 'Quarantined')`
+// notReady is the phase filter of culprits and of "not Ready first", on a
+// resource row named by alias.
+func notReady(alias string) string {
+	return `converge_phase(` + alias + `) NOT IN ('Ready', 'Orphaned', 'Quarantined')`
+}
 
-const nodeColumns = `r.id, r.owner_id, r.namespace, r.kind, r.name, r.kind_version, r.phase,
+const nodeColumns = `r.id, r.owner_id, r.namespace, r.kind, r.name, r.kind_version, converge_phase(r),
 	coalesce(r.failure_message, r.waiting, ''), r.rollup`
 
 func scanNode(row pgx.Row, extra ...any) (Node, error) {
@@ -50,13 +53,13 @@ func (s *Store) Culprits(ctx context.Context, rootID int64, limit int) ([]Culpri
 		  UNION ALL
 		    SELECT c.id, w.path || c.id, w.depth + 1 FROM walk w
 		    JOIN resources c ON c.owner_id = w.id
-		    WHERE c.`+notReady+` AND w.depth < 32
+		    WHERE `+notReady("c")+` AND w.depth < 32
 		)
 		SELECT `+nodeColumns+`, w.path
 		FROM walk w JOIN resources r ON r.id = w.id
 		WHERE w.depth > 0
-		  AND NOT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = w.id AND c.`+notReady+`)
-		ORDER BY (r.phase = 'Failed') DESC, (r.phase = 'Degraded') DESC, w.depth DESC, r.id
+		  AND NOT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = w.id AND `+notReady("c")+`)
+		ORDER BY (converge_phase(r) = 'Failed') DESC, (converge_phase(r) = 'Degraded') DESC, w.depth DESC, r.id
 		LIMIT $2`, rootID, limit)
 	if err != nil {
 		return nil, err
@@ -128,11 +131,11 @@ func (s *Store) ChildrenOf(ctx context.Context, parents []int64, perParent int) 
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+nodeColumns+`, (SELECT count(*) FROM resources c WHERE c.owner_id = r.id)
 		FROM (
-		    SELECT *, row_number() OVER (PARTITION BY owner_id ORDER BY (`+notReady+`) DESC, kind, name) AS rank
-		    FROM resources WHERE owner_id = ANY($1::bigint[])
-		) r
-		WHERE r.rank <= $2
-		ORDER BY r.owner_id, r.rank`, parents, perParent)
+		    SELECT c.id, row_number() OVER (PARTITION BY c.owner_id ORDER BY (`+notReady("c")+`) DESC, c.kind, c.name) AS rank
+		    FROM resources c WHERE c.owner_id = ANY($1::bigint[])
+		) ranked JOIN resources r ON r.id = ranked.id
+		WHERE ranked.rank <= $2
+		ORDER BY r.owner_id, ranked.rank`, parents, perParent)
 	if err != nil {
 		return nil, err
 	}

@@ -496,6 +496,11 @@ type Resource struct {
 	// The named provider config this resource uses on top of its kind's
 	// default config; empty: the default alone.
 	ProviderConfig string `protobuf:"bytes,25,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
+	// The last status a worker reported that the kind's status_schema
+	// refused (failing the task terminally): kept, not served as status, and
+	// handed to the resource's later tasks; unset once a conforming status is
+	// applied.
+	RejectedStatus *structpb.Struct `protobuf:"bytes,26,opt,name=rejected_status,json=rejectedStatus,proto3" json:"rejected_status,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -703,6 +708,13 @@ func (x *Resource) GetProviderConfig() string {
 		return x.ProviderConfig
 	}
 	return ""
+}
+
+func (x *Resource) GetRejectedStatus() *structpb.Struct {
+	if x != nil {
+		return x.RejectedStatus
+	}
+	return nil
 }
 
 // Names a resource.
@@ -1900,7 +1912,7 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\rOperationDecl\x127\n" +
 	"\x04verb\x18\x01 \x01(\tB#\xbaH r\x1e\x10\x01\x18?2\x18^[a-zA-Z][a-zA-Z0-9_-]*$R\x04verb\x12*\n" +
 	"\vdescription\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\x12:\n" +
-	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\xc6\b\n" +
+	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\x88\t\n" +
 	"\bResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -1935,7 +1947,8 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\x06rollup\x18\x16 \x01(\v2\x13.converge.v1.RollupR\x06rollup\x12\x18\n" +
 	"\awaiting\x18\x17 \x01(\tR\awaiting\x12'\n" +
 	"\x0fdeletion_policy\x18\x18 \x01(\tR\x0edeletionPolicy\x12'\n" +
-	"\x0fprovider_config\x18\x19 \x01(\tR\x0eproviderConfig\x1a9\n" +
+	"\x0fprovider_config\x18\x19 \x01(\tR\x0eproviderConfig\x12@\n" +
+	"\x0frejected_status\x18\x1a \x01(\v2\x17.google.protobuf.StructR\x0erejectedStatus\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"s\n" +
@@ -2116,30 +2129,31 @@ var file_converge_v1_types_proto_depIdxs = []int32{
 	5,  // 17: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
 	5,  // 18: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
 	6,  // 19: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
-	7,  // 20: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
-	5,  // 21: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
-	5,  // 22: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
-	18, // 23: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
-	18, // 24: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	18, // 25: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
-	18, // 26: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
-	17, // 27: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
-	18, // 28: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
-	18, // 29: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 30: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
-	18, // 31: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
-	17, // 32: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
-	18, // 33: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
-	5,  // 34: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
-	17, // 35: converge.v1.Operation.input:type_name -> google.protobuf.Struct
-	17, // 36: converge.v1.Operation.output:type_name -> google.protobuf.Struct
-	18, // 37: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
-	18, // 38: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	17, // 20: converge.v1.Resource.rejected_status:type_name -> google.protobuf.Struct
+	7,  // 21: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
+	5,  // 22: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
+	5,  // 23: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
+	18, // 24: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
+	18, // 25: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	18, // 26: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
+	18, // 27: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
+	17, // 28: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
+	18, // 29: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
+	18, // 30: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 31: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
+	18, // 32: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
+	17, // 33: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
+	18, // 34: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
+	5,  // 35: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
+	17, // 36: converge.v1.Operation.input:type_name -> google.protobuf.Struct
+	17, // 37: converge.v1.Operation.output:type_name -> google.protobuf.Struct
+	18, // 38: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
+	18, // 39: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_types_proto_init() }

@@ -1974,9 +1974,14 @@ type TaskResource struct {
 	// JSON object.
 	Spec []byte `protobuf:"bytes,6,opt,name=spec,proto3" json:"spec,omitempty"`
 	// JSON object: the last applied status.
-	Status        []byte `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Status []byte `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	// JSON object: the last status this resource's handler reported that
+	// its kind's status_schema refused (the task failed terminally); empty
+	// when there is none or a conforming status has been applied since. It
+	// is what the handler said it created, so a teardown can remove it.
+	RejectedStatus []byte `protobuf:"bytes,8,opt,name=rejected_status,json=rejectedStatus,proto3" json:"rejected_status,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskResource) Reset() {
@@ -2054,6 +2059,13 @@ func (x *TaskResource) GetSpec() []byte {
 func (x *TaskResource) GetStatus() []byte {
 	if x != nil {
 		return x.Status
+	}
+	return nil
+}
+
+func (x *TaskResource) GetRejectedStatus() []byte {
+	if x != nil {
+		return x.RejectedStatus
 	}
 	return nil
 }
@@ -2323,7 +2335,7 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x14watched_kind_version\x18\x04 \x01(\x05R\x12watchedKindVersion\x12-\n" +
 	"\x12watched_generation\x18\x05 \x01(\x03R\x11watchedGeneration\x12#\n" +
 	"\rwatched_phase\x18\x06 \x01(\tR\fwatchedPhase\x12%\n" +
-	"\x0ewatched_status\x18\a \x01(\fR\rwatchedStatus\"\x98\x02\n" +
+	"\x0ewatched_status\x18\a \x01(\fR\rwatchedStatus\"\xc1\x02\n" +
 	"\fTaskResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -2333,7 +2345,8 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"generation\x12=\n" +
 	"\x06labels\x18\x05 \x03(\v2%.converge.v1.TaskResource.LabelsEntryR\x06labels\x12\x12\n" +
 	"\x04spec\x18\x06 \x01(\fR\x04spec\x12\x16\n" +
-	"\x06status\x18\a \x01(\fR\x06status\x1a9\n" +
+	"\x06status\x18\a \x01(\fR\x06status\x12'\n" +
+	"\x0frejected_status\x18\b \x01(\fR\x0erejectedStatus\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"J\n" +

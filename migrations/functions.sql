@@ -1,0 +1,282 @@
+-- Every function and trigger of the schema, as it is now. migrate applies
+-- this file after the versioned migrations whenever its checksum differs
+-- from the one the database records, in one transaction; every statement
+-- here is idempotent. A reader finds each function's current body here
+-- and nowhere else.
+
+-- The scheduling vocabulary. Each rule is written once, here; the store's
+-- statements and the API call these functions, and PostgreSQL inlines
+-- them into the statements that use them (they are single SQL
+-- expressions), so they cost what the expression costs.
+
+-- converge_hold says what holds a resource back from reconcile work, in
+-- precedence order, or NULL when nothing does:
+--   deleting     teardown has started; only teardown work runs
+--   quarantined  an operator froze it
+--   failed       a terminal failure pins the current generation
+--   orphaned     its composite stopped emitting it; it waits out its grace
+--   waiting      the dependency gate holds it (waiting says why)
+CREATE OR REPLACE FUNCTION converge_hold(r resources) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE
+    WHEN r.deletion_requested_at IS NOT NULL THEN 'deleting'
+    WHEN r.quarantined THEN 'quarantined'
+    WHEN r.failure_terminal AND r.failure_generation = r.generation THEN 'failed'
+    WHEN r.orphaned_until IS NOT NULL THEN 'orphaned'
+    WHEN r.waiting IS NOT NULL THEN 'waiting'
+  END
+$$;
+
+-- converge_phase is the one definition of a resource's phase. The holds
+-- come first, in their order; then a generation the resource has not
+-- observed makes it Reconciling, whatever its children did before (the
+-- phase is about the current generation, at every level of a composite);
+-- then the rollup of its children and its own health.
+CREATE OR REPLACE FUNCTION converge_phase(r resources) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE converge_hold(r)
+    WHEN 'deleting' THEN 'Deleting'
+    WHEN 'quarantined' THEN 'Quarantined'
+    WHEN 'failed' THEN 'Failed'
+    WHEN 'orphaned' THEN 'Orphaned'
+    ELSE CASE
+      WHEN r.generation > r.synced_generation THEN 'Reconciling'
+      WHEN r.subtree = 'failed' THEN 'Failed'
+      WHEN NOT r.health_ok OR r.subtree = 'degraded' THEN 'Degraded'
+      WHEN r.subtree IN ('none', 'ready') THEN 'Ready'
+      ELSE 'Reconciling'
+    END
+  END
+$$;
+
+-- converge_due: reconcile work (specChange) is due: a generation is not
+-- observed yet and nothing holds the resource.
+CREATE OR REPLACE FUNCTION converge_due(r resources) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT r.generation > r.synced_generation AND converge_hold(r) IS NULL
+$$;
+
+-- converge_observable: the resource may be re-observed (resync, recompose):
+-- its generation is observed and nothing holds it.
+CREATE OR REPLACE FUNCTION converge_observable(r resources) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT r.synced_generation >= r.generation AND converge_hold(r) IS NULL
+$$;
+
+-- converge_claimable: a queued task a worker may be handed now.
+CREATE OR REPLACE FUNCTION converge_claimable(t tasks) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT t.claimed_by IS NULL AND t.not_before <= now()
+$$;
+
+-- converge_free_slots: how many more tasks of a kind version may be in
+-- flight across every replica (its max_inflight minus its claimed tasks),
+-- or NULL when the kind version has no cap.
+CREATE OR REPLACE FUNCTION converge_free_slots(of_kind text, of_version integer) RETURNS integer
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT k.max_inflight - (SELECT count(*) FROM tasks c
+                           WHERE c.claimed_by IS NOT NULL AND c.kind = k.kind
+                             AND c.kind_version = k.kind_version)::int
+  FROM kinds k
+  WHERE k.kind = of_kind AND k.kind_version = of_version AND k.max_inflight > 0
+$$;
+
+-- converge_waits_for names what a resource's reconcile waits for, as the
+-- scheduler sees it: its hold; else, for queued work, 'running' (claimed),
+-- 'backoff' (not before a retry time), 'capped' (its kind's max_inflight
+-- is reached) or 'worker' (ready for any worker that serves it); 'unqueued'
+-- when a generation is due but no task is queued; NULL when nothing is
+-- pending. t is the resource's reconcile task, if any.
+CREATE OR REPLACE FUNCTION converge_waits_for(r resources, t tasks) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT CASE
+    WHEN converge_hold(r) IS NOT NULL THEN converge_hold(r)
+    WHEN t.id IS NULL THEN CASE WHEN converge_due(r) THEN 'unqueued' END
+    WHEN t.claimed_by IS NOT NULL THEN 'running'
+    WHEN t.not_before > now() THEN 'backoff'
+    WHEN converge_free_slots(t.kind, t.kind_version) <= 0 THEN 'capped'
+    ELSE 'worker'
+  END
+$$;
+
+-- Conditions a worker reports replace the previous set; a condition whose
+-- status did not change keeps its last transition time.
+CREATE OR REPLACE FUNCTION converge_merge_conditions(old jsonb, new jsonb, at timestamptz) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN new = '[]'::jsonb THEN '[]'::jsonb ELSE (
+    SELECT coalesce(jsonb_agg(n.c || jsonb_build_object('last_transition_time',
+             CASE WHEN o.c IS NOT NULL AND o.c->>'status' = n.c->>'status'
+                  THEN o.c->'last_transition_time' ELSE to_jsonb(at) END) ORDER BY n.ord), '[]'::jsonb)
+    FROM jsonb_array_elements(new) WITH ORDINALITY AS n(c, ord)
+    LEFT JOIN LATERAL (SELECT x AS c FROM jsonb_array_elements(old) AS x
+                       WHERE x->>'type' = n.c->>'type' LIMIT 1) AS o ON true)
+  END
+$$;
+
+-- converge_wake queues the server's own work (rollup, gate, teardown) for
+-- the given resources, or marks queued work as woken again: a claimed
+-- internal task finishes only if no wake-up came in meanwhile.
+CREATE OR REPLACE FUNCTION converge_wake(ids bigint[], trig text) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+  SELECT r.id, trig, r.kind, r.kind_version, r.shard, 1
+  FROM resources r WHERE r.id = ANY(ids)
+  ORDER BY r.id
+  ON CONFLICT (resource_id, trigger, key) DO UPDATE
+      SET generation = tasks.generation + 1, not_before = least(tasks.not_before, now())
+$$;
+
+-- converge_recompose runs the composers of the given composites again at
+-- their current generation (a child they still want was deleted).
+CREATE OR REPLACE FUNCTION converge_recompose(ids bigint[]) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+  SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+  FROM resources r
+  WHERE r.id = ANY(ids) AND converge_hold(r) IS NULL
+  ORDER BY r.id
+  ON CONFLICT (resource_id, trigger, key) DO NOTHING
+$$;
+
+-- The change triggers record the change feed and wake, in the same
+-- transaction as the change: the owners of resources whose phase changed
+-- (rollup), the direct dependents of resources that synced, changed
+-- status or changed phase (gate: what they say they wait for stays true),
+-- and deleting owners and dependencies of resources that are gone
+-- (teardown). They also keep the spec history. EXECUTE plans each
+-- statement with the transition tables' real sizes (a plan cached for
+-- empty tables would join them quadratically), and the SET clauses undo
+-- the reconcile path's pinned plans (store/pinned.go), which suit index
+-- lookups, not joins of transition tables that have no index.
+
+CREATE OR REPLACE FUNCTION converge_on_insert() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_hashjoin = on SET enable_mergejoin = on SET enable_material = on SET enable_seqscan = on
+AS $$
+BEGIN
+  EXECUTE $q$
+    INSERT INTO changes (resource_id, type, namespace, kind, kind_version, name, phase,
+                         previous_phase, generation, synced_generation, resource_version, message)
+    SELECT n.id, 'created', n.namespace, n.kind, n.kind_version, n.name, converge_phase(n),
+           NULL, n.generation, n.synced_generation, n.resource_version, n.failure_message
+    FROM new_rows n $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
+    FROM new_rows n WHERE n.owner_id IS NOT NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
+    SELECT n.id, n.generation, n.kind_version, n.spec,
+           coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
+           coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
+    FROM new_rows n
+    ON CONFLICT (resource_id, generation) DO NOTHING $q$;
+  RETURN NULL;
+END
+$$;
+
+-- Spec revisions are recorded only for the rows whose generation moved,
+-- found once per statement: a status update (nearly every update) skips
+-- the revision statements, and trimming old revisions reads the rows it
+-- trims through the primary key instead of joining the whole table.
+CREATE OR REPLACE FUNCTION converge_on_update() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_hashjoin = on SET enable_mergejoin = on SET enable_material = on SET enable_seqscan = on
+AS $$
+DECLARE
+  respecced bigint[];
+BEGIN
+  EXECUTE $q$
+    INSERT INTO changes (resource_id, type, namespace, kind, kind_version, name, phase,
+                         previous_phase, generation, synced_generation, resource_version, message)
+    SELECT n.id, 'updated', n.namespace, n.kind, n.kind_version, n.name, converge_phase(n),
+           converge_phase(o), n.generation, n.synced_generation, n.resource_version, n.failure_message
+    FROM new_rows n JOIN old_rows o ON o.id = n.id
+    WHERE converge_phase(n) <> converge_phase(o)
+       OR n.generation <> o.generation
+       OR n.synced_generation <> o.synced_generation
+       OR n.kind_version <> o.kind_version
+       OR n.failure_message IS DISTINCT FROM o.failure_message
+       OR n.waiting IS DISTINCT FROM o.waiting $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
+    FROM new_rows n JOIN old_rows o ON o.id = n.id
+    WHERE n.owner_id IS NOT NULL AND converge_phase(n) <> converge_phase(o)
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT e.dependent_id), 'gate')
+    FROM new_rows n JOIN old_rows o ON o.id = n.id
+    JOIN edges e ON e.dependency_id = n.id
+    WHERE (n.synced_generation >= n.generation
+           AND (n.synced_generation <> o.synced_generation OR n.status IS DISTINCT FROM o.status))
+       OR converge_phase(n) <> converge_phase(o)
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT array_agg(n.id) FROM new_rows n JOIN old_rows o ON o.id = n.id
+    WHERE n.generation <> o.generation $q$ INTO respecced;
+  IF respecced IS NOT NULL THEN
+    EXECUTE $q$
+      INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
+      SELECT r.id, r.generation, r.kind_version, r.spec,
+             coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
+             coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
+      FROM resources r WHERE r.id = ANY($1)
+      ON CONFLICT (resource_id, generation) DO UPDATE SET spec = EXCLUDED.spec, kind_version = EXCLUDED.kind_version $q$
+      USING respecced;
+    EXECUTE $q$
+      DELETE FROM spec_revisions s
+      WHERE s.resource_id = ANY($1)
+        AND s.generation <= (SELECT r.generation FROM resources r WHERE r.id = s.resource_id)
+            - coalesce(nullif(current_setting('converge.history_keep', true), '')::int, 50) $q$
+      USING respecced;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+-- A live composite whose child is gone composes again: if it still wants
+-- the child, the child comes back.
+CREATE OR REPLACE FUNCTION converge_on_delete() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_hashjoin = on SET enable_mergejoin = on SET enable_material = on SET enable_seqscan = on
+AS $$
+BEGIN
+  EXECUTE $q$
+    INSERT INTO changes (resource_id, type, namespace, kind, kind_version, name, phase,
+                         previous_phase, generation, synced_generation, resource_version, message)
+    SELECT o.id, 'deleted', o.namespace, o.kind, o.kind_version, o.name, converge_phase(o),
+           converge_phase(o), o.generation, o.synced_generation, o.resource_version + 1, NULL
+    FROM old_rows o $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT x.id), 'teardown')
+    FROM (SELECT o.owner_id AS id FROM old_rows o WHERE o.owner_id IS NOT NULL
+          UNION SELECT e.dependency_id FROM old_rows o JOIN edges e ON e.dependent_id = o.id) x
+    JOIN resources r ON r.id = x.id AND r.deletion_requested_at IS NOT NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT o.owner_id), 'rollup')
+    FROM old_rows o WHERE o.owner_id IS NOT NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT converge_recompose(array_agg(DISTINCT o.owner_id))
+    FROM old_rows o JOIN resources p ON p.id = o.owner_id AND p.deletion_requested_at IS NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    DELETE FROM edges e USING old_rows o WHERE e.dependent_id = o.id $q$;
+  EXECUTE $q$
+    DELETE FROM edges e USING old_rows o WHERE e.dependency_id = o.id $q$;
+  EXECUTE $q$
+    DELETE FROM spec_revisions s USING old_rows o WHERE s.resource_id = o.id $q$;
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER resources_changes_insert AFTER INSERT ON resources
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION converge_on_insert();
+CREATE OR REPLACE TRIGGER resources_changes_update AFTER UPDATE ON resources
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION converge_on_update();
+CREATE OR REPLACE TRIGGER resources_changes_delete AFTER DELETE ON resources
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION converge_on_delete();

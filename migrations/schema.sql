@@ -1,0 +1,499 @@
+-- The schema as migrate leaves it: generated from a migrated database by
+-- `go test ./server/internal/migrate -run TestSchemaSnapshot -update`. Do not edit.
+
+CREATE TABLE change_retention (
+    one boolean NOT NULL DEFAULT true,
+    pruned_before xid8 NOT NULL
+);
+ALTER TABLE change_retention ADD CONSTRAINT change_retention_one_check CHECK (one);
+ALTER TABLE change_retention ADD CONSTRAINT change_retention_pkey PRIMARY KEY (one);
+
+CREATE TABLE changes (
+    seq bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    resource_id bigint NOT NULL,
+    type text NOT NULL,
+    namespace text NOT NULL,
+    kind text NOT NULL,
+    kind_version integer NOT NULL,
+    name text NOT NULL,
+    phase text NOT NULL,
+    previous_phase text,
+    generation bigint NOT NULL,
+    synced_generation bigint NOT NULL,
+    resource_version bigint NOT NULL,
+    message text,
+    at timestamp with time zone NOT NULL DEFAULT clock_timestamp()
+) WITH (autovacuum_vacuum_scale_factor=0.02);
+ALTER TABLE changes ADD CONSTRAINT changes_pkey PRIMARY KEY (xid, seq);
+
+CREATE TABLE config_requeues (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    kind text NOT NULL,
+    kind_version integer NOT NULL,
+    names text[] NOT NULL,
+    what text NOT NULL,
+    after_id bigint NOT NULL DEFAULT 0,
+    upto_id bigint NOT NULL,
+    queued bigint NOT NULL DEFAULT 0,
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE config_requeues ADD CONSTRAINT config_requeues_pkey PRIMARY KEY (id);
+
+CREATE TABLE converge_functions (
+    one boolean NOT NULL DEFAULT true,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE converge_functions ADD CONSTRAINT converge_functions_one_check CHECK (one);
+ALTER TABLE converge_functions ADD CONSTRAINT converge_functions_pkey PRIMARY KEY (one);
+
+CREATE TABLE edges (
+    dependent_id bigint NOT NULL,
+    dependency_id bigint NOT NULL,
+    owner_id bigint NOT NULL,
+    flows jsonb NOT NULL DEFAULT '[]'::jsonb
+);
+ALTER TABLE edges ADD CONSTRAINT edges_pkey PRIMARY KEY (dependent_id, dependency_id);
+CREATE INDEX edges_dependency ON public.edges USING btree (dependency_id);
+CREATE INDEX edges_owner ON public.edges USING btree (owner_id);
+
+CREATE TABLE events (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    resource_id bigint,
+    namespace text NOT NULL,
+    kind text NOT NULL,
+    name text NOT NULL,
+    generation bigint NOT NULL,
+    type text NOT NULL,
+    reason text NOT NULL,
+    message text NOT NULL,
+    actor text NOT NULL,
+    at timestamp with time zone NOT NULL DEFAULT clock_timestamp()
+);
+ALTER TABLE events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
+CREATE INDEX events_resource ON public.events USING btree (namespace, kind, name, id);
+
+CREATE TABLE feed_cursors (
+    name text NOT NULL,
+    xid xid8 NOT NULL,
+    seq bigint NOT NULL
+);
+ALTER TABLE feed_cursors ADD CONSTRAINT feed_cursors_pkey PRIMARY KEY (name);
+
+CREATE TABLE kinds (
+    kind text NOT NULL,
+    kind_version integer NOT NULL,
+    manifest jsonb NOT NULL,
+    max_inflight integer NOT NULL DEFAULT 0,
+    task_deadline_seconds integer NOT NULL DEFAULT 0,
+    resync_interval_seconds integer NOT NULL DEFAULT 0,
+    resync_recomposes boolean NOT NULL DEFAULT false,
+    orphan_grace_seconds integer NOT NULL DEFAULT 0,
+    max_transient_attempts integer NOT NULL DEFAULT 0,
+    retired boolean NOT NULL DEFAULT false,
+    deletion_policy text NOT NULL DEFAULT ''::text,
+    revision bigint NOT NULL DEFAULT 1,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE kinds ADD CONSTRAINT kinds_deletion_policy_check CHECK ((deletion_policy = ANY (ARRAY[''::text, 'delete'::text, 'retain'::text])));
+ALTER TABLE kinds ADD CONSTRAINT kinds_kind_version_check CHECK (((kind_version >= 1) AND (kind_version <= 32767)));
+ALTER TABLE kinds ADD CONSTRAINT kinds_pkey PRIMARY KEY (kind, kind_version);
+
+CREATE TABLE members (
+    id text NOT NULL,
+    roles text[] NOT NULL,
+    hostname text NOT NULL,
+    pid integer NOT NULL,
+    version text NOT NULL,
+    started_at timestamp with time zone NOT NULL DEFAULT now(),
+    heartbeat_at timestamp with time zone NOT NULL DEFAULT now(),
+    served jsonb NOT NULL DEFAULT '[]'::jsonb
+) WITH (fillfactor=50);
+ALTER TABLE members ADD CONSTRAINT members_pkey PRIMARY KEY (id);
+
+CREATE TABLE operations (
+    id text NOT NULL,
+    resource_id bigint NOT NULL,
+    namespace text NOT NULL,
+    kind text NOT NULL,
+    name text NOT NULL,
+    verb text NOT NULL,
+    input jsonb NOT NULL DEFAULT '{}'::jsonb,
+    state text NOT NULL DEFAULT 'pending'::text,
+    output jsonb,
+    message text,
+    actor text NOT NULL,
+    reason text NOT NULL DEFAULT ''::text,
+    attempts integer NOT NULL DEFAULT 0,
+    requested_at timestamp with time zone NOT NULL DEFAULT now(),
+    finished_at timestamp with time zone
+);
+ALTER TABLE operations ADD CONSTRAINT operations_pkey PRIMARY KEY (id);
+ALTER TABLE operations ADD CONSTRAINT operations_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'succeeded'::text, 'failed'::text])));
+CREATE INDEX operations_resource ON public.operations USING btree (resource_id, requested_at DESC);
+
+CREATE TABLE provider_configs (
+    kind text NOT NULL,
+    kind_version integer NOT NULL,
+    name text NOT NULL,
+    config jsonb NOT NULL DEFAULT '{}'::jsonb,
+    description text NOT NULL DEFAULT ''::text,
+    revision bigint NOT NULL DEFAULT 1,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE provider_configs ADD CONSTRAINT provider_configs_pkey PRIMARY KEY (kind, kind_version, name);
+
+CREATE TABLE reactor_bindings (
+    name text NOT NULL,
+    watch_kind text NOT NULL,
+    watch_kind_version integer NOT NULL DEFAULT 0,
+    transitions text[] NOT NULL,
+    label_selector text NOT NULL DEFAULT ''::text,
+    reactor_kind text NOT NULL,
+    reactor_kind_version integer NOT NULL,
+    disabled boolean NOT NULL DEFAULT false,
+    revision bigint NOT NULL DEFAULT 1,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE reactor_bindings ADD CONSTRAINT reactor_bindings_pkey PRIMARY KEY (name);
+
+CREATE TABLE resources (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    namespace text NOT NULL,
+    kind text NOT NULL,
+    kind_version integer NOT NULL,
+    name text NOT NULL,
+    labels jsonb NOT NULL DEFAULT '{}'::jsonb,
+    spec jsonb NOT NULL DEFAULT '{}'::jsonb,
+    status jsonb NOT NULL DEFAULT '{}'::jsonb,
+    conditions jsonb NOT NULL DEFAULT '[]'::jsonb,
+    owner_id bigint,
+    root_id bigint,
+    shard smallint GENERATED ALWAYS AS (((hashint8(COALESCE(root_id, id)) & 255))::smallint) STORED,
+    generation bigint NOT NULL DEFAULT 1,
+    synced_generation bigint NOT NULL DEFAULT 0,
+    health_ok boolean NOT NULL DEFAULT true,
+    failure_generation bigint NOT NULL DEFAULT 0,
+    failure_terminal boolean NOT NULL DEFAULT false,
+    failure_attempts integer NOT NULL DEFAULT 0,
+    failure_message text,
+    quarantined boolean NOT NULL DEFAULT false,
+    orphaned_until timestamp with time zone,
+    deletion_requested_at timestamp with time zone,
+    resource_version bigint NOT NULL DEFAULT 1,
+    reconciles bigint NOT NULL DEFAULT 0,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    desired_spec jsonb,
+    subtree text NOT NULL DEFAULT 'none'::text,
+    rollup jsonb,
+    waiting text,
+    deletion_policy text NOT NULL DEFAULT ''::text,
+    provider_config text NOT NULL DEFAULT ''::text,
+    resync_at timestamp with time zone,
+    rejected_status jsonb
+) WITH (fillfactor=50);
+ALTER TABLE resources ADD CONSTRAINT resources_deletion_policy_check CHECK ((deletion_policy = ANY (ARRAY[''::text, 'delete'::text, 'retain'::text])));
+ALTER TABLE resources ADD CONSTRAINT resources_pkey PRIMARY KEY (id);
+ALTER TABLE resources ADD CONSTRAINT resources_subtree_check CHECK ((subtree = ANY (ARRAY['none'::text, 'ready'::text, 'pending'::text, 'degraded'::text, 'failed'::text])));
+CREATE UNIQUE INDEX resources_identity ON public.resources USING btree (namespace, kind, name);
+CREATE INDEX resources_labels ON public.resources USING gin (labels jsonb_path_ops);
+CREATE INDEX resources_orphaned ON public.resources USING btree (orphaned_until) WHERE (orphaned_until IS NOT NULL);
+CREATE INDEX resources_owner ON public.resources USING btree (owner_id) WHERE (owner_id IS NOT NULL);
+CREATE INDEX resources_provider_config ON public.resources USING btree (kind, kind_version, provider_config) WHERE (provider_config <> ''::text);
+CREATE INDEX resources_resync ON public.resources USING btree (resync_at) WHERE (resync_at IS NOT NULL);
+CREATE TRIGGER resources_changes_delete AFTER DELETE ON public.resources REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_delete();
+CREATE TRIGGER resources_changes_insert AFTER INSERT ON public.resources REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_insert();
+CREATE TRIGGER resources_changes_update AFTER UPDATE ON public.resources REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_update();
+
+CREATE TABLE spec_revisions (
+    resource_id bigint NOT NULL,
+    generation bigint NOT NULL,
+    kind_version integer NOT NULL,
+    spec jsonb NOT NULL,
+    source text NOT NULL,
+    actor text NOT NULL,
+    at timestamp with time zone NOT NULL DEFAULT clock_timestamp()
+);
+ALTER TABLE spec_revisions ADD CONSTRAINT spec_revisions_pkey PRIMARY KEY (resource_id, generation);
+
+CREATE TABLE tasks (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    resource_id bigint NOT NULL,
+    trigger text NOT NULL,
+    key text NOT NULL DEFAULT ''::text,
+    kind text NOT NULL,
+    kind_version integer NOT NULL,
+    shard smallint NOT NULL,
+    generation bigint NOT NULL,
+    epoch bigint NOT NULL DEFAULT 0,
+    attempts integer NOT NULL DEFAULT 0,
+    not_before timestamp with time zone NOT NULL DEFAULT now(),
+    claimed_by text,
+    claimed_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    payload jsonb
+) WITH (autovacuum_analyze_scale_factor=0.05, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=1000, fillfactor=70);
+ALTER TABLE tasks ADD CONSTRAINT tasks_identity UNIQUE (resource_id, trigger, key);
+ALTER TABLE tasks ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
+ALTER TABLE tasks ADD CONSTRAINT tasks_trigger CHECK (((trigger = ANY (ARRAY['specChange'::text, 'resync'::text, 'childrenSettled'::text, 'deleteRequested'::text, 'reactor'::text, 'rollup'::text, 'gate'::text, 'teardown'::text])) OR ((trigger ~~ 'operation:%'::text) AND (length(trigger) > 10))));
+CREATE INDEX tasks_claimable ON public.tasks USING btree (kind, kind_version, trigger, not_before) WHERE (claimed_by IS NULL);
+CREATE INDEX tasks_internal ON public.tasks USING btree (not_before) WHERE ((claimed_by IS NULL) AND (trigger = ANY (ARRAY['rollup'::text, 'gate'::text, 'teardown'::text])));
+CREATE INDEX tasks_leased ON public.tasks USING btree (lease_expires_at) WHERE (claimed_by IS NOT NULL);
+
+CREATE OR REPLACE FUNCTION public.converge_claimable(t tasks)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT t.claimed_by IS NULL AND t.not_before <= now()
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_due(r resources)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT r.generation > r.synced_generation AND converge_hold(r) IS NULL
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_free_slots(of_kind text, of_version integer)
+ RETURNS integer
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT k.max_inflight - (SELECT count(*) FROM tasks c
+                           WHERE c.claimed_by IS NOT NULL AND c.kind = k.kind
+                             AND c.kind_version = k.kind_version)::int
+  FROM kinds k
+  WHERE k.kind = of_kind AND k.kind_version = of_version AND k.max_inflight > 0
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_hold(r resources)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT CASE
+    WHEN r.deletion_requested_at IS NOT NULL THEN 'deleting'
+    WHEN r.quarantined THEN 'quarantined'
+    WHEN r.failure_terminal AND r.failure_generation = r.generation THEN 'failed'
+    WHEN r.orphaned_until IS NOT NULL THEN 'orphaned'
+    WHEN r.waiting IS NOT NULL THEN 'waiting'
+  END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_merge_conditions(old jsonb, new jsonb, at timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT CASE WHEN new = '[]'::jsonb THEN '[]'::jsonb ELSE (
+    SELECT coalesce(jsonb_agg(n.c || jsonb_build_object('last_transition_time',
+             CASE WHEN o.c IS NOT NULL AND o.c->>'status' = n.c->>'status'
+                  THEN o.c->'last_transition_time' ELSE to_jsonb(at) END) ORDER BY n.ord), '[]'::jsonb)
+    FROM jsonb_array_elements(new) WITH ORDINALITY AS n(c, ord)
+    LEFT JOIN LATERAL (SELECT x AS c FROM jsonb_array_elements(old) AS x
+                       WHERE x->>'type' = n.c->>'type' LIMIT 1) AS o ON true)
+  END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_observable(r resources)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT r.synced_generation >= r.generation AND converge_hold(r) IS NULL
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_on_delete()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET enable_hashjoin TO 'on'
+ SET enable_mergejoin TO 'on'
+ SET enable_material TO 'on'
+ SET enable_seqscan TO 'on'
+AS $function$
+BEGIN
+  EXECUTE $q$
+    INSERT INTO changes (resource_id, type, namespace, kind, kind_version, name, phase,
+                         previous_phase, generation, synced_generation, resource_version, message)
+    SELECT o.id, 'deleted', o.namespace, o.kind, o.kind_version, o.name, converge_phase(o),
+           converge_phase(o), o.generation, o.synced_generation, o.resource_version + 1, NULL
+    FROM old_rows o $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT x.id), 'teardown')
+    FROM (SELECT o.owner_id AS id FROM old_rows o WHERE o.owner_id IS NOT NULL
+          UNION SELECT e.dependency_id FROM old_rows o JOIN edges e ON e.dependent_id = o.id) x
+    JOIN resources r ON r.id = x.id AND r.deletion_requested_at IS NOT NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT o.owner_id), 'rollup')
+    FROM old_rows o WHERE o.owner_id IS NOT NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT converge_recompose(array_agg(DISTINCT o.owner_id))
+    FROM old_rows o JOIN resources p ON p.id = o.owner_id AND p.deletion_requested_at IS NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    DELETE FROM edges e USING old_rows o WHERE e.dependent_id = o.id $q$;
+  EXECUTE $q$
+    DELETE FROM edges e USING old_rows o WHERE e.dependency_id = o.id $q$;
+  EXECUTE $q$
+    DELETE FROM spec_revisions s USING old_rows o WHERE s.resource_id = o.id $q$;
+  RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_on_insert()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET enable_hashjoin TO 'on'
+ SET enable_mergejoin TO 'on'
+ SET enable_material TO 'on'
+ SET enable_seqscan TO 'on'
+AS $function$
+BEGIN
+  EXECUTE $q$
+    INSERT INTO changes (resource_id, type, namespace, kind, kind_version, name, phase,
+                         previous_phase, generation, synced_generation, resource_version, message)
+    SELECT n.id, 'created', n.namespace, n.kind, n.kind_version, n.name, converge_phase(n),
+           NULL, n.generation, n.synced_generation, n.resource_version, n.failure_message
+    FROM new_rows n $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
+    FROM new_rows n WHERE n.owner_id IS NOT NULL
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
+    SELECT n.id, n.generation, n.kind_version, n.spec,
+           coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
+           coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
+    FROM new_rows n
+    ON CONFLICT (resource_id, generation) DO NOTHING $q$;
+  RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_on_update()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET enable_hashjoin TO 'on'
+ SET enable_mergejoin TO 'on'
+ SET enable_material TO 'on'
+ SET enable_seqscan TO 'on'
+AS $function$
+DECLARE
+  respecced bigint[];
+BEGIN
+  EXECUTE $q$
+    INSERT INTO changes (resource_id, type, namespace, kind, kind_version, name, phase,
+                         previous_phase, generation, synced_generation, resource_version, message)
+    SELECT n.id, 'updated', n.namespace, n.kind, n.kind_version, n.name, converge_phase(n),
+           converge_phase(o), n.generation, n.synced_generation, n.resource_version, n.failure_message
+    FROM new_rows n JOIN old_rows o ON o.id = n.id
+    WHERE converge_phase(n) <> converge_phase(o)
+       OR n.generation <> o.generation
+       OR n.synced_generation <> o.synced_generation
+       OR n.kind_version <> o.kind_version
+       OR n.failure_message IS DISTINCT FROM o.failure_message
+       OR n.waiting IS DISTINCT FROM o.waiting $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
+    FROM new_rows n JOIN old_rows o ON o.id = n.id
+    WHERE n.owner_id IS NOT NULL AND converge_phase(n) <> converge_phase(o)
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT converge_wake(array_agg(DISTINCT e.dependent_id), 'gate')
+    FROM new_rows n JOIN old_rows o ON o.id = n.id
+    JOIN edges e ON e.dependency_id = n.id
+    WHERE (n.synced_generation >= n.generation
+           AND (n.synced_generation <> o.synced_generation OR n.status IS DISTINCT FROM o.status))
+       OR converge_phase(n) <> converge_phase(o)
+    HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    SELECT array_agg(n.id) FROM new_rows n JOIN old_rows o ON o.id = n.id
+    WHERE n.generation <> o.generation $q$ INTO respecced;
+  IF respecced IS NOT NULL THEN
+    EXECUTE $q$
+      INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
+      SELECT r.id, r.generation, r.kind_version, r.spec,
+             coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
+             coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
+      FROM resources r WHERE r.id = ANY($1)
+      ON CONFLICT (resource_id, generation) DO UPDATE SET spec = EXCLUDED.spec, kind_version = EXCLUDED.kind_version $q$
+      USING respecced;
+    EXECUTE $q$
+      DELETE FROM spec_revisions s
+      WHERE s.resource_id = ANY($1)
+        AND s.generation <= (SELECT r.generation FROM resources r WHERE r.id = s.resource_id)
+            - coalesce(nullif(current_setting('converge.history_keep', true), '')::int, 50) $q$
+      USING respecced;
+  END IF;
+  RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_phase(r resources)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT CASE converge_hold(r)
+    WHEN 'deleting' THEN 'Deleting'
+    WHEN 'quarantined' THEN 'Quarantined'
+    WHEN 'failed' THEN 'Failed'
+    WHEN 'orphaned' THEN 'Orphaned'
+    ELSE CASE
+      WHEN r.generation > r.synced_generation THEN 'Reconciling'
+      WHEN r.subtree = 'failed' THEN 'Failed'
+      WHEN NOT r.health_ok OR r.subtree = 'degraded' THEN 'Degraded'
+      WHEN r.subtree IN ('none', 'ready') THEN 'Ready'
+      ELSE 'Reconciling'
+    END
+  END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_recompose(ids bigint[])
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+  SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+  FROM resources r
+  WHERE r.id = ANY(ids) AND converge_hold(r) IS NULL
+  ORDER BY r.id
+  ON CONFLICT (resource_id, trigger, key) DO NOTHING
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_waits_for(r resources, t tasks)
+ RETURNS text
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT CASE
+    WHEN converge_hold(r) IS NOT NULL THEN converge_hold(r)
+    WHEN t.id IS NULL THEN CASE WHEN converge_due(r) THEN 'unqueued' END
+    WHEN t.claimed_by IS NOT NULL THEN 'running'
+    WHEN t.not_before > now() THEN 'backoff'
+    WHEN converge_free_slots(t.kind, t.kind_version) <= 0 THEN 'capped'
+    ELSE 'worker'
+  END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_wake(ids bigint[], trig text)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
+  SELECT r.id, trig, r.kind, r.kind_version, r.shard, 1
+  FROM resources r WHERE r.id = ANY(ids)
+  ORDER BY r.id
+  ON CONFLICT (resource_id, trigger, key) DO UPDATE
+      SET generation = tasks.generation + 1, not_before = least(tasks.not_before, now())
+$function$;

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// conditions derives the built-in conditions from the row (never stored,
+// so they cannot disagree with the phase) and appends the ones workers
+// reported. Why an unsynced resource waits is the scheduler's own reading
+// (store.Resource.Wait, from converge_waits_for), never a second guess.
+func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
+	var out []*convergev1.Condition
+	add := func(typ, status, reason, msg string) {
+		out = append(out, &convergev1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: r.SyncedGeneration})
+	}
+	if r.Phase == "Ready" {
+		add("Ready", "True", "Ready", "")
+	} else {
+		add("Ready", "False", r.Phase, deref(r.FailureMessage))
+	}
+	if r.SyncedGeneration >= r.Generation {
+		add("Synced", "True", "Synced", fmt.Sprintf("generation %d observed", r.SyncedGeneration))
+	} else {
+		reason, msg := syncWait(r)
+		add("Synced", "False", reason, msg)
+	}
+	if r.Waiting != nil {
+		add("DependenciesReady", "False", "Waiting", *r.Waiting)
+	}
+	if reason, msg, ok := workerAvailable(r, isParked); ok {
+		add("WorkerAvailable", "False", reason, msg)
+	}
+	return append(out, reported(r)...)
+}
+
+// syncWait says why a generation the resource has not observed waits.
+func syncWait(r store.Resource) (reason, msg string) {
+	gen := r.Generation
+	failure := deref(r.FailureMessage)
+	switch r.Wait {
+	case store.HoldDeleting:
+		return "Deleting", fmt.Sprintf("generation %d will not run: the resource is being deleted", gen)
+	case store.HoldQuarantined:
+		return "Quarantined", fmt.Sprintf("generation %d runs once the resource is unquarantined", gen)
+	case store.HoldFailed:
+		return "TerminalError", fmt.Sprintf("attempt %d failed terminally: %s", r.FailureAttempts, failure)
+	case store.HoldOrphaned:
+		return "Orphaned", fmt.Sprintf("generation %d will not run: its composite no longer emits it", gen)
+	case store.HoldWaiting:
+		return "Waiting", fmt.Sprintf("generation %d waits for its dependencies", gen)
+	case store.WaitBackoff:
+		msg := fmt.Sprintf("attempt %d failed: %s", r.FailureAttempts, failure)
+		if r.Task != nil {
+			msg += fmt.Sprintf("; retrying at %s", r.Task.NotBefore.UTC().Format(time.RFC3339Nano))
+		}
+		return "ReconcileError", msg
+	case store.WaitRunning:
+		if failure != "" {
+			return "Reconciling", fmt.Sprintf("generation %d is running again after attempt %d failed: %s", gen, r.FailureAttempts, failure)
+		}
+		return "Reconciling", fmt.Sprintf("generation %d is running on a worker", gen)
+	case store.WaitCapped:
+		return "CapReached", fmt.Sprintf("generation %d is queued: kind %s v%d has max_inflight tasks in flight", gen, r.Kind, r.KindVersion)
+	case store.WaitUnqueued:
+		return "Unqueued", fmt.Sprintf("generation %d is due but no task is queued for it; conctl reconcile queues one", gen)
+	}
+	return "Pending", fmt.Sprintf("generation %d is waiting for a worker", gen)
+}
+
+// workerAvailable reports, for work ready for a worker, that no connected
+// worker serves it or none is ready for it.
+func workerAvailable(r store.Resource, isParked parked) (reason, msg string, ok bool) {
+	if r.Task == nil || r.Task.Claimed || isParked == nil {
+		return "", "", false
+	}
+	switch r.Wait {
+	case store.WaitWorker, store.WaitBackoff, store.WaitCapped, "":
+	default:
+		return "", "", false
+	}
+	reaction, p, why := isParked(r.Kind, r.KindVersion, r.Task.Trigger)
+	switch {
+	case p && why != "":
+		return "NotReady", fmt.Sprintf("workers not ready: %s (kind %s v%d reaction %q); the resource stays queued until one is",
+			why, r.Kind, r.KindVersion, reaction), true
+	case p:
+		return "NoWorker", fmt.Sprintf("no connected worker serves kind %s v%d reaction %q; the resource stays queued until one connects",
+			r.Kind, r.KindVersion, reaction), true
+	}
+	return "", "", false
+}
+
+// reported returns the conditions workers reported, as stored.
+func reported(r store.Resource) []*convergev1.Condition {
+	var stored []storedCondition
+	if len(r.Conditions) <= 2 || json.Unmarshal(r.Conditions, &stored) != nil {
+		return nil
+	}
+	out := make([]*convergev1.Condition, 0, len(stored))
+	for _, c := range stored {
+		pc := &convergev1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+			ObservedGeneration: r.SyncedGeneration}
+		if t, err := time.Parse(time.RFC3339Nano, c.LastTransitionTime); err == nil {
+			pc.LastTransitionTime = timestamppb.New(t)
+		}
+		out = append(out, pc)
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
