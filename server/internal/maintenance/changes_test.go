@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestChangeSamples: the cut is the xid of the newest sample at least the
@@ -46,7 +47,7 @@ func TestChangeTrimmer(t *testing.T) {
 	}
 	e.run(NewChangeTrimmer(tick, 200*time.Millisecond, e.st, quiet))
 
-	eventually(t, "the old change to be pruned", func() bool {
+	testkit.Eventually(t, "the old change to be pruned", func() bool {
 		return errors.Is(e.st.CheckCursor(e.ctx, start), store.ErrCursorExpired)
 	})
 	if got, _, err := e.st.ReadChanges(e.ctx, start, store.ChangeFilter{}, 10); err != nil || len(got) != 0 {

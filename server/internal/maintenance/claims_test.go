@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // testClaimReaper is a claim reaper with a liveness window short enough
@@ -31,7 +32,7 @@ func TestClaimReaper(t *testing.T) {
 	e.drainWake()
 	e.run(testClaimReaper(e, 3*tick))
 
-	eventually(t, "m-dead's task to be released", func() bool {
+	testkit.Eventually(t, "m-dead's task to be released", func() bool {
 		e.heartbeat("m-live")
 		return !e.get("leaf", "dead").Task.Claimed
 	})
@@ -53,7 +54,7 @@ func TestClaimReaperConfirms(t *testing.T) {
 	e.claim("leaf", store.TriggerSpecChange, "m-dead", time.Minute)
 	r := testClaimReaper(e, time.Minute)
 	claimed := func() bool { return e.get("leaf", "dead").Task.Claimed }
-	eventually(t, "m-dead's claim to lapse", func() bool {
+	testkit.Eventually(t, "m-dead's claim to lapse", func() bool {
 		got, err := e.st.LapsedClaimers(e.ctx, r.lapse)
 		return err == nil && len(got) == 1
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestLeaseReaper: a task whose lease ran out goes back to the queue with a
@@ -20,7 +21,7 @@ func TestLeaseReaper(t *testing.T) {
 	e.drainWake()
 	e.run(NewLeaseReaper(tick, e.st, e.bus, quiet))
 
-	eventually(t, "the expired lease to be released", func() bool { return !e.get("leaf", "expired").Task.Claimed })
+	testkit.Eventually(t, "the expired lease to be released", func() bool { return !e.get("leaf", "expired").Task.Claimed })
 	e.wokeUp("requeueing an expired lease")
 	if ev := e.lastEvent("leaf", "expired"); ev.Reason != "LeaseExpired" || !strings.Contains(ev.Message, "lease expired") {
 		t.Fatalf("last event = %+v; want LeaseExpired", ev)

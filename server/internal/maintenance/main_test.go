@@ -122,15 +122,3 @@ func (e *env) wokeUp(what string) {
 		e.t.Fatalf("no task wake-up after %s", what)
 	}
 }
-
-// eventually polls ok until it holds, failing after 10 s.
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

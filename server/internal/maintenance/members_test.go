@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestMemberForgetter: the row of a member silent for ForgetAfter goes; a
@@ -26,7 +28,7 @@ func TestMemberForgetter(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, "m-dead to be forgotten", func() bool {
+	testkit.Eventually(t, "m-dead to be forgotten", func() bool {
 		e.heartbeat("m-live")
 		return !slices.Contains(ids(), "m-dead")
 	})

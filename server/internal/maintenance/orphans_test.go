@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // compose applies a composition with children of kind part (v1, revision
@@ -38,7 +39,7 @@ func TestOrphanExpirer(t *testing.T) {
 	e.drainWake()
 	e.run(NewOrphanExpirer(tick, e.st, e.bus, quiet))
 
-	eventually(t, "the orphan to be marked for deletion", func() bool { return e.get("part", "dropped").DeletionRequestedAt != nil })
+	testkit.Eventually(t, "the orphan to be marked for deletion", func() bool { return e.get("part", "dropped").DeletionRequestedAt != nil })
 	e.wokeUp("marking an orphan for deletion")
 	if ev := e.lastEvent("part", "dropped"); ev.Reason != "DeletionRequested" || ev.Message != "its orphan grace period ended" {
 		t.Fatalf("last event = %+v; want DeletionRequested for the ended grace", ev)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestResyncQueuer: while no kind resyncs, nothing is queued even when a
@@ -25,13 +26,13 @@ func TestResyncQueuer(t *testing.T) {
 	e.run(NewResyncQueuer(tick, func() bool { asked.Add(1); return resyncing.Load() }, e.st, e.bus, quiet))
 
 	// Passes that find no kind resyncing queue nothing.
-	eventually(t, "three passes", func() bool { return asked.Load() >= 3 })
+	testkit.Eventually(t, "three passes", func() bool { return asked.Load() >= 3 })
 	if r := e.get("leaf", "a"); r.Task != nil {
 		t.Fatalf("a resync was queued while no kind resyncs: %+v", r.Task)
 	}
 	e.drainWake()
 	resyncing.Store(true)
-	eventually(t, "the resync to be queued", func() bool {
+	testkit.Eventually(t, "the resync to be queued", func() bool {
 		r := e.get("leaf", "a")
 		return r.Task != nil && r.Task.Trigger == store.TriggerResync
 	})
