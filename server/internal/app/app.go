@@ -1,6 +1,6 @@
 // Package app assembles a Converge server from its parts for the roles it
-// runs: control (API and maintenance duties), broker (worker streams, claiming and
-// result application), or both.
+// runs: control (API and maintenance duties), broker (worker streams,
+// claiming and result application), or both.
 package app
 
 import (
@@ -287,29 +287,36 @@ func (a *App) duties(control bool, st *store.Store, reg *kinds.Registry, bus *no
 			reactor.New(reactor.Config{}, st, bus, cfg.Log),
 		)
 	}
-	var side []*listener
-	if cfg.PprofListen != "" {
-		l, err := pprofListener(cfg.PprofListen)
-		if err != nil {
+	side, err := a.sideListeners(m, pool)
+	if err != nil {
+		return nil, err
+	}
+	return append(list, side...), nil
+}
+
+// sideListeners binds the profile and metrics listeners that are on.
+func (a *App) sideListeners(m *metrics.Metrics, pool *pgxpool.Pool) ([]service.Service, error) {
+	var side []service.Service
+	var profiles *listener
+	if a.cfg.PprofListen != "" {
+		var err error
+		if profiles, err = pprofListener(a.cfg.PprofListen); err != nil {
 			return nil, err
 		}
-		side = append(side, l)
+		side = append(side, profiles)
 	}
 	if m != nil {
-		l, err := metricsListener(cfg.MetricsListen, m, pool)
+		l, err := metricsListener(a.cfg.MetricsListen, m, pool)
 		if err != nil {
-			for _, l := range side {
-				l.ln.Close()
+			if profiles != nil {
+				profiles.ln.Close()
 			}
 			return nil, err
 		}
 		a.metricsAddr = l.ln.Addr()
 		side = append(side, l)
 	}
-	for _, l := range side {
-		list = append(list, l)
-	}
-	return list, nil
+	return side, nil
 }
 
 // shutdown stops the API listener and the services together: worker
