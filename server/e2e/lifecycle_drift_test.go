@@ -37,9 +37,9 @@ reactions:
 `
 
 // driftBound is how soon a drifted resource, and its root, must be
-// Degraded: one resync interval (1 s) plus one tick of the sweeper that
-// queues due resyncs (1 s), plus a second for the task to run on a busy
-// machine (about 2 s in all is usual).
+// Degraded: one resync interval (1 s) plus one tick of the resync queuer
+// (1 s), plus a second for the task to run on a busy machine (about 2 s in
+// all is usual).
 const driftBound = 3 * time.Second
 
 // TestDrift turns resync on for a kind live (no restart), then has the

@@ -28,7 +28,7 @@ const (
 	replicaCapacity = 8
 	// takeoverTimeout bounds how long after the kill the killed broker's
 	// tasks may stay leased to it or wait unclaimed: the lease window plus
-	// the sweeper's and the claim loop's periods, with room to spare.
+	// the lease reaper's and the claim loop's periods, with room to spare.
 	takeoverTimeout = 30 * time.Second
 )
 

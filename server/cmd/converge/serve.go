@@ -11,8 +11,8 @@ import (
 	"github.com/convergehq/converge/server/internal/app"
 	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/maintenance"
 	"github.com/convergehq/converge/server/internal/store"
-	"github.com/convergehq/converge/server/internal/sweeper"
 	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
@@ -131,7 +131,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 			Lease: f.lease, HeartbeatInterval: f.heartbeat, PollInterval: f.poll,
 			Backoff: store.Backoff{Base: f.retryBase, Max: f.retryMax},
 		},
-		Sweeper:       sweeper.Config{ChangeRetention: f.changeRetain},
+		Maintenance:   maintenance.Config{ChangeRetention: f.changeRetain},
 		NotifyBudget:  f.notifyBudget,
 		PprofListen:   f.pprofListen,
 		MetricsListen: f.metricsListen,
@@ -153,8 +153,10 @@ func serveCmd() *cobra.Command {
 		Long: `Run a Converge server. Any number of replicas may run against one database.
 
 Roles:
-  all      the API, the sweepers and the broker (default)
-  control  the API (Connect, gRPC, gRPC-Web and REST under /api/v1) and the sweepers
+  all      the API, the maintenance duties and the broker (default)
+  control  the API (Connect, gRPC, gRPC-Web and REST under /api/v1) and the
+           maintenance duties (requeueing expired or abandoned leases, deleting
+           orphans, queueing resyncs, trimming the change feed)
   broker   the worker endpoint: claims tasks, pushes them to workers, applies results
 
 Authorization: WITHOUT ANY OF --admin-ids, --writer-ids, --reader-ids, --team

@@ -203,13 +203,13 @@ func TestWatchResumesWithoutGapsOrRepeats(t *testing.T) {
 	// Changes made while no one watches arrive after a resume, in order,
 	// each once.
 	w, _ := connectWorker(t, wrk, 2)
-	task := w.task()
-	w.result(task.GetLease(), `{"message":"hi"}`)
-	w.ack()
+	task := w.Task()
+	w.Result(task.GetLease(), `{"message":"hi"}`)
+	w.Ack()
 	applyResource(t, ctl, "two", map[string]any{"name": "y"})
-	task = w.task()
-	w.result(task.GetLease(), `{"message":"hi"}`)
-	w.ack()
+	task = w.Task()
+	w.Result(task.GetLease(), `{"message":"hi"}`)
+	w.Ack()
 	resumed, err := ctl.Watch(ctx, &convergev1.WatchRequest{Kind: "greeting", Cursor: first.GetCursor()})
 	if err != nil {
 		t.Fatal(err)

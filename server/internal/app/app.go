@@ -1,6 +1,6 @@
 // Package app assembles a Converge server from its parts for the roles it
-// runs: control (API and sweepers), broker (worker streams, claiming and
-// result application), or both.
+// runs: control (API and maintenance duties), broker (worker streams,
+// claiming and result application), or both.
 package app
 
 import (
@@ -24,13 +24,14 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/graph"
 	"github.com/convergehq/converge/server/internal/kinds"
+	"github.com/convergehq/converge/server/internal/maintenance"
 	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/migrate"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/reactor"
+	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
-	"github.com/convergehq/converge/server/internal/sweeper"
 	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
@@ -62,7 +63,8 @@ type Config struct {
 	// together (each sends its equal share).
 	NotifyBudget float64
 	Broker       broker.Config
-	Sweeper      sweeper.Config
+	// Maintenance tunes the control role's background duties.
+	Maintenance maintenance.Config
 	// PprofListen, if set, serves Go's pprof profiles on that address.
 	PprofListen string
 	// MetricsListen, if set, serves Prometheus metrics at /metrics on that
@@ -89,6 +91,7 @@ type App struct {
 	pools    []*pgxpool.Pool
 	done     chan struct{}
 	stop     context.CancelFunc
+	services *service.Group
 	errMu    sync.Mutex
 	err      error
 	memberID string
@@ -224,44 +227,15 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		a.server.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)
 	}
 
-	runCtx, stop := context.WithCancel(context.Background())
+	duties, err := a.duties(control, st, reg, bus, tracker, b, m, pool)
+	if err != nil {
+		ln.Close()
+		a.closePools()
+		return nil, err
+	}
+	a.services = service.Start(context.Background(), cfg.Log, duties...)
+	stopping, stop := context.WithCancel(context.Background())
 	a.stop = stop
-	var wg sync.WaitGroup
-	run := func(f func(context.Context)) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(runCtx) }()
-	}
-	run(bus.Run)
-	run(reg.Run)
-	run(tracker.Run)
-	if b != nil {
-		run(b.Run)
-		run(graph.New(graph.Config{MemberID: a.memberID, Lease: cfg.Broker.Lease, PollInterval: cfg.Broker.PollInterval},
-			st, reg, bus, cfg.Log).Run)
-	}
-	if control {
-		swCfg := cfg.Sweeper
-		swCfg.Resyncing = reg.AnyResync
-		sw := sweeper.New(swCfg, st, bus, cfg.Log)
-		run(sw.Run)
-		run(reactor.New(reactor.Config{}, st, bus, cfg.Log).Run)
-	}
-	if cfg.PprofListen != "" {
-		if err := servePprof(runCtx, cfg.PprofListen); err != nil {
-			stop()
-			a.server.Close()
-			a.closePools()
-			return nil, err
-		}
-	}
-	if m != nil {
-		if a.metricsAddr, err = serveMetrics(runCtx, cfg.MetricsListen, m, pool); err != nil {
-			stop()
-			a.server.Close()
-			a.closePools()
-			return nil, err
-		}
-	}
 	serveErr := make(chan error, 1)
 	go func() {
 		if tc != nil {
@@ -276,20 +250,91 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			if !errors.Is(err, http.ErrServerClosed) {
 				a.setErr(err)
 			}
-			stop()
-		case <-runCtx.Done():
+		case <-stopping.Done():
 		}
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = a.server.Shutdown(shutdown)
-		cancel()
-		a.server.Close()
-		stop()
-		wg.Wait()
-		a.closePools()
-		close(a.done)
+		a.shutdown()
 	}()
 	cfg.Log.Info("converge serving", "addr", a.addr.String(), "role", cfg.Role, "member", a.memberID)
 	return a, nil
+}
+
+// duties lists the background services of the roles this process runs,
+// in the order they start; they stop in the reverse order, so the bus,
+// the kinds registry and the member row outlive everything that uses
+// them. The side listeners are bound here, so a taken address fails the
+// start.
+func (a *App) duties(control bool, st *store.Store, reg *kinds.Registry, bus *notify.Bus, tracker *members.Tracker,
+	b *broker.Broker, m *metrics.Metrics, pool *pgxpool.Pool) ([]service.Service, error) {
+	cfg := a.cfg
+	list := []service.Service{bus, reg, tracker}
+	lease := cfg.Broker.Lease
+	if lease <= 0 {
+		lease = broker.DefaultConfig().Lease
+	}
+	if b != nil {
+		list = append(list, b, graph.New(graph.Config{MemberID: a.memberID, Lease: lease, PollInterval: cfg.Broker.PollInterval},
+			st, reg, bus, cfg.Log))
+	}
+	if control {
+		mc := cfg.Maintenance.WithDefaults()
+		list = append(list,
+			maintenance.NewLeaseReaper(mc.ReapInterval, st, bus, cfg.Log),
+			maintenance.NewClaimReaper(mc.ReapInterval, lease, st, bus, cfg.Log),
+			maintenance.NewOrphanExpirer(mc.ReapInterval, st, bus, cfg.Log),
+			maintenance.NewResyncQueuer(mc.ReapInterval, reg.AnyResync, st, bus, cfg.Log),
+			maintenance.NewChangeTrimmer(mc.TrimInterval, mc.ChangeRetention, st, cfg.Log),
+			maintenance.NewMemberForgetter(mc.TrimInterval, st, cfg.Log),
+			reactor.New(reactor.Config{}, st, bus, cfg.Log),
+		)
+	}
+	side, err := a.sideListeners(m, pool)
+	if err != nil {
+		return nil, err
+	}
+	return append(list, side...), nil
+}
+
+// sideListeners binds the profile and metrics listeners that are on.
+func (a *App) sideListeners(m *metrics.Metrics, pool *pgxpool.Pool) ([]service.Service, error) {
+	var side []service.Service
+	var profiles *listener
+	if a.cfg.PprofListen != "" {
+		var err error
+		if profiles, err = pprofListener(a.cfg.PprofListen); err != nil {
+			return nil, err
+		}
+		side = append(side, profiles)
+	}
+	if m != nil {
+		l, err := metricsListener(a.cfg.MetricsListen, m, pool)
+		if err != nil {
+			if profiles != nil {
+				profiles.ln.Close()
+			}
+			return nil, err
+		}
+		a.metricsAddr = l.ln.Addr()
+		side = append(side, l)
+	}
+	return side, nil
+}
+
+// shutdown stops the API listener and the services together: worker
+// streams end only once the broker stops, so the listener's graceful
+// shutdown cannot wait for the services, nor they for it.
+func (a *App) shutdown() {
+	listenerDone := make(chan struct{})
+	go func() {
+		defer close(listenerDone)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.server.Shutdown(ctx)
+		a.server.Close()
+	}()
+	a.services.Stop()
+	<-listenerDone
+	a.closePools()
+	close(a.done)
 }
 
 // Addr is the bound listener address.

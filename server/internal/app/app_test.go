@@ -6,11 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -19,6 +17,7 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -38,13 +37,7 @@ func server(t *testing.T) (base string, ctl convergev1connect.ControlServiceClie
 	}
 	t.Cleanup(func() { _ = a.Stop() })
 	base = "http://" + a.Addr().String()
-	return base, convergev1connect.NewControlServiceClient(http.DefaultClient, base), convergev1connect.NewWorkerServiceClient(h2c(), base)
-}
-
-func h2c() *http.Client {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: &http.Transport{Protocols: &p}}
+	return base, convergev1connect.NewControlServiceClient(http.DefaultClient, base), convergev1connect.NewWorkerServiceClient(testkit.H2C(), base)
 }
 
 func mustStruct(t *testing.T, v map[string]any) *structpb.Struct {
@@ -105,18 +98,7 @@ func waitPhase(t *testing.T, ctl convergev1connect.ControlServiceClient, name, p
 
 // rawWorker is a worker speaking the protocol by hand, to test what the
 // SDK would hide.
-type rawWorker struct {
-	t      *testing.T
-	stream *connect.BidiStreamForClientSimple[convergev1.WorkerMessage, convergev1.ServerMessage]
-
-	mu      sync.Mutex
-	running map[int64]*convergev1.Lease
-	// tasks and acks that arrived in a batch but were not yet asked for.
-	tasks []*convergev1.Task
-	acks  []*convergev1.ResultAck
-	// configs holds every default provider config pushed so far.
-	configs []*convergev1.KindConfig
-}
+type rawWorker = testkit.Worker
 
 var greetingReactions = []*convergev1.ReactionRef{{Kind: "greeting", KindVersion: 1, Reaction: "reconcile"}}
 
@@ -128,31 +110,9 @@ func connectWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient, capa
 // connectWorkerServing subscribes a heartbeating worker serving reactions.
 func connectWorkerServing(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, reactions []*convergev1.ReactionRef,
 	resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
-	w, sub := subscribe(t, wrk, capacity, reactions, resumed...)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			w.mu.Lock()
-			var in []*convergev1.Lease
-			for _, l := range w.running {
-				in = append(in, l)
-			}
-			err := w.stream.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Heartbeat{Heartbeat: &convergev1.Heartbeat{InFlight: in}}})
-			w.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return w, sub
+	t.Helper()
+	return testkit.Subscribe(t, wrk, testkit.Subscription{Capacity: capacity, Reactions: reactions, Resumed: resumed,
+		Heartbeat: 100 * time.Millisecond})
 }
 
 // connectSilentWorker subscribes a greeting worker that never heartbeats.
@@ -160,88 +120,11 @@ func connectSilentWorker(t *testing.T, wrk convergev1connect.WorkerServiceClient
 	return subscribe(t, wrk, capacity, greetingReactions, resumed...)
 }
 
+// subscribe subscribes a worker that never heartbeats.
 func subscribe(t *testing.T, wrk convergev1connect.WorkerServiceClient, capacity int32, reactions []*convergev1.ReactionRef,
 	resumed ...*convergev1.Lease) (*rawWorker, *convergev1.Subscribed) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	stream, err := wrk.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &rawWorker{t: t, stream: stream, running: map[int64]*convergev1.Lease{}}
-	for _, l := range resumed {
-		w.running[l.GetTaskId()] = l
-	}
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Subscribe{Subscribe: &convergev1.Subscribe{
-		WorkerName: "raw", Capacity: capacity, Resumed: resumed, Reactions: reactions,
-	}}})
-	m := w.recv()
-	if m.GetSubscribed() == nil {
-		t.Fatalf("first server message = %v, want subscribed", m)
-	}
-	return w, m.GetSubscribed()
-}
-
-func (w *rawWorker) send(m *convergev1.WorkerMessage) {
-	w.t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, r := range m.GetResults().GetResults() {
-		delete(w.running, r.GetLease().GetTaskId())
-	}
-	if err := w.stream.Send(m); err != nil {
-		w.t.Fatal(err)
-	}
-}
-
-func (w *rawWorker) recv() *convergev1.ServerMessage {
-	w.t.Helper()
-	m, err := w.stream.Receive()
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return m
-}
-
-// fill reads one server message into the tasks and acks queues.
-func (w *rawWorker) fill() {
-	w.t.Helper()
-	m := w.recv()
-	w.tasks = append(w.tasks, m.GetTasks().GetTasks()...)
-	w.acks = append(w.acks, m.GetAcks().GetAcks()...)
-	w.configs = append(w.configs, m.GetConfigs().GetConfigs()...)
-}
-
-func (w *rawWorker) task() *convergev1.Task {
-	w.t.Helper()
-	for len(w.tasks) == 0 {
-		w.fill()
-	}
-	t := w.tasks[0]
-	w.tasks = w.tasks[1:]
-	w.mu.Lock()
-	w.running[t.GetLease().GetTaskId()] = t.GetLease()
-	w.mu.Unlock()
-	return t
-}
-
-func (w *rawWorker) ack() *convergev1.ResultAck {
-	w.t.Helper()
-	for len(w.acks) == 0 {
-		w.fill()
-	}
-	a := w.acks[0]
-	w.acks = w.acks[1:]
-	return a
-}
-
-func (w *rawWorker) result(l *convergev1.Lease, status string) {
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
-		Results: []*convergev1.TaskResult{{
-			Lease: l, Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{Status: []byte(status)}},
-		}},
-	}}})
+	return testkit.Subscribe(t, wrk, testkit.Subscription{Capacity: capacity, Reactions: reactions, Resumed: resumed})
 }
 
 func TestLeafReconcilesOverTheWorkerStream(t *testing.T) {
@@ -256,13 +139,13 @@ func TestLeafReconcilesOverTheWorkerStream(t *testing.T) {
 	}
 
 	w, _ := connectWorker(t, wrk, 4)
-	task := w.task()
+	task := w.Task()
 	if task.GetResource().GetName() != "hello" || task.GetReaction() != "reconcile" || task.GetAttempt() != 1 ||
 		!strings.Contains(string(task.GetResource().GetSpec()), `"world"`) || task.GetDedupToken() == "" {
 		t.Fatalf("task = %v", task)
 	}
-	w.result(task.GetLease(), `{"message":"hello, world"}`)
-	if a := w.ack(); !a.GetApplied() {
+	w.Result(task.GetLease(), `{"message":"hello, world"}`)
+	if a := w.Ack(); !a.GetApplied() {
 		t.Fatalf("ack = %v", a)
 	}
 	r = waitPhase(t, ctl, "hello", "Ready")
@@ -270,13 +153,13 @@ func TestLeafReconcilesOverTheWorkerStream(t *testing.T) {
 		t.Fatalf("ready resource = %v", r)
 	}
 	// Sending the same result again is discarded: it applies once.
-	w.result(task.GetLease(), `{"message":"again"}`)
-	if a := w.ack(); a.GetApplied() {
+	w.Result(task.GetLease(), `{"message":"again"}`)
+	if a := w.Ack(); a.GetApplied() {
 		t.Fatalf("second ack = %v", a)
 	}
 	// A result for a lease the worker never held is discarded.
-	w.result(&convergev1.Lease{TaskId: 999999, Epoch: 1, Generation: 1}, `{}`)
-	if a := w.ack(); a.GetApplied() || a.GetReason() == "" {
+	w.Result(&convergev1.Lease{TaskId: 999999, Epoch: 1, Generation: 1}, `{}`)
+	if a := w.Ack(); a.GetApplied() || a.GetReason() == "" {
 		t.Fatalf("forged ack = %v", a)
 	}
 	if r := getResource(t, ctl, "hello"); r.GetReconciles() != 1 {
@@ -289,9 +172,9 @@ func TestStatusMustConformToStatusSchema(t *testing.T) {
 	applyGreeting(t, ctl)
 	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
 	w, _ := connectWorker(t, wrk, 1)
-	task := w.task()
-	w.result(task.GetLease(), `{"message":42}`)
-	w.ack()
+	task := w.Task()
+	w.Result(task.GetLease(), `{"message":42}`)
+	w.Ack()
 	r := waitPhase(t, ctl, "hello", "Failed")
 	if msg := r.GetFailure().GetMessage(); !strings.Contains(msg, "/message") || !r.GetFailure().GetTerminal() {
 		t.Fatalf("failure = %v", r.GetFailure())
@@ -303,16 +186,16 @@ func TestResumeAfterReconnect(t *testing.T) {
 	applyGreeting(t, ctl)
 	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
 	w1, _ := connectWorker(t, wrk, 1)
-	task := w1.task()
-	w1.close()
+	task := w1.Task()
+	w1.Close()
 
 	// The worker comes back within the lease, still running the task.
 	w2, sub := connectWorker(t, wrk, 1, task.GetLease())
 	if len(sub.GetAdopted()) != 1 || len(sub.GetLost()) != 0 {
 		t.Fatalf("subscribed = %v", sub)
 	}
-	w2.result(task.GetLease(), `{"message":"resumed"}`)
-	if a := w2.ack(); !a.GetApplied() {
+	w2.Result(task.GetLease(), `{"message":"resumed"}`)
+	if a := w2.Ack(); !a.GetApplied() {
 		t.Fatalf("ack = %v", a)
 	}
 	waitPhase(t, ctl, "hello", "Ready")
@@ -323,22 +206,22 @@ func TestLeaseExpiryRedispatches(t *testing.T) {
 	applyGreeting(t, ctl)
 	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
 	w1, _ := connectWorker(t, wrk, 1)
-	first := w1.task()
+	first := w1.Task()
 	// The worker dies and does not come back: after the lease window the
 	// task is given out again under a new epoch.
-	w1.close()
+	w1.Close()
 	w2, _ := connectWorker(t, wrk, 1)
-	second := w2.task()
+	second := w2.Task()
 	if second.GetLease().GetTaskId() != first.GetLease().GetTaskId() || second.GetLease().GetEpoch() == first.GetLease().GetEpoch() {
 		t.Fatalf("redispatched %v after %v", second.GetLease(), first.GetLease())
 	}
 	// A late result under the old lease is discarded.
-	w2.result(first.GetLease(), `{"message":"late"}`)
-	if a := w2.ack(); a.GetApplied() {
+	w2.Result(first.GetLease(), `{"message":"late"}`)
+	if a := w2.Ack(); a.GetApplied() {
 		t.Fatalf("late ack = %v", a)
 	}
-	w2.result(second.GetLease(), `{"message":"fresh"}`)
-	if a := w2.ack(); !a.GetApplied() {
+	w2.Result(second.GetLease(), `{"message":"fresh"}`)
+	if a := w2.Ack(); !a.GetApplied() {
 		t.Fatalf("fresh ack = %v", a)
 	}
 	r := waitPhase(t, ctl, "hello", "Ready")
@@ -352,25 +235,18 @@ func TestSilentWorkerGetsNoTasks(t *testing.T) {
 	applyGreeting(t, ctl)
 	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
 	w1, _ := connectSilentWorker(t, wrk, 5)
-	first := w1.task()
+	first := w1.Task()
 	// w1 stays connected but never heartbeats: its lease runs out and the
 	// task goes to w2, never back to the silent w1.
 	w2, _ := connectWorker(t, wrk, 5)
-	second := w2.task()
+	second := w2.Task()
 	if second.GetLease().GetEpoch() == first.GetLease().GetEpoch() {
 		t.Fatalf("not redispatched: %v", second.GetLease())
 	}
-	w2.result(second.GetLease(), `{"message":"ok"}`)
-	if a := w2.ack(); !a.GetApplied() {
+	w2.Result(second.GetLease(), `{"message":"ok"}`)
+	if a := w2.Ack(); !a.GetApplied() {
 		t.Fatalf("ack = %v", a)
 	}
-}
-
-func (w *rawWorker) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_ = w.stream.CloseRequest()
-	_ = w.stream.CloseResponse()
 }
 
 func hasCondition(r *convergev1.Resource, typ, status string) bool {
@@ -401,7 +277,7 @@ func TestSplitRoles(t *testing.T) {
 	control, brk := start(app.RoleControl), start(app.RoleBroker)
 	controlURL, brokerURL := "http://"+control.Addr().String(), "http://"+brk.Addr().String()
 	ctl := convergev1connect.NewControlServiceClient(http.DefaultClient, controlURL)
-	wrk := convergev1connect.NewWorkerServiceClient(h2c(), brokerURL)
+	wrk := convergev1connect.NewWorkerServiceClient(testkit.H2C(), brokerURL)
 	// The broker replica serves no API, and the control replica no workers.
 	if _, err := convergev1connect.NewControlServiceClient(http.DefaultClient, brokerURL).ListKinds(context.Background(),
 		&convergev1.ListKindsRequest{}); err == nil {
@@ -421,10 +297,10 @@ func TestSplitRoles(t *testing.T) {
 	}
 	applyResource(t, ctl, "split", map[string]any{"name": "x"})
 	got := make(chan *convergev1.Task, 1)
-	go func() { got <- w.task() }()
+	go func() { got <- w.Task() }()
 	select {
 	case task := <-got:
-		w.result(task.GetLease(), `{"message":"ok"}`)
+		w.Result(task.GetLease(), `{"message":"ok"}`)
 	case <-time.After(3 * time.Second):
 		t.Fatal("the broker replica did not get the task within 3 s")
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // applyStackKinds registers a composite kind "stack" (composer
@@ -53,13 +53,6 @@ func edge(dependent, dependency string, flows ...*convergev1.Flow) *convergev1.E
 	}
 }
 
-func (w *rawWorker) compose(l *convergev1.Lease, c *convergev1.Composition) {
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
-		Results: []*convergev1.TaskResult{{Lease: l, Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{
-			Status: []byte(`{}`), Composition: c}}}},
-	}}})
-}
-
 func get(t *testing.T, ctl convergev1connect.ControlServiceClient, kind, name string) *convergev1.Resource {
 	t.Helper()
 	r, err := ctl.GetResource(context.Background(), &convergev1.GetResourceRequest{Kind: kind, Name: name})
@@ -69,17 +62,6 @@ func get(t *testing.T, ctl convergev1connect.ControlServiceClient, kind, name st
 	return r.GetResource()
 }
 
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestCompositionFlowsAndRollup(t *testing.T) {
 	_, ctl, wrk := server(t)
 	applyStackKinds(t, ctl, 0)
@@ -87,23 +69,23 @@ func TestCompositionFlowsAndRollup(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := stackWorker(t, wrk)
-	compose := w.task()
+	compose := w.Task()
 	if compose.GetKind() != "stack" {
 		t.Fatalf("first task = %v", compose)
 	}
-	w.compose(compose.GetLease(), &convergev1.Composition{
+	w.Compose(compose.GetLease(), &convergev1.Composition{
 		Children: []*convergev1.Child{child("s-a", `{}`), child("s-b", `{"n": 1}`), child("s-c", `{}`)},
 		Edges: []*convergev1.Edge{edge("s-b", "s-a",
 			&convergev1.Flow{Source: &convergev1.Flow_From{From: "/id"}, To: "/upstream"})},
 	})
-	if a := w.ack(); !a.GetApplied() {
+	if a := w.Ack(); !a.GetApplied() {
 		t.Fatalf("compose ack = %v", a)
 	}
 	// s-b waits for s-a; s-a and s-c run.
-	eventually(t, "s-b waiting", func() bool { return strings.Contains(get(t, ctl, "part", "s-b").GetWaiting(), "s-a") })
+	testkit.Eventually(t, "s-b waiting", func() bool { return strings.Contains(get(t, ctl, "part", "s-b").GetWaiting(), "s-a") })
 	// The rollup is computed by the graph executor after the compose
 	// commits, so it is waited for; the phase must never be Ready meanwhile.
-	eventually(t, "the rollup to count 3 children", func() bool {
+	testkit.Eventually(t, "the rollup to count 3 children", func() bool {
 		s := get(t, ctl, "stack", "s")
 		if s.GetPhase() != "Reconciling" {
 			t.Fatalf("composite while children run = %v", s)
@@ -115,21 +97,21 @@ func TestCompositionFlowsAndRollup(t *testing.T) {
 	}
 	got := map[string]*convergev1.Task{}
 	for len(got) < 2 {
-		tk := w.task()
+		tk := w.Task()
 		got[tk.GetResource().GetName()] = tk
 	}
 	if got["s-a"] == nil || got["s-c"] == nil {
 		t.Fatalf("first wave = %v", got)
 	}
-	w.result(got["s-c"].GetLease(), `{}`)
-	w.result(got["s-a"].GetLease(), `{"id":"a-123"}`)
+	w.Result(got["s-c"].GetLease(), `{}`)
+	w.Result(got["s-a"].GetLease(), `{"id":"a-123"}`)
 	// The gate opens: s-b runs with the flowed value in its spec.
-	b := w.task()
+	b := w.Task()
 	if b.GetResource().GetName() != "s-b" || !strings.Contains(string(b.GetResource().GetSpec()), `"a-123"`) {
 		t.Fatalf("s-b task = %v, spec %s", b, b.GetResource().GetSpec())
 	}
-	w.result(b.GetLease(), `{}`)
-	eventually(t, "the composite Ready", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Ready" })
+	w.Result(b.GetLease(), `{}`)
+	testkit.Eventually(t, "the composite Ready", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Ready" })
 
 	// A child failing terminally makes the composite Failed and names it.
 	applyResource := func(spec map[string]any) {
@@ -139,19 +121,19 @@ func TestCompositionFlowsAndRollup(t *testing.T) {
 		}
 	}
 	applyResource(map[string]any{"v": 2})
-	compose = w.task()
-	w.compose(compose.GetLease(), &convergev1.Composition{
+	compose = w.Task()
+	w.Compose(compose.GetLease(), &convergev1.Composition{
 		Children: []*convergev1.Child{child("s-a", `{}`), child("s-b", `{"n": 2}`), child("s-c", `{}`)},
 		Edges: []*convergev1.Edge{edge("s-b", "s-a",
 			&convergev1.Flow{Source: &convergev1.Flow_From{From: "/id"}, To: "/upstream"})},
 	})
-	b = w.task()
+	b = w.Task()
 	if b.GetResource().GetName() != "s-b" || b.GetResource().GetGeneration() != 3 {
 		t.Fatalf("changed child task = %v", b.GetResource())
 	}
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{Results: []*convergev1.TaskResult{{
+	w.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{Results: []*convergev1.TaskResult{{
 		Lease: b.GetLease(), Outcome: &convergev1.TaskResult_Error{Error: &convergev1.TaskError{Message: "quota exceeded", Terminal: true}}}}}}})
-	eventually(t, "the composite Failed", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Failed" })
+	testkit.Eventually(t, "the composite Failed", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Failed" })
 	s := get(t, ctl, "stack", "s")
 	culprits := s.GetRollup().GetCulprits()
 	if len(culprits) != 1 || culprits[0].GetResource().GetName() != "s-b" || culprits[0].GetMessage() != "quota exceeded" {
@@ -191,9 +173,9 @@ func TestCompositionRefusals(t *testing.T) {
 		if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: name}); err != nil {
 			t.Fatal(err)
 		}
-		task := w.task()
-		w.compose(task.GetLease(), tc.comp)
-		eventually(t, name+" Failed", func() bool { return get(t, ctl, "stack", name).GetPhase() == "Failed" })
+		task := w.Task()
+		w.Compose(task.GetLease(), tc.comp)
+		testkit.Eventually(t, name+" Failed", func() bool { return get(t, ctl, "stack", name).GetPhase() == "Failed" })
 		if msg := get(t, ctl, "stack", name).GetFailure().GetMessage(); !strings.Contains(msg, tc.want) {
 			t.Fatalf("%s: failure %q, want it to contain %q", name, msg, tc.want)
 		}
@@ -211,20 +193,20 @@ func TestOrderedDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := stackWorker(t, wrk)
-	task := w.task()
-	w.compose(task.GetLease(), &convergev1.Composition{
+	task := w.Task()
+	w.Compose(task.GetLease(), &convergev1.Composition{
 		Children: []*convergev1.Child{child("d-a", `{}`), child("d-b", `{}`)},
 		Edges:    []*convergev1.Edge{edge("d-b", "d-a")},
 	})
-	a := w.task()
-	w.result(a.GetLease(), `{}`)
-	b := w.task()
-	w.result(b.GetLease(), `{}`)
-	eventually(t, "d Ready", func() bool { return get(t, ctl, "stack", "d").GetPhase() == "Ready" })
+	a := w.Task()
+	w.Result(a.GetLease(), `{}`)
+	b := w.Task()
+	w.Result(b.GetLease(), `{}`)
+	testkit.Eventually(t, "d Ready", func() bool { return get(t, ctl, "stack", "d").GetPhase() == "Ready" })
 	if _, err := ctl.DeleteResource(context.Background(), &convergev1.DeleteResourceRequest{Kind: "stack", Name: "d"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "d gone", func() bool {
+	testkit.Eventually(t, "d gone", func() bool {
 		_, err := ctl.GetResource(context.Background(), &convergev1.GetResourceRequest{Kind: "stack", Name: "d"})
 		return err != nil
 	})
@@ -257,8 +239,8 @@ func TestCELFlows(t *testing.T) {
 		Spec: mustStruct(t, map[string]any{})}); err != nil {
 		t.Fatal(err)
 	}
-	compose := w.task()
-	w.compose(compose.GetLease(), &convergev1.Composition{
+	compose := w.Task()
+	w.Compose(compose.GetLease(), &convergev1.Composition{
 		Children: []*convergev1.Child{child("db", `{}`), child("app", `{}`), child("late", `{}`)},
 		Edges: []*convergev1.Edge{
 			edge("app", "db", &convergev1.Flow{Source: &convergev1.Flow_Expr{Expr: `status.host + ":" + string(status.port + 1)`}, To: "/upstream"},
@@ -266,19 +248,19 @@ func TestCELFlows(t *testing.T) {
 			edge("late", "db", &convergev1.Flow{Source: &convergev1.Flow_Expr{Expr: `status.endpoint.url`}, To: "/upstream"}),
 		},
 	})
-	db := w.task()
+	db := w.Task()
 	if db.GetResource().GetName() != "db" {
 		t.Fatalf("first task = %s; want db (the others wait for it)", db.GetResource().GetName())
 	}
-	w.result(db.GetLease(), `{"host":"db.internal","port":5431,"replicas":["r1","r2","r3"]}`)
-	app := w.task()
+	w.Result(db.GetLease(), `{"host":"db.internal","port":5431,"replicas":["r1","r2","r3"]}`)
+	app := w.Task()
 	var spec map[string]any
 	if err := json.Unmarshal(app.GetResource().GetSpec(), &spec); err != nil || app.GetResource().GetName() != "app" ||
 		spec["upstream"] != "db.internal:5432" || spec["n"] != float64(3) {
 		t.Fatalf("app task %s with spec %s; want upstream db.internal:5432 and n 3", app.GetResource().GetName(), app.GetResource().GetSpec())
 	}
-	w.result(app.GetLease(), `{}`)
-	eventually(t, "late to wait naming the missing field", func() bool {
+	w.Result(app.GetLease(), `{}`)
+	testkit.Eventually(t, "late to wait naming the missing field", func() bool {
 		return strings.Contains(get(t, ctl, "part", "late").GetWaiting(), "endpoint")
 	})
 	if s := get(t, ctl, "stack", "c"); s.GetPhase() == "Ready" {

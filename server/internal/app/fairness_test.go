@@ -10,6 +10,7 @@ import (
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/limits"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestClaimingIsFairAcrossKinds queues a backlog of kind fair.a and then
@@ -65,7 +66,7 @@ func TestClaimingIsFairAcrossKinds(t *testing.T) {
 			rs[i] = &convergev1.TaskResult{Lease: task.GetLease(),
 				Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{Status: []byte(`{}`)}}}
 		}
-		w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{Results: rs}}})
+		w.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{Results: rs}}})
 	}
 
 	done := 0
@@ -114,7 +115,7 @@ func TestClaimingIsFairAcrossKinds(t *testing.T) {
 			done++
 		}
 		t.Logf("probe %d: %d fair.a tasks before fair.b/%s (bound %d), %d of the backlog left", probe, before, name, roundWorth, backlog-done)
-		eventually(t, "fair.b/"+name+" Ready", func() bool { return get(t, ctl, "fair.b", name).GetPhase() == "Ready" })
+		testkit.Eventually(t, "fair.b/"+name+" Ready", func() bool { return get(t, ctl, "fair.b", name).GetPhase() == "Ready" })
 	}
 }
 

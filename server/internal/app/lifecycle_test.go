@@ -11,6 +11,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 func applyCloudKind(t *testing.T, ctl convergev1connect.ControlServiceClient) {
@@ -44,19 +45,8 @@ func applyConfig(t *testing.T, ctl convergev1connect.ControlServiceClient, name 
 	}
 }
 
-// nextConfig reads server messages until a pushed config for cloud v1.
-func (w *rawWorker) nextConfig() *convergev1.KindConfig {
-	w.t.Helper()
-	for len(w.configs) == 0 {
-		w.fill()
-	}
-	c := w.configs[0]
-	w.configs = w.configs[1:]
-	return c
-}
-
 func ready(w *rawWorker, reaction string, ok bool, reason string) {
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Readiness{Readiness: &convergev1.Readiness{
+	w.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Readiness{Readiness: &convergev1.Readiness{
 		Reactions: []*convergev1.ReactionReadiness{{
 			Reaction: &convergev1.ReactionRef{Kind: "cloud", KindVersion: 1, Reaction: reaction}, Ready: ok, Reason: reason}},
 	}}})
@@ -71,13 +61,13 @@ func TestProviderConfigsReachWorkersAndReadinessParks(t *testing.T) {
 	ctx := context.Background()
 	applyCloudKind(t, ctl)
 	w, _ := connectWorkerServing(t, wrk, 4, cloudReactions)
-	if c := w.nextConfig(); c.GetKind() != "cloud" || len(c.GetConfig()) != 0 || c.GetRevision() != 0 {
+	if c := w.NextConfig(); c.GetKind() != "cloud" || len(c.GetConfig()) != 0 || c.GetRevision() != 0 {
 		t.Fatalf("first pushed config = %v; want cloud v1 with none yet", c)
 	}
 	ready(w, "reconcile", false, "no default provider config yet")
 	// The readiness message travels apart from the apply below: until the
 	// broker has taken it in, it may still claim the task for the worker.
-	eventually(t, "the cluster to show the worker not ready", func() bool {
+	testkit.Eventually(t, "the cluster to show the worker not ready", func() bool {
 		res, err := ctl.GetCluster(ctx, &convergev1.GetClusterRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -95,22 +85,22 @@ func TestProviderConfigsReachWorkersAndReadinessParks(t *testing.T) {
 		Spec: mustStruct(t, map[string]any{})}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the resource to say its workers are not ready", func() bool {
+	testkit.Eventually(t, "the resource to say its workers are not ready", func() bool {
 		return hasConditionMessage(get(t, ctl, "cloud", "a"), "WorkerAvailable", "workers not ready: no default provider config yet (kind cloud v1")
 	})
 
 	applyConfig(t, ctl, "default", map[string]any{"region": "eu-west-1", "tier": "small"})
-	if c := w.nextConfig(); string(c.GetConfig()) == "" || c.GetRevision() != 1 {
+	if c := w.NextConfig(); string(c.GetConfig()) == "" || c.GetRevision() != 1 {
 		t.Fatalf("pushed config = %v; want the default at revision 1", c)
 	}
 	ready(w, "reconcile", true, "")
-	task := w.task()
+	task := w.Task()
 	var cfg map[string]any
 	if err := json.Unmarshal(task.GetConfig(), &cfg); err != nil || cfg["region"] != "eu-west-1" {
 		t.Fatalf("task config = %s, %v; want the default", task.GetConfig(), err)
 	}
-	w.result(task.GetLease(), `{}`)
-	eventually(t, "a Ready", func() bool { return get(t, ctl, "cloud", "a").GetPhase() == "Ready" })
+	w.Result(task.GetLease(), `{}`)
+	testkit.Eventually(t, "a Ready", func() bool { return get(t, ctl, "cloud", "a").GetPhase() == "Ready" })
 
 	// A named config overrides the default's keys; it must be valid merged.
 	applyConfig(t, ctl, "us", map[string]any{"region": "us-east-1"})
@@ -118,11 +108,11 @@ func TestProviderConfigsReachWorkersAndReadinessParks(t *testing.T) {
 		Spec: mustStruct(t, map[string]any{}), ProviderConfig: "us"}); err != nil {
 		t.Fatal(err)
 	}
-	task = w.task()
+	task = w.Task()
 	if err := json.Unmarshal(task.GetConfig(), &cfg); err != nil || cfg["region"] != "us-east-1" || cfg["tier"] != "small" {
 		t.Fatalf("task config = %s; want region from us over the default's tier", task.GetConfig())
 	}
-	w.result(task.GetLease(), `{}`)
+	w.Result(task.GetLease(), `{}`)
 	_, err := ctl.ApplyProviderConfig(ctx, &convergev1.ApplyProviderConfigRequest{Config: &convergev1.ProviderConfig{
 		Kind: "cloud", KindVersion: 1, Name: "default", Config: mustStruct(t, map[string]any{"region": 5})}})
 	if code(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "region") {
@@ -130,7 +120,7 @@ func TestProviderConfigsReachWorkersAndReadinessParks(t *testing.T) {
 	}
 	// An edit of the default is pushed live.
 	applyConfig(t, ctl, "default", map[string]any{"region": "eu-central-1"})
-	if c := w.nextConfig(); !strings.Contains(string(c.GetConfig()), "eu-central-1") || c.GetRevision() != 2 {
+	if c := w.NextConfig(); !strings.Contains(string(c.GetConfig()), "eu-central-1") || c.GetRevision() != 2 {
 		t.Fatalf("pushed config after the edit = %s rev %d", c.GetConfig(), c.GetRevision())
 	}
 }
@@ -147,9 +137,9 @@ func TestOperationsRunOnWorkers(t *testing.T) {
 		Spec: mustStruct(t, map[string]any{})}); err != nil {
 		t.Fatal(err)
 	}
-	task := w.task()
-	w.result(task.GetLease(), `{}`)
-	eventually(t, "a Ready", func() bool { return get(t, ctl, "cloud", "a").GetPhase() == "Ready" })
+	task := w.Task()
+	w.Result(task.GetLease(), `{}`)
+	testkit.Eventually(t, "a Ready", func() bool { return get(t, ctl, "cloud", "a").GetPhase() == "Ready" })
 
 	invoke := func(input map[string]any) *convergev1.Operation {
 		resp, err := ctl.InvokeOperation(ctx, &convergev1.InvokeOperationRequest{Kind: "cloud", Name: "a", Verb: "restart",
@@ -160,16 +150,16 @@ func TestOperationsRunOnWorkers(t *testing.T) {
 		return resp.GetOperation()
 	}
 	op := invoke(map[string]any{"force": true})
-	task = w.task()
+	task = w.Task()
 	if task.GetTrigger() != "operation" || task.GetReaction() != "restart" || task.GetOperation().GetId() != op.GetId() ||
 		!jsonHas(task.GetOperation().GetInput(), "force", true) || task.GetResource().GetName() != "a" {
 		t.Fatalf("operation task = %v", task)
 	}
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
+	w.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
 		Results: []*convergev1.TaskResult{{Lease: task.GetLease(), Outcome: &convergev1.TaskResult_Success{
 			Success: &convergev1.Success{OperationOutput: []byte(`{"restarted":1}`)}}}}}}})
 	var got *convergev1.Operation
-	eventually(t, "the operation to succeed", func() bool {
+	testkit.Eventually(t, "the operation to succeed", func() bool {
 		resp, err := ctl.GetOperation(ctx, &convergev1.GetOperationRequest{Id: op.GetId()})
 		if err != nil {
 			t.Fatal(err)
@@ -185,11 +175,11 @@ func TestOperationsRunOnWorkers(t *testing.T) {
 	}
 
 	op = invoke(map[string]any{})
-	task = w.task()
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
+	task = w.Task()
+	w.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
 		Results: []*convergev1.TaskResult{{Lease: task.GetLease(), Outcome: &convergev1.TaskResult_Error{
 			Error: &convergev1.TaskError{Message: "the database refused", Terminal: true}}}}}}})
-	eventually(t, "the operation to fail", func() bool {
+	testkit.Eventually(t, "the operation to fail", func() bool {
 		resp, err := ctl.GetOperation(ctx, &convergev1.GetOperationRequest{Id: op.GetId()})
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +195,7 @@ func TestOperationsRunOnWorkers(t *testing.T) {
 	}
 	// Deleting the resource fails operations still queued on it.
 	op = invoke(map[string]any{})
-	w.close()
+	w.Close()
 	if _, err := ctl.DeleteResource(ctx, &convergev1.DeleteResourceRequest{Kind: "cloud", Name: "a"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -42,9 +41,9 @@ func watchAll(m *metrics.Metrics, st *store.Store, pool, relaxed *pgxpool.Pool, 
 	return m.WatchNotify(bus.Sent, bus.Received)
 }
 
-// serveMetrics serves m, and the health endpoints, on their own plaintext
-// listener at addr until ctx ends, and returns the bound address.
-func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, pool *pgxpool.Pool) (net.Addr, error) {
+// metricsListener serves m, and the health endpoints, on their own
+// plaintext listener at addr.
+func metricsListener(addr string, m *metrics.Metrics, pool *pgxpool.Pool) (*listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
@@ -52,11 +51,5 @@ func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, pool *pg
 	mux := http.NewServeMux()
 	mux.Handle("GET "+metrics.Path, m.Handler())
 	mountHealth(mux, pool)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	return ln.Addr(), nil
+	return newListener("metrics listener", ln, mux), nil
 }

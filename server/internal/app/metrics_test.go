@@ -17,6 +17,7 @@ import (
 	"github.com/convergehq/converge/server/internal/devpg"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // startWithMetrics starts a server with a metrics listener on dbURL and
@@ -77,7 +78,7 @@ func TestMetricsMoveWithReconciles(t *testing.T) {
 	db := pgtest.New(t)
 	a, base := startWithMetrics(t, db.URL)
 	ctl := convergev1connect.NewControlServiceClient(http.DefaultClient, base)
-	wrk := convergev1connect.NewWorkerServiceClient(h2c(), base)
+	wrk := convergev1connect.NewWorkerServiceClient(testkit.H2C(), base)
 	applyGreeting(t, ctl)
 	for _, name := range []string{"a", "b", "c"} {
 		applyResource(t, ctl, name, map[string]any{"name": name})
@@ -96,7 +97,7 @@ func TestMetricsMoveWithReconciles(t *testing.T) {
 	}
 
 	w, _ := connectWorker(t, wrk, 4)
-	tasks := []*convergev1.Task{w.task(), w.task(), w.task()}
+	tasks := []*convergev1.Task{w.Task(), w.Task(), w.Task()}
 	m = scrape(t, a)
 	if m["converge_workers_connected"] != 1 || m[`converge_tasks_in_flight{kind="greeting"}`] != 3 ||
 		m[`converge_tasks_claimed_total{kind="greeting"}`] != 3 {
@@ -104,11 +105,11 @@ func TestMetricsMoveWithReconciles(t *testing.T) {
 			m[`converge_tasks_in_flight{kind="greeting"}`], m[`converge_tasks_claimed_total{kind="greeting"}`])
 	}
 	// Two succeed; one reports a status its schema refuses: terminal.
-	w.result(tasks[0].GetLease(), `{"message":"hi"}`)
-	w.result(tasks[1].GetLease(), `{"message":"hi"}`)
-	w.result(tasks[2].GetLease(), `{"message":42}`)
+	w.Result(tasks[0].GetLease(), `{"message":"hi"}`)
+	w.Result(tasks[1].GetLease(), `{"message":"hi"}`)
+	w.Result(tasks[2].GetLease(), `{"message":42}`)
 	for range 3 {
-		w.ack()
+		w.Ack()
 	}
 
 	deadline := time.Now().Add(10 * time.Second)

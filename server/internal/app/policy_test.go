@@ -19,6 +19,7 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 func setPolicy(t *testing.T, ctl convergev1connect.ControlServiceClient, kind string, p *convergev1.KindPolicy, fields ...string) *convergev1.KindManifest {
@@ -86,38 +87,38 @@ func TestResyncReobservesAndDemotesTheRoot(t *testing.T) {
 		Spec: mustStruct(t, map[string]any{})}); err != nil {
 		t.Fatal(err)
 	}
-	task := w.task()
-	w.compose(task.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("a", `{}`)}})
-	task = w.task()
+	task := w.Task()
+	w.Compose(task.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("a", `{}`)}})
+	task = w.Task()
 	if task.GetTrigger() != "specChange" || task.GetResource().GetName() != "a" {
 		t.Fatalf("task = %s %s; want the child's specChange", task.GetTrigger(), task.GetResource().GetName())
 	}
-	w.result(task.GetLease(), `{}`)
-	eventually(t, "stack Ready", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Ready" })
+	w.Result(task.GetLease(), `{}`)
+	testkit.Eventually(t, "stack Ready", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Ready" })
 
 	setPolicy(t, ctl, "part", &convergev1.KindPolicy{ResyncIntervalSeconds: 1}, "resync_interval_seconds")
 	gen := get(t, ctl, "part", "a").GetGeneration()
-	task = w.task()
+	task = w.Task()
 	if task.GetTrigger() != "resync" || task.GetReaction() != "reconcile" || task.GetResource().GetGeneration() != gen {
 		t.Fatalf("task = %s/%s at generation %d; want a resync run by the specChange reaction at %d",
 			task.GetTrigger(), task.GetReaction(), task.GetResource().GetGeneration(), gen)
 	}
-	w.send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
+	w.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Results{Results: &convergev1.Results{
 		Results: []*convergev1.TaskResult{{Lease: task.GetLease(), Outcome: &convergev1.TaskResult_Success{
 			Success: &convergev1.Success{Status: []byte(`{"drift":true}`), Unhealthy: true}}}}}}})
-	eventually(t, "child and root Degraded", func() bool {
+	testkit.Eventually(t, "child and root Degraded", func() bool {
 		return get(t, ctl, "part", "a").GetPhase() == "Degraded" && get(t, ctl, "stack", "s").GetPhase() == "Degraded"
 	})
 	if a := get(t, ctl, "part", "a"); a.GetGeneration() != gen {
 		t.Errorf("generation %d after a resync; want %d (a resync never bumps it)", a.GetGeneration(), gen)
 	}
 	// The next resync finds it healthy again.
-	task = w.task()
+	task = w.Task()
 	if task.GetTrigger() != "resync" {
 		t.Fatalf("task = %s; want the next resync", task.GetTrigger())
 	}
-	w.result(task.GetLease(), `{}`)
-	eventually(t, "root Ready again", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Ready" })
+	w.Result(task.GetLease(), `{}`)
+	testkit.Eventually(t, "root Ready again", func() bool { return get(t, ctl, "stack", "s").GetPhase() == "Ready" })
 }
 
 // held is a task and the worker running it.
@@ -132,14 +133,11 @@ func taskStream(ws ...*rawWorker) <-chan held {
 	for _, w := range ws {
 		go func() {
 			for {
-				m, err := w.stream.Receive()
+				m, err := w.Receive()
 				if err != nil {
 					return
 				}
 				for _, t := range m.GetTasks().GetTasks() {
-					w.mu.Lock()
-					w.running[t.GetLease().GetTaskId()] = t.GetLease()
-					w.mu.Unlock()
 					out <- held{w, t}
 				}
 			}
@@ -164,7 +162,7 @@ func TestMaxInflightHoldsAcrossReplicas(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = a.Stop() })
 		base := "http://" + a.Addr().String()
-		return convergev1connect.NewControlServiceClient(http.DefaultClient, base), convergev1connect.NewWorkerServiceClient(h2c(), base)
+		return convergev1connect.NewControlServiceClient(http.DefaultClient, base), convergev1connect.NewWorkerServiceClient(testkit.H2C(), base)
 	}
 	ctl, wrk1 := start()
 	_, wrk2 := start()
@@ -198,7 +196,7 @@ func TestMaxInflightHoldsAcrossReplicas(t *testing.T) {
 	for done := 1; done <= 6; done++ {
 		h := running[0]
 		running = running[1:]
-		h.w.result(h.task.GetLease(), `{"message":"ok"}`)
+		h.w.Result(h.task.GetLease(), `{"message":"ok"}`)
 		if done+len(running) < 6 {
 			running = append(running, next())
 		}

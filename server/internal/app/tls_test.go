@@ -188,7 +188,7 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 		vault := ca.Client("vault", "spiffe://td/ns/workers/vault", time.Time{})
 		w, _ := subscribe(t, convergev1connect.NewWorkerServiceClient(tlsClient(t, ca.CertFile, &vault), base), 1,
 			[]*convergev1.ReactionRef{{Kind: "vault", KindVersion: 1, Reaction: "reconcile"}})
-		w.close()
+		w.Close()
 
 		// A kind registered after a worker subscribed is checked at
 		// dispatch: its task waits for a permitted worker.
@@ -198,7 +198,7 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 		go func() {
 			// Ends when the test's cleanup cancels the stream.
 			for {
-				m, err := early.stream.Receive()
+				m, err := early.Receive()
 				if err != nil {
 					return
 				}
@@ -218,9 +218,9 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 			t.Fatal(err)
 		}
 		permitted, _ := connectWorkerServing(t, convergev1connect.NewWorkerServiceClient(tlsClient(t, ca.CertFile, &vault), base), 4, late)
-		defer permitted.close()
+		defer permitted.Close()
 		got := make(chan *convergev1.Task, 1)
-		go func() { got <- permitted.task() }()
+		go func() { got <- permitted.Task() }()
 		select {
 		case task := <-got:
 			if task.GetKind() != "late" {

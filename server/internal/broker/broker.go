@@ -169,6 +169,9 @@ func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log 
 	}
 }
 
+// Name implements service.Service.
+func (*Broker) Name() string { return "broker" }
+
 // Run claims, renews and applies until ctx ends, then gives back what it
 // holds but has not sent, and applies results already received.
 func (b *Broker) Run(ctx context.Context) {

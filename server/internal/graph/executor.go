@@ -62,6 +62,9 @@ func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log 
 // batch is how many tasks one claim takes.
 const batch = 64
 
+// Name implements service.Service.
+func (*Executor) Name() string { return "graph executor" }
+
 // Run claims and runs internal tasks until ctx ends.
 func (x *Executor) Run(ctx context.Context) {
 	wake, stop := x.bus.Subscribe(notify.Tasks)

@@ -205,6 +205,9 @@ func (r *Registry) Subscribe() (<-chan struct{}, func()) {
 	}
 }
 
+// Name implements service.Service.
+func (*Registry) Name() string { return "kinds registry" }
+
 // Run keeps the view fresh: on every wake-up and at least every
 // RefreshInterval.
 func (r *Registry) Run(ctx context.Context) {

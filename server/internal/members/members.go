@@ -53,6 +53,9 @@ func (t *Tracker) Changed() {
 	}
 }
 
+// Name implements service.Service.
+func (*Tracker) Name() string { return "members tracker" }
+
 // Run heartbeats until ctx ends, then removes this replica's row.
 func (t *Tracker) Run(ctx context.Context) {
 	tick := time.NewTicker(Interval)

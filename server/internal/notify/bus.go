@@ -115,6 +115,9 @@ func (b *Bus) wakeLocal(channel string) {
 	}
 }
 
+// Name implements service.Service.
+func (*Bus) Name() string { return "notify bus" }
+
 // Run listens for other replicas' wakes and sends this replica's, until
 // ctx ends.
 func (b *Bus) Run(ctx context.Context) {

@@ -75,6 +75,9 @@ func New(cfg Config, st *store.Store, bus *notify.Bus, log *slog.Logger) *Emitte
 	return &Emitter{cfg: cfg, store: st, bus: bus, log: log, warned: map[string]int64{}}
 }
 
+// Name implements service.Service.
+func (*Emitter) Name() string { return "reactor emitter" }
+
 // Run emits until ctx ends: on every change wake-up and every poll, while
 // any binding exists. Errors back off, doubling up to 5 s.
 func (e *Emitter) Run(ctx context.Context) {
