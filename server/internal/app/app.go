@@ -282,6 +282,7 @@ func (a *App) duties(control bool, st *store.Store, reg *kinds.Registry, bus *no
 			maintenance.NewClaimReaper(mc.ReapInterval, lease, st, bus, cfg.Log),
 			maintenance.NewOrphanExpirer(mc.ReapInterval, st, bus, cfg.Log),
 			maintenance.NewResyncQueuer(mc.ReapInterval, reg.AnyResync, st, bus, cfg.Log),
+			maintenance.NewConfigRequeuer(mc.ReapInterval, maintenance.ConfigRequeueRate, st, bus, cfg.Log),
 			maintenance.NewChangeTrimmer(mc.TrimInterval, mc.ChangeRetention, st, cfg.Log),
 			maintenance.NewMemberForgetter(mc.TrimInterval, st, cfg.Log),
 			reactor.New(reactor.Config{}, st, bus, cfg.Log),

@@ -141,4 +141,23 @@ func TestStatusOutsideTheSchemaFailsTerminally(t *testing.T) {
 	if r.Phase != "Failed" || !r.FailureTerminal || r.FailureMessage == nil || !strings.Contains(*r.FailureMessage, "/message") {
 		t.Fatalf("resource: phase %s, terminal %v, message %v", r.Phase, r.FailureTerminal, r.FailureMessage)
 	}
+	// The refused status is kept apart from the status, and the next task
+	// of the resource carries it: what the handler made is not lost.
+	if string(r.Status) != `{}` || string(r.RejectedStatus) != `{"message": 42}` {
+		t.Fatalf("status %s, rejected status %s; want {} and the refused one", r.Status, r.RejectedStatus)
+	}
+	if _, err := e.st.ReconcileResource(e.ctx, "op", store.ResourceKey{Namespace: "default", Kind: "greeting", Name: "hello"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	again := w.Task()
+	if got := string(again.GetResource().GetRejectedStatus()); got != `{"message": 42}` {
+		t.Fatalf("the next task's rejected status = %q, want the refused status", got)
+	}
+	w.Result(again.GetLease(), `{"message":"fixed"}`)
+	if a := w.Ack(); !a.GetApplied() {
+		t.Fatalf("ack = %v", a)
+	}
+	if r := e.get("hello"); r.Phase != "Ready" || r.RejectedStatus != nil {
+		t.Fatalf("after a conforming status: phase %s, rejected status %s; want Ready and none", r.Phase, r.RejectedStatus)
+	}
 }

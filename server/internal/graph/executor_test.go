@@ -9,6 +9,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/testkit"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // TestRollup: the executor counts a composite's children by phase as they
@@ -24,18 +25,18 @@ func TestRollup(t *testing.T) {
 	if p := e.get("stack", "s").Phase; p != "Reconciling" {
 		t.Fatalf("composite with children reconciling is %s", p)
 	}
-	a := e.claim("part", store.TriggerSpecChange)
+	a := e.claim("part", trigger.SpecChange)
 	e.succeed(a, `{}`)
 	testkit.Eventually(t, "the rollup to count one ready", func() bool {
 		c := e.rollup()
 		return c.Ready == 1 && c.Reconciling == 1
 	})
-	if got := e.claimable("stack", store.TriggerChildrenSettled); len(got) != 0 {
+	if got := e.claimable("stack", trigger.ChildrenSettled); len(got) != 0 {
 		t.Fatalf("childrenSettled queued while a child still reconciles: %v", got)
 	}
-	e.succeed(e.claim("part", store.TriggerSpecChange), `{}`)
+	e.succeed(e.claim("part", trigger.SpecChange), `{}`)
 	testkit.Eventually(t, "the rollup to count both ready", func() bool { return e.rollup().Ready == 2 })
-	settled := e.claim("stack", store.TriggerChildrenSettled)
+	settled := e.claim("stack", trigger.ChildrenSettled)
 	if settled.Name != "s" || !strings.Contains(string(settled.Rollup), `"ready": 2`) {
 		t.Fatalf("childrenSettled task = %+v (rollup %s); want s with both children ready", settled.Lease, settled.Rollup)
 	}
@@ -56,11 +57,11 @@ func TestGateOpensWithTheFlowedValue(t *testing.T) {
 		w := e.get("part", "app").Waiting
 		return w != nil && strings.Contains(*w, "part/db")
 	})
-	if got := e.claimable("part", store.TriggerSpecChange); !slices.Equal(got, []string{"db"}) {
+	if got := e.claimable("part", trigger.SpecChange); !slices.Equal(got, []string{"db"}) {
 		t.Fatalf("claimable part work = %v; want db alone while app waits", got)
 	}
-	e.succeed(e.claim("part", store.TriggerSpecChange), `{"address":"db.internal:5432"}`)
-	app := e.claim("part", store.TriggerSpecChange)
+	e.succeed(e.claim("part", trigger.SpecChange), `{"address":"db.internal:5432"}`)
+	app := e.claim("part", trigger.SpecChange)
 	if app.Name != "app" {
 		t.Fatalf("next part task is for %s, want app", app.Name)
 	}
@@ -82,12 +83,12 @@ func TestGateHoldsASpecTheFlowBreaks(t *testing.T) {
 	e := newEnv(t)
 	e.composite([]store.ChildSpec{e.child("db", `{}`), e.child("app", `{}`)},
 		edge("app", "db", `[{"from":"/address","to":"/n"}]`))
-	e.succeed(e.claim("part", store.TriggerSpecChange), `{"address":"not a number"}`)
+	e.succeed(e.claim("part", trigger.SpecChange), `{"address":"not a number"}`)
 	testkit.Eventually(t, "app to wait for a spec that fits its schema", func() bool {
 		w := e.get("part", "app").Waiting
 		return w != nil && strings.Contains(*w, "does not match the spec_schema of part v1")
 	})
-	if got := e.claimable("part", store.TriggerSpecChange); len(got) != 0 {
+	if got := e.claimable("part", trigger.SpecChange); len(got) != 0 {
 		t.Fatalf("claimable part work = %v; want none while app's spec is broken", got)
 	}
 }
@@ -98,18 +99,18 @@ func TestGateHoldsASpecTheFlowBreaks(t *testing.T) {
 func TestTeardownOrder(t *testing.T) {
 	e := newEnv(t)
 	e.composite([]store.ChildSpec{e.child("db", `{}`), e.child("app", `{}`)}, edge("app", "db", `[]`))
-	e.succeed(e.claim("part", store.TriggerSpecChange), `{}`)
-	e.succeed(e.claim("part", store.TriggerSpecChange), `{}`)
+	e.succeed(e.claim("part", trigger.SpecChange), `{}`)
+	e.succeed(e.claim("part", trigger.SpecChange), `{}`)
 	if _, gone, err := e.st.DeleteResource(e.ctx, "test", store.ResourceKey{Namespace: "default", Kind: "stack", Name: "s"},
 		store.TeardownPolicy{}); err != nil || gone {
 		t.Fatalf("delete: gone %v, %v; want the composite Deleting", gone, err)
 	}
 	for _, want := range []string{"app", "db"} {
-		task := e.claim("part", store.TriggerDeleteRequested)
+		task := e.claim("part", trigger.DeleteRequested)
 		if task.Name != want {
 			t.Fatalf("teardown of %s came first; want %s", task.Name, want)
 		}
-		if got := e.claimable("part", store.TriggerDeleteRequested); len(got) != 0 {
+		if got := e.claimable("part", trigger.DeleteRequested); len(got) != 0 {
 			t.Fatalf("while %s tears down, teardowns of %v are queued too", want, got)
 		}
 		if _, err := e.st.GetResource(e.ctx, "default", "stack", "s"); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/testkit"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -81,7 +82,7 @@ func (e *env) composite(children []store.ChildSpec, edges ...store.EdgeSpec) {
 		Name: "s", Labels: []byte(`{}`), Spec: []byte(`{}`), KindRevision: stackRev}}); err != nil {
 		e.t.Fatal(err)
 	}
-	task := e.claim("stack", store.TriggerSpecChange)
+	task := e.claim("stack", trigger.SpecChange)
 	res, err := e.st.ApplyComposition(e.ctx, store.Composition{
 		Outcome: store.Outcome{Lease: task.Lease, Actor: "test", Status: []byte(`{}`)}, Children: children, Edges: edges})
 	if err != nil || res.Refused != nil || !res.Applied {

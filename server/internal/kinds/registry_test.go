@@ -17,6 +17,7 @@ import (
 	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/testkit"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -109,19 +110,19 @@ func TestEntryAnswersFromItsManifestAndPolicy(t *testing.T) {
 
 	plain, stack := e.reg.Get("plain", 1), e.reg.Get("stack", 1)
 	drifty := e.reg.Get("drifty", 1)
-	if got := plain.TriggersOf("reconcile"); !slices.Equal(got, []string{store.TriggerSpecChange}) {
+	if got := plain.TriggersOf("reconcile"); !slices.Equal(got, []string{trigger.SpecChange}) {
 		t.Errorf("plain: reconcile runs %v, want specChange alone", got)
 	}
 	if plain.ResyncInterval() != 0 || plain.MaxInflight() != 0 {
 		t.Errorf("plain: resync %s, cap %d; want none", plain.ResyncInterval(), plain.MaxInflight())
 	}
-	if got := drifty.TriggersOf("reconcile"); !slices.Equal(got, []string{store.TriggerSpecChange, store.TriggerResync}) {
+	if got := drifty.TriggersOf("reconcile"); !slices.Equal(got, []string{trigger.SpecChange, trigger.Resync}) {
 		t.Errorf("drifty: reconcile runs %v, want specChange and resync", got)
 	}
-	if r, ok := drifty.Reaction(store.TriggerResync); !ok || r.Name != "reconcile" {
+	if r, ok := drifty.Reaction(trigger.Resync); !ok || r.Name != "reconcile" {
 		t.Errorf("drifty: resync runs %+v, want reconcile", r)
 	}
-	if r, ok := drifty.Reaction(store.TriggerOperationPrefix + "restart"); !ok || r.Name != "restart" || r.Verb != "restart" {
+	if r, ok := drifty.Reaction(trigger.OperationPrefix + "restart"); !ok || r.Name != "restart" || r.Verb != "restart" {
 		t.Errorf("drifty: operation:restart runs %+v, want restart", r)
 	}
 	if drifty.ResyncInterval() != time.Minute || drifty.MaxInflight() != 3 || drifty.TaskDeadline() != 10*time.Second {

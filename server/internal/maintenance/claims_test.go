@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/testkit"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // testClaimReaper is a claim reaper with a liveness window short enough
@@ -27,8 +27,8 @@ func TestClaimReaper(t *testing.T) {
 	e.apply("leaf", e.rev, "dead", `{}`)
 	e.apply("leaf", e.rev, "live", `{}`)
 	e.heartbeat("m-dead", "m-live")
-	e.claim("leaf", store.TriggerSpecChange, "m-dead", time.Minute)
-	e.claim("leaf", store.TriggerSpecChange, "m-live", time.Minute)
+	e.claim("leaf", trigger.SpecChange, "m-dead", time.Minute)
+	e.claim("leaf", trigger.SpecChange, "m-live", time.Minute)
 	e.drainWake()
 	e.run(testClaimReaper(e, 3*tick))
 
@@ -51,7 +51,7 @@ func TestClaimReaperConfirms(t *testing.T) {
 	e := newEnv(t)
 	e.apply("leaf", e.rev, "dead", `{}`)
 	e.heartbeat("m-dead")
-	e.claim("leaf", store.TriggerSpecChange, "m-dead", time.Minute)
+	e.claim("leaf", trigger.SpecChange, "m-dead", time.Minute)
 	r := testClaimReaper(e, time.Minute)
 	claimed := func() bool { return e.get("leaf", "dead").Task.Claimed }
 	testkit.Eventually(t, "m-dead's claim to lapse", func() bool {
@@ -103,7 +103,7 @@ func TestClaimReaperIdleWithShortLease(t *testing.T) {
 	e.apply("leaf", e.rev, "dead", `{}`)
 	// Expired at once, and the claimer has no row: lapsed by the store's
 	// rule within 100 ms, and the lease reaper's to requeue.
-	e.claim("leaf", store.TriggerSpecChange, "m-dead", time.Millisecond)
+	e.claim("leaf", trigger.SpecChange, "m-dead", time.Millisecond)
 	r := NewClaimReaper(tick, 200*time.Millisecond, e.st, e.bus, quiet)
 	r.lapse.LiveWithin = 300 * time.Millisecond
 	r.confirm = 0

@@ -1,7 +1,8 @@
 // Package maintenance holds the control plane's background duties, one
 // service a file: requeueing tasks whose lease ran out (leases.go) or
 // whose claimer is gone (claims.go), deleting orphans whose grace ended
-// (orphans.go), queueing resyncs that came due (resyncs.go), trimming the
+// (orphans.go), queueing resyncs that came due (resyncs.go), reconciling
+// again what a provider config edit changed (configs.go), trimming the
 // change feed to its retention (changes.go), and forgetting replicas that
 // stopped heartbeating (members.go). Each asks the store for one thing on
 // an interval of its own, and runs until its context ends.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/testkit"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // compose applies a composition with children of kind part (v1, revision
@@ -30,11 +31,11 @@ func TestOrphanExpirer(t *testing.T) {
 	e := newEnv(t)
 	stackRev, partRev := e.kind("stack"), e.kind("part")
 	e.apply("stack", stackRev, "s", `{"n":1}`)
-	e.compose(e.claim("stack", store.TriggerSpecChange, "m1", time.Minute), partRev, 0, "kept", "dropped")
+	e.compose(e.claim("stack", trigger.SpecChange, "m1", time.Minute), partRev, 0, "kept", "dropped")
 	e.apply("stack", stackRev, "s", `{"n":2}`)
-	e.compose(e.claim("stack", store.TriggerSpecChange, "m1", time.Minute), partRev, 200*time.Millisecond, "kept")
-	if r := e.get("part", "dropped"); r.Phase != "Orphaned" || r.FrozenUntil == nil {
-		t.Fatalf("dropped child = phase %s, frozen until %v; want Orphaned with a grace deadline", r.Phase, r.FrozenUntil)
+	e.compose(e.claim("stack", trigger.SpecChange, "m1", time.Minute), partRev, 200*time.Millisecond, "kept")
+	if r := e.get("part", "dropped"); r.Phase != "Orphaned" || r.OrphanedUntil == nil {
+		t.Fatalf("dropped child = phase %s, orphaned until %v; want Orphaned with a grace deadline", r.Phase, r.OrphanedUntil)
 	}
 	e.drainWake()
 	e.run(NewOrphanExpirer(tick, e.st, e.bus, quiet))

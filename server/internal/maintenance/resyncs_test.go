@@ -7,6 +7,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/testkit"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // TestResyncQueuer: while no kind resyncs, nothing is queued even when a
@@ -15,7 +16,7 @@ import (
 func TestResyncQueuer(t *testing.T) {
 	e := newEnv(t)
 	e.apply("leaf", e.rev, "a", `{}`)
-	task := e.claim("leaf", store.TriggerSpecChange, "m1", time.Minute)
+	task := e.claim("leaf", trigger.SpecChange, "m1", time.Minute)
 	res, err := e.st.ApplyOutcomes(e.ctx, []store.Outcome{{Lease: task.Lease, Actor: "test", Status: []byte(`{}`),
 		ResyncAfter: time.Millisecond}}, store.Backoff{Base: time.Second, Max: time.Second})
 	if err != nil || !res[0].Applied {
@@ -34,7 +35,7 @@ func TestResyncQueuer(t *testing.T) {
 	resyncing.Store(true)
 	testkit.Eventually(t, "the resync to be queued", func() bool {
 		r := e.get("leaf", "a")
-		return r.Task != nil && r.Task.Trigger == store.TriggerResync
+		return r.Task != nil && r.Task.Trigger == trigger.Resync
 	})
 	e.wokeUp("queueing a resync")
 }

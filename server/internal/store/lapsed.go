@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convergehq/converge/server/internal/trigger"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -73,16 +74,16 @@ func (s *Store) ReleaseLapsedClaims(ctx context.Context, claimers []string, l La
 			var id *int64
 			var ns, kind, name *string
 			var gen int64
-			var trigger, claimer string
-			if err := rows.Scan(&id, &ns, &kind, &name, &gen, &trigger, &claimer); err != nil {
+			var trig, claimer string
+			if err := rows.Scan(&id, &ns, &kind, &name, &gen, &trig, &claimer); err != nil {
 				rows.Close()
 				return err
 			}
 			n++
 			// A reactor delivery's resource is only the one it reports on.
-			if id != nil && trigger != TriggerReactor {
+			if id != nil && trig != trigger.Reactor {
 				ev.add(*id, *ns, *kind, *name, gen, "Warning", "ClaimerGone",
-					fmt.Sprintf("%s task's claimer %s is gone (no heartbeat for %s); it will run again", trigger, claimer, l.LiveWithin),
+					fmt.Sprintf("%s task's claimer %s is gone (no heartbeat for %s); it will run again", trig, claimer, l.LiveWithin),
 					"system")
 			}
 		}

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // claimAs claims the oldest ready leaf task for member.
 func claimAs(t *testing.T, s *store.Store, member string) store.Claimed {
 	t.Helper()
-	got, err := s.Claim(context.Background(), member, time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: store.TriggerSpecChange, N: 1}})
+	got, err := s.Claim(context.Background(), member, time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("%s claimed %v, %v; want one task", member, got, err)
 	}
