@@ -9,6 +9,12 @@
 -- them into the statements that use them (they are single SQL
 -- expressions), so they cost what the expression costs.
 
+-- converge_synced: the resource has observed its current generation.
+CREATE OR REPLACE FUNCTION converge_synced(r resources) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT r.synced_generation >= r.generation
+$$;
+
 -- converge_hold says what holds a resource back from reconcile work, in
 -- precedence order, or NULL when nothing does:
 --   deleting     teardown has started; only teardown work runs
@@ -40,7 +46,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WHEN 'failed' THEN 'Failed'
     WHEN 'orphaned' THEN 'Orphaned'
     ELSE CASE
-      WHEN r.generation > r.synced_generation THEN 'Reconciling'
+      WHEN NOT converge_synced(r) THEN 'Reconciling'
       WHEN r.subtree = 'failed' THEN 'Failed'
       WHEN NOT r.health_ok OR r.subtree = 'degraded' THEN 'Degraded'
       WHEN r.subtree IN ('none', 'ready') THEN 'Ready'
@@ -53,14 +59,14 @@ $$;
 -- observed yet and nothing holds the resource.
 CREATE OR REPLACE FUNCTION converge_due(r resources) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT r.generation > r.synced_generation AND converge_hold(r) IS NULL
+  SELECT NOT converge_synced(r) AND converge_hold(r) IS NULL
 $$;
 
 -- converge_observable: the resource may be re-observed (resync, recompose):
 -- its generation is observed and nothing holds it.
 CREATE OR REPLACE FUNCTION converge_observable(r resources) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT r.synced_generation >= r.generation AND converge_hold(r) IS NULL
+  SELECT converge_synced(r) AND converge_hold(r) IS NULL
 $$;
 
 -- converge_claimable: a queued task a worker may be handed now.
@@ -207,7 +213,7 @@ BEGIN
     SELECT converge_wake(array_agg(DISTINCT e.dependent_id), 'gate')
     FROM new_rows n JOIN old_rows o ON o.id = n.id
     JOIN edges e ON e.dependency_id = n.id
-    WHERE (n.synced_generation >= n.generation
+    WHERE (converge_synced(n)
            AND (n.synced_generation <> o.synced_generation OR n.status IS DISTINCT FROM o.status))
        OR converge_phase(n) <> converge_phase(o)
     HAVING count(*) > 0 $q$;

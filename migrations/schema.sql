@@ -259,7 +259,7 @@ CREATE OR REPLACE FUNCTION public.converge_due(r resources)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  SELECT r.generation > r.synced_generation AND converge_hold(r) IS NULL
+  SELECT NOT converge_synced(r) AND converge_hold(r) IS NULL
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_free_slots(of_kind text, of_version integer)
@@ -308,7 +308,7 @@ CREATE OR REPLACE FUNCTION public.converge_observable(r resources)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  SELECT r.synced_generation >= r.generation AND converge_hold(r) IS NULL
+  SELECT converge_synced(r) AND converge_hold(r) IS NULL
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_on_delete()
@@ -412,7 +412,7 @@ BEGIN
     SELECT converge_wake(array_agg(DISTINCT e.dependent_id), 'gate')
     FROM new_rows n JOIN old_rows o ON o.id = n.id
     JOIN edges e ON e.dependency_id = n.id
-    WHERE (n.synced_generation >= n.generation
+    WHERE (converge_synced(n)
            AND (n.synced_generation <> o.synced_generation OR n.status IS DISTINCT FROM o.status))
        OR converge_phase(n) <> converge_phase(o)
     HAVING count(*) > 0 $q$;
@@ -450,7 +450,7 @@ AS $function$
     WHEN 'failed' THEN 'Failed'
     WHEN 'orphaned' THEN 'Orphaned'
     ELSE CASE
-      WHEN r.generation > r.synced_generation THEN 'Reconciling'
+      WHEN NOT converge_synced(r) THEN 'Reconciling'
       WHEN r.subtree = 'failed' THEN 'Failed'
       WHEN NOT r.health_ok OR r.subtree = 'degraded' THEN 'Degraded'
       WHEN r.subtree IN ('none', 'ready') THEN 'Ready'
@@ -469,6 +469,14 @@ AS $function$
   WHERE r.id = ANY(ids) AND converge_hold(r) IS NULL
   ORDER BY r.id
   ON CONFLICT (resource_id, trigger, key) DO NOTHING
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_synced(r resources)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT r.synced_generation >= r.generation
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_waits_for(r resources, t tasks)

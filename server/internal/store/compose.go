@@ -460,7 +460,7 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 			       OR coalesce(r.desired_spec, r.spec) <> u.spec
 			       OR (r.desired_spec IS NOT NULL) <> u.gated
 			       OR r.orphaned_until IS NOT NULL)
-			RETURNING r.id, u.gated, r.generation > r.synced_generation`,
+			RETURNING r.id, u.gated, NOT converge_synced(r)`,
 			upd.ids, upd.versions, upd.labels, upd.specs, upd.gated)
 		if err != nil {
 			return err

@@ -222,7 +222,7 @@ func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateIn
 			return err
 		}
 		rows, err = tx.Query(ctx, `
-			SELECT e.dependent_id, d.namespace, d.kind, d.name, converge_phase(d), d.synced_generation >= d.generation,
+			SELECT e.dependent_id, d.namespace, d.kind, d.name, converge_phase(d), converge_synced(d),
 			       d.status, d.spec, e.flows
 			FROM edges e JOIN resources d ON d.id = e.dependency_id
 			WHERE e.dependent_id = ANY($1::bigint[]) ORDER BY e.dependent_id, d.id`, order)

@@ -167,7 +167,7 @@ func (s *Store) Graph(ctx context.Context, compositeID int64, limit int) (nodes 
 		return nil, nil, 0, err
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT e.dependent_id, e.dependency_id, e.flows, d.synced_generation >= d.generation
+		SELECT e.dependent_id, e.dependency_id, e.flows, converge_synced(d)
 		FROM edges e JOIN resources d ON d.id = e.dependency_id
 		WHERE e.owner_id = $1 ORDER BY e.dependent_id, e.dependency_id`, compositeID)
 	if err != nil {
