@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -298,5 +297,3 @@ func (w *world) setConfig(t *rapid.T) {
 	mustCall(t, "apply config", w.api.ApplyProviderConfig, &convergev1.ApplyProviderConfigRequest{Config: &convergev1.ProviderConfig{
 		Kind: k.def.name, KindVersion: int32(v), Name: "default", Config: mustStructOf(map[string]any{"region": region})}})
 }
-
-var _ = time.Second

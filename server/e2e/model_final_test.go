@@ -15,8 +15,8 @@ import (
 // of a crashed server or worker, plus backoffs of at most 0.5 s; healing
 // needs a few reconciles in dependency order.
 const (
-	quiesceTimeout = 15 * time.Second
-	healTimeout    = 30 * time.Second
+	quiesceTimeout = 10 * time.Second
+	healTimeout    = 25 * time.Second
 	finalPoll      = 200 * time.Millisecond
 )
 
