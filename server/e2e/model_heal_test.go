@@ -15,7 +15,7 @@ import (
 // reconcile of what Failed; then everything must reach the state the
 // model predicts: live resources Ready at their version, the deleted and
 // the orphaned gone.
-func (w *world) heal(t tb) {
+func (w *world) heal(t tb) (map[string][]string, string) {
 	t.Helper()
 	for _, n := range w.kindNames {
 		k := w.kinds[n]
@@ -44,10 +44,10 @@ func (w *world) heal(t tb) {
 		}
 		bad := w.unhealed(all)
 		if len(bad) == 0 {
-			return
+			return nil, ""
 		}
 		if time.Now().After(deadline) {
-			failClasses(t, map[string][]string{"not healed: the state differs from the model's prediction": bad}, w.report(all))
+			return map[string][]string{"not healed: the state differs from the model's prediction": bad}, w.report(all)
 		}
 		time.Sleep(finalPoll)
 	}
