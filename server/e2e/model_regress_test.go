@@ -184,3 +184,24 @@ func TestModelRegressionCrashedServerClaimsRunAgain(t *testing.T) {
 		t.Errorf("KNOWN BUG (d): the task claimed by the crashed server ran again only after %s, past the %s the membership window allows; it waited for its lease", took.Round(100*time.Millisecond), window)
 	}
 }
+
+// TestModelRegressionCapWithFinalizer is what TestModel found first (seeds
+// 9870455318702547799, 8488958197237606807): the same starvation as
+// README step 7 without any resync. A capped kind with a teardown, served
+// by a worker with more slots than the cap: "deleteRequested" sorts before
+// "specChange" and takes every free slot, so no resource ever reconciles.
+func TestModelRegressionCapWithFinalizer(t *testing.T) {
+	begin(t)
+	s, f, _, _ := startRegressWorld(t, fast, false)
+	part := kindDef{name: "capped", versions: []int{1}, finalizer: true}
+	applyKind(t, s.api, modelManifest(part, 1, &convergev1.KindPolicy{MaxInflight: 2}, false))
+	f.start(part, 4)
+	names := []string{"a", "b", "c"}
+	for _, n := range names {
+		mustCall(t, "apply capped/"+n, s.api.ApplyResource, &convergev1.ApplyResourceRequest{
+			Kind: "capped", KindVersion: 1, Name: n, Spec: mustStructOf(leafSpec{})})
+	}
+	for _, n := range names {
+		waitResource(t, s.api, "capped", n, "Ready (KNOWN BUG: a capped kind's deleteRequested trigger takes every free slot)", regressTimeout, client.IsReady)
+	}
+}
