@@ -91,6 +91,7 @@ func (f *fleet) compose(_ context.Context, t *converge.Task, b behaviour) (*conv
 func (f *fleet) teardown(_ context.Context, t *converge.Task, b behaviour) (*converge.Result, error) {
 	f.mu.Lock()
 	f.teardownStatus[t.Kind+"/"+t.Name] = append([]byte(nil), t.Status...)
+	f.teardownRejected[t.Kind+"/"+t.Name] = append([]byte(nil), t.RejectedStatus...)
 	f.mu.Unlock()
 	if b.mode == behTerminal {
 		return nil, fmt.Errorf("model: teardown of %s/%s fails (terminal behaviour, reported transient)", t.Kind, t.Name)

@@ -17,17 +17,17 @@ import (
 )
 
 // Fixed regression cases beside the random model: each is a sequence the
-// model found (or the issue named), made deterministic. Each asserts the
-// desired behaviour; while the bug it names is open, it fails saying so.
+// model found (or the issue named), made deterministic, asserting the
+// behaviour the rules require.
 
 const regressTimeout = 20 * time.Second
 
 // TestModelRegressionCapWithResync is README step 7: a greeting-like leaf
 // served by a worker of the SDK's default capacity (16), tuned live to
 // max_inflight=10 and resync_interval_seconds=300; new resources must
-// still become Ready. Known bug: the claim splits a capped kind's free
-// slots between its triggers by what each asked for, in trigger order, so
-// "resync" (asking for 16) takes all 10 and "specChange" gets none.
+// still become Ready: the kind's slots go to the work that is queued, so
+// "resync", asking for 16 with nothing to run, must not take the 10 that
+// "specChange" needs.
 func TestModelRegressionCapWithResync(t *testing.T) {
 	begin(t)
 	s := startServer(t, pgtest.New(t).URL, fast)
@@ -42,7 +42,7 @@ func TestModelRegressionCapWithResync(t *testing.T) {
 		applyGreeting(t, s.api, n)
 	}
 	for _, n := range []string{"carol", "dave", "erin"} {
-		waitResource(t, s.api, "greeting", n, "Ready (KNOWN BUG: a capped kind's resync trigger takes every free slot)", regressTimeout, client.IsReady)
+		waitResource(t, s.api, "greeting", n, "Ready (a capped kind's resync trigger must not take the free slots it does not use)", regressTimeout, client.IsReady)
 	}
 }
 
@@ -71,10 +71,9 @@ func startRegressWorld(t *testing.T, tm timings, finalizer bool) (*server, *flee
 // a child (the child's handler fails terminally for a poisoned spec); the
 // composite's spec is fixed. Waiting as `apply --wait` does (judging only
 // reads whose synced_generation reached the applied generation) must not
-// see Failed: the fix is in, and it must settle Ready. Known bug: the
-// rollup keeps the old failed subtree after the composer ran, and the
-// phase says Failed for a generation whose children are not even
-// reconciled yet (also Failed while the generation is ahead of synced).
+// see Failed: the fix is in, and it must settle Ready. Nor may the
+// composite read Failed while its generation is ahead of its synced one:
+// its children's old failure is not about the generation it now has.
 func TestModelRegressionFixedCompositeNotFailed(t *testing.T) {
 	begin(t)
 	s, f, part, stack := startRegressWorld(t, fast, false)
@@ -113,17 +112,16 @@ func TestModelRegressionFixedCompositeNotFailed(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if len(seen) > 0 {
-		t.Errorf("KNOWN BUG: after the fix (generation %d) the composite was read Failed %d time(s), e.g.:\n  %s",
+		t.Errorf("after the fix (generation %d) the composite was read Failed %d time(s), e.g.:\n  %s",
 			g2, len(seen), strings.Join(seen[:min(len(seen), 3)], "\n  "))
 	}
 }
 
 // TestModelRegressionRejectedStatusReachesTeardown: a handler reports a
 // status its status_schema refuses; the task fails terminally (R-2). The
-// status the handler reported must not be lost for the teardown: the
-// deleteRequested handler must get it. KNOWN BUG (c), open: today the
-// rejected status is dropped and the teardown sees the status the
-// resource had before ({} for a new one). Keep this test once fixed.
+// status is not served as the resource's status, but it is kept as its
+// rejected status and handed to its teardown, so nothing the handler said
+// it created is lost.
 func TestModelRegressionRejectedStatusReachesTeardown(t *testing.T) {
 	begin(t)
 	s, f, part, _ := startRegressWorld(t, fast, true)
@@ -136,16 +134,19 @@ func TestModelRegressionRejectedStatusReachesTeardown(t *testing.T) {
 	if msg := r.GetFailure().GetMessage(); !strings.Contains(msg, "value") {
 		t.Errorf("the failure should name the offending path /value: %q", msg)
 	}
+	if len(r.GetStatus().AsMap()) != 0 || fmt.Sprint(r.GetRejectedStatus().AsMap()["value"]) != "42" {
+		t.Errorf("after the refusal: status %v, rejected status %v; want no status and the refused one kept",
+			r.GetStatus().AsMap(), r.GetRejectedStatus().AsMap())
+	}
 	deleteResource(t, s.api, "part", "p")
 	waitGone(t, s.api, "part", "p", regressTimeout)
 	f.mu.Lock()
-	got := f.teardownStatus["part/p"]
+	status, rejected := f.teardownStatus["part/p"], f.teardownRejected["part/p"]
 	f.mu.Unlock()
-	t.Logf("current behaviour: the teardown got status %s; the resource's status after the failure was %v", got, r.GetStatus().AsMap())
 	var st map[string]any
-	_ = json.Unmarshal(got, &st)
+	_ = json.Unmarshal(rejected, &st)
 	if fmt.Sprint(st["value"]) != "42" {
-		t.Errorf("KNOWN BUG (c): the status the handler reported ({\"value\": 42, ...}, refused by status_schema) did not reach the teardown; it got %s", got)
+		t.Errorf("the teardown got status %s and rejected status %s; want the refused status ({\"value\": 42, ...}) as its rejected status", status, rejected)
 	}
 }
 
@@ -181,15 +182,15 @@ func TestModelRegressionCrashedServerClaimsRunAgain(t *testing.T) {
 	took := time.Since(restarted)
 	t.Logf("part/p was Ready %s after the restart (lease %s): %s", took.Round(100*time.Millisecond), defaults.lease, explainFull(r))
 	if took > window {
-		t.Errorf("KNOWN BUG (d): the task claimed by the crashed server ran again only after %s, past the %s the membership window allows; it waited for its lease", took.Round(100*time.Millisecond), window)
+		t.Errorf("the task claimed by the crashed server ran again only after %s, past the %s the membership window allows: it waited for its lease", took.Round(100*time.Millisecond), window)
 	}
 }
 
 // TestModelRegressionCapWithFinalizer is what TestModel found first (seeds
-// 9870455318702547799, 8488958197237606807): the same starvation as
-// README step 7 without any resync. A capped kind with a teardown, served
-// by a worker with more slots than the cap: "deleteRequested" sorts before
-// "specChange" and takes every free slot, so no resource ever reconciles.
+// 9870455318702547799, 8488958197237606807): README step 7's combination
+// without any resync. A capped kind with a teardown, served by a worker
+// with more slots than the cap: its "deleteRequested" want, with nothing
+// queued, must leave the slots to "specChange".
 func TestModelRegressionCapWithFinalizer(t *testing.T) {
 	begin(t)
 	s, f, _, _ := startRegressWorld(t, fast, false)
@@ -202,6 +203,6 @@ func TestModelRegressionCapWithFinalizer(t *testing.T) {
 			Kind: "capped", KindVersion: 1, Name: n, Spec: mustStructOf(leafSpec{})})
 	}
 	for _, n := range names {
-		waitResource(t, s.api, "capped", n, "Ready (KNOWN BUG: a capped kind's deleteRequested trigger takes every free slot)", regressTimeout, client.IsReady)
+		waitResource(t, s.api, "capped", n, "Ready (a capped kind's deleteRequested trigger must not take the free slots it does not use)", regressTimeout, client.IsReady)
 	}
 }

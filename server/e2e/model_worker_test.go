@@ -65,8 +65,9 @@ type fleet struct {
 	mu      sync.Mutex
 	beh     map[string]behaviour
 	workers map[string]*kworker
-	// teardownStatus is the status each teardown was handed, by kind/name.
-	teardownStatus map[string][]byte
+	// teardownStatus and teardownRejected are the status and the rejected
+	// status each teardown was handed, by kind/name.
+	teardownStatus, teardownRejected map[string][]byte
 }
 
 // kworker is one running converge.Worker.
@@ -80,7 +81,7 @@ type kworker struct {
 
 func newFleet(url string, rec *recorder) *fleet {
 	return &fleet{url: url, rec: rec, log: slog.New(slog.DiscardHandler),
-		beh: map[string]behaviour{}, workers: map[string]*kworker{}, teardownStatus: map[string][]byte{}}
+		beh: map[string]behaviour{}, workers: map[string]*kworker{}, teardownStatus: map[string][]byte{}, teardownRejected: map[string][]byte{}}
 }
 
 func (f *fleet) setBehaviour(kind string, b behaviour) {
