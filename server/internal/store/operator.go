@@ -251,6 +251,13 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 				msg += fmt.Sprintf("; cleared the %s: %s", what, *row.failureMessage)
 			}
 		}
+		// A queued task is replaced, not re-armed: the forced run is a new
+		// piece of work, with a new task id and so a new dedup token. A
+		// running one keeps its claim, and its result counts.
+		if _, err := tx.Exec(ctx, `DELETE FROM tasks WHERE resource_id = $1 AND trigger = $2 AND key = '' AND claimed_by IS NULL`,
+			row.id, trigger.SpecChange); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 			SELECT id, $2, kind, kind_version, shard, generation FROM resources WHERE id = $1

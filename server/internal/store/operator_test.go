@@ -334,12 +334,14 @@ func TestForcedReconcileClearsFailures(t *testing.T) {
 		t.Fatalf("claimed %+v", c)
 	}
 
-	// A task backing off after a transient failure runs now, from attempt 1.
+	// A task backing off after a transient failure runs now, from attempt
+	// 1, as a new piece of work: a new task, so a new dedup token.
 	apply(t, s, rev, "b", `{}`)
 	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 10}})
 	if err != nil || len(got) != 1 || got[0].Name != "b" {
 		t.Fatalf("claim b = %+v, %v", got, err)
 	}
+	first := got[0].TaskID
 	slow := store.Backoff{Base: time.Hour, Max: time.Hour}
 	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: got[0].Lease, Failed: true, Message: "timeout"}}, slow); err != nil {
 		t.Fatal(err)
@@ -348,8 +350,8 @@ func TestForcedReconcileClearsFailures(t *testing.T) {
 		t.Fatalf("reconcile b = %+v, %v", r, err)
 	}
 	got, err = s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 10}})
-	if err != nil || len(got) != 1 || got[0].Name != "b" || got[0].Attempt != 1 {
-		t.Fatalf("claim b after reconcile = %+v, %v", got, err)
+	if err != nil || len(got) != 1 || got[0].Name != "b" || got[0].Attempt != 1 || got[0].TaskID == first {
+		t.Fatalf("claim b after reconcile = %+v, %v; want attempt 1 of a new task (not %d)", got, err, first)
 	}
 }
 
