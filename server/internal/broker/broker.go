@@ -301,6 +301,7 @@ func (b *Broker) leaseLoop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		b.releaseStranded(ctx)
 		now := time.Now()
 		var renew []store.Renewal
 		var overdue []*lease

@@ -7,6 +7,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestQueuedTaskIsDeliveredAppliedAndAcked: a queued task reaches a
@@ -160,4 +161,40 @@ func TestStatusOutsideTheSchemaFailsTerminally(t *testing.T) {
 	if r := e.get("hello"); r.Phase != "Ready" || r.RejectedStatus != nil {
 		t.Fatalf("after a conforming status: phase %s, rejected status %s; want Ready and none", r.Phase, r.RejectedStatus)
 	}
+}
+
+// TestPendingTasksGoBackWhenTheirWorkerLeaves: a worker with one slot
+// serving two kinds gets one task; the other kind's task waits in the
+// broker. When the worker leaves, that task goes back to the queue at once
+// (no connected worker is ready for it) instead of seeming to run.
+func TestPendingTasksGoBackWhenTheirWorkerLeaves(t *testing.T) {
+	e := newEnv(t)
+	rev := testkit.ApplyKind(t, e.st, &convergev1.KindManifest{
+		Kind: "farewell", KindVersion: 1, SpecSchema: testkit.Object(t),
+		Reactions: []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}}},
+	}).Revision
+	e.apply("hello", `{}`)
+	if _, _, err := e.st.ApplyResources(e.ctx, "test", []store.ApplyInput{{Namespace: "default", Kind: "farewell", KindVersion: 1,
+		Name: "bye", Labels: []byte(`{}`), Spec: []byte(`{}`), KindRevision: rev}}); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := testkit.Subscribe(t, e.broker("b1"), testkit.Subscription{Capacity: 1, Heartbeat: 100 * time.Millisecond,
+		Reactions: []*convergev1.ReactionRef{
+			{Kind: "greeting", KindVersion: 1, Reaction: "reconcile"},
+			{Kind: "farewell", KindVersion: 1, Reaction: "reconcile"}}})
+	task := w.Task()
+	other := "bye"
+	if task.GetKind() == "farewell" {
+		other = "hello"
+	}
+	otherKind := map[string]string{"bye": "farewell", "hello": "greeting"}[other]
+	testkit.Eventually(t, "the other task to be claimed too", func() bool {
+		r, err := e.st.GetResource(e.ctx, "default", otherKind, other)
+		return err == nil && r.Wait == store.WaitRunning
+	})
+	w.Close()
+	testkit.Eventually(t, "the pending task back in the queue", func() bool {
+		r, err := e.st.GetResource(e.ctx, "default", otherKind, other)
+		return err == nil && r.Wait == store.WaitWorker
+	})
 }

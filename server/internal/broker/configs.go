@@ -81,6 +81,7 @@ func (b *Broker) onReadiness(s *session, r *convergev1.Readiness) {
 	}
 	b.drainPending(s)
 	b.mu.Unlock()
+	b.releaseStranded(context.Background())
 	b.wakeClaimer()
 	b.notifyServed()
 }

@@ -250,27 +250,6 @@ func (b *Broker) dispatch(s *session, l *lease, now time.Time) {
 	s.send(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Tasks{Tasks: &convergev1.Tasks{Tasks: []*convergev1.Task{task}}}})
 }
 
-// drainPending sends parked tasks to s while it has free slots. Callers
-// hold b.mu.
-func (b *Broker) drainPending(s *session) {
-	now := time.Now()
-	for k, ls := range b.pending {
-		for len(ls) > 0 && b.eligible(s, now) {
-			l := ls[0]
-			if !s.ready(reactionKey{k.kind, k.version, l.reaction}) {
-				break
-			}
-			ls = ls[1:]
-			b.dispatch(s, l, now)
-		}
-		if len(ls) == 0 {
-			delete(b.pending, k)
-		} else {
-			b.pending[k] = ls
-		}
-	}
-}
-
 // rollupOf decodes a composite's stored child counts for a
 // childrenSettled task.
 func rollupOf(raw []byte) *convergev1.Rollup {

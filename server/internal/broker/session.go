@@ -125,6 +125,9 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 		return err
 	}
 	b.pushConfigs(s)
+	b.mu.Lock()
+	b.drainPending(s)
+	b.mu.Unlock()
 	b.notifyServed()
 	b.log.Info("worker connected", "session", s.id, "worker", s.name, "capacity", s.capacity,
 		"reactions", len(s.serves), "resumed", len(adopted), "lost", len(lost))
@@ -184,6 +187,7 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 			s.draining = true
 			b.mu.Unlock()
 			b.notifyServed()
+			b.releaseStranded(context.Background())
 		case *convergev1.WorkerMessage_Subscribe:
 			return connect.NewError(connect.CodeInvalidArgument, errors.New("subscribe may only be the first message on a stream"))
 		}
@@ -295,6 +299,9 @@ func (b *Broker) dropSession(s *session) {
 	delete(b.sessions, s)
 	b.mu.Unlock()
 	b.notifyServed()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b.releaseStranded(ctx)
 }
 
 func (b *Broker) onHeartbeat(s *session, h *convergev1.Heartbeat) {

@@ -16,7 +16,9 @@ type Renewal struct {
 
 // ExtendLeases renews leases still held by their epoch, each until its
 // given time, and (re)assigns them to member. It returns the leases it
-// renewed. Rows locked by another transaction are skipped this round.
+// renewed. A task the queue has taken back (released, its claim gone) is
+// not claimed again by a renewal. Rows locked by another transaction are
+// skipped this round.
 func (s *Store) ExtendLeases(ctx context.Context, member string, renewals []Renewal) ([]Lease, error) {
 	if len(renewals) == 0 {
 		return nil, nil
@@ -31,6 +33,7 @@ func (s *Store) ExtendLeases(ctx context.Context, member string, renewals []Rene
 		), held AS (
 		    SELECT t.id, l.until FROM tasks t
 		    JOIN l ON t.id = l.id AND t.epoch = l.epoch
+		    WHERE t.claimed_by IS NOT NULL
 		    ORDER BY t.id
 		    FOR UPDATE OF t SKIP LOCKED
 		)
