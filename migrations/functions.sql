@@ -87,16 +87,18 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
   WHERE k.kind = of_kind AND k.kind_version = of_version AND k.max_inflight > 0
 $$;
 
--- converge_waits_for names what a resource's reconcile waits for, as the
--- scheduler sees it: its hold; else, for queued work, 'running' (claimed),
--- 'backoff' (not before a retry time), 'capped' (its kind's max_inflight
--- is reached) or 'worker' (ready for any worker that serves it); 'unqueued'
--- when a generation is due but no task is queued; NULL when nothing is
--- pending. t is the resource's reconcile task, if any.
+-- converge_waits_for names what a resource's pending work waits for, as
+-- the scheduler sees it: its hold (a deleting resource's only while no
+-- teardown task is queued: it waits for what must go first); else, for
+-- its queued task t, 'running' (claimed), 'backoff' (not before a retry
+-- time), 'capped' (its kind's max_inflight is reached) or 'worker' (ready
+-- for any worker that serves it); 'unqueued' when a generation is due but
+-- no task is queued; NULL when nothing is pending. t is the resource's
+-- reconcile task, else its other pending task (a teardown), if any.
 CREATE OR REPLACE FUNCTION converge_waits_for(r resources, t tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT CASE
-    WHEN converge_hold(r) IS NOT NULL THEN converge_hold(r)
+    WHEN converge_hold(r) IS NOT NULL AND (converge_hold(r) <> 'deleting' OR t.id IS NULL) THEN converge_hold(r)
     WHEN t.id IS NULL THEN CASE WHEN converge_due(r) THEN 'unqueued' END
     WHEN t.claimed_by IS NOT NULL THEN 'running'
     WHEN t.not_before > now() THEN 'backoff'

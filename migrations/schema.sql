@@ -485,7 +485,7 @@ CREATE OR REPLACE FUNCTION public.converge_waits_for(r resources, t tasks)
  STABLE PARALLEL SAFE
 AS $function$
   SELECT CASE
-    WHEN converge_hold(r) IS NOT NULL THEN converge_hold(r)
+    WHEN converge_hold(r) IS NOT NULL AND (converge_hold(r) <> 'deleting' OR t.id IS NULL) THEN converge_hold(r)
     WHEN t.id IS NULL THEN CASE WHEN converge_due(r) THEN 'unqueued' END
     WHEN t.claimed_by IS NOT NULL THEN 'running'
     WHEN t.not_before > now() THEN 'backoff'

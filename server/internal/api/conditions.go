@@ -35,6 +35,10 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 	if r.Waiting != nil {
 		add("DependenciesReady", "False", "Waiting", *r.Waiting)
 	}
+	if r.DeletionRequestedAt != nil {
+		reason, msg := teardownWait(r)
+		add("Deleted", "False", reason, msg)
+	}
 	if reason, msg, ok := workerAvailable(r, isParked); ok {
 		add("WorkerAvailable", "False", reason, msg)
 	}
@@ -73,6 +77,28 @@ func syncWait(r store.Resource) (reason, msg string) {
 		return "Unqueued", fmt.Sprintf("generation %d is due but no task is queued for it; conctl reconcile queues one", gen)
 	}
 	return "Pending", fmt.Sprintf("generation %d is waiting for a worker", gen)
+}
+
+// teardownWait says what a deleting resource's teardown waits for.
+func teardownWait(r store.Resource) (reason, msg string) {
+	if r.Quarantined {
+		return "Quarantined", "its teardown stops while it is quarantined; its owner's and dependencies' go on without it"
+	}
+	switch r.Wait {
+	case store.HoldDeleting:
+		return "WaitingForDependents", "its children and dependents are torn down first"
+	case store.WaitRunning:
+		return "TearingDown", "its teardown is running on a worker"
+	case store.WaitBackoff:
+		msg := fmt.Sprintf("teardown attempt %d failed: %s", r.FailureAttempts, deref(r.FailureMessage))
+		if r.Task != nil {
+			msg += fmt.Sprintf("; retrying at %s", r.Task.NotBefore.UTC().Format(time.RFC3339Nano))
+		}
+		return "TeardownError", msg
+	case store.WaitCapped:
+		return "CapReached", fmt.Sprintf("its teardown is queued: kind %s v%d has max_inflight tasks in flight", r.Kind, r.KindVersion)
+	}
+	return "Pending", "its teardown is waiting for a worker"
 }
 
 // workerAvailable reports, for work ready for a worker, that no connected

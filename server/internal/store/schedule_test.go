@@ -179,3 +179,21 @@ func TestTaskTriggersAreTheOneList(t *testing.T) {
 		}
 	}
 }
+
+// TestTeardownWaits: a deleting resource waits for what must go first
+// until its teardown is queued; then for what the teardown task waits for.
+func TestTeardownWaits(t *testing.T) {
+	s, ctx := newStore(t)
+	rev := applyKind(t, s, "leaf", store.Policy{})
+	apply(t, s, rev, "a", `{}`)
+	if _, _, err := s.DeleteResource(ctx, "t", leafKey("a"), store.TeardownPolicy{Reaction: true}); err != nil {
+		t.Fatal(err)
+	}
+	if w := get(t, s, "a").Wait; w != store.HoldDeleting {
+		t.Fatalf("before its teardown is queued: wait %q, want %q", w, store.HoldDeleting)
+	}
+	queueTask(t, s, "a", trigger.DeleteRequested, 0)
+	if w := get(t, s, "a").Wait; w != store.WaitWorker {
+		t.Fatalf("with its teardown queued: wait %q, want %q", w, store.WaitWorker)
+	}
+}
