@@ -389,7 +389,24 @@ func removeSubtree(ctx context.Context, tx pgx.Tx, id int64, r lockedRow, reason
 // markForDeletion marks resources, everything they own and everything
 // that depends on them (transitively) as deleting, drops their pending
 // work, and wakes their teardown. It returns how many it marked.
+//
+// The walk repeats until it finds nothing new: a composer that held a
+// descendant's lock while this one waited for it has committed children
+// this statement's snapshot does not see, and the next walk, with a new
+// snapshot, finds them (later composes of a deleting composite are
+// dropped).
 func markForDeletion(ctx context.Context, tx pgx.Tx, roots []int64, actor, reason string) (int, error) {
+	total := 0
+	for {
+		n, err := markOnce(ctx, tx, roots, actor, reason)
+		if err != nil || n == 0 {
+			return total, err
+		}
+		total += n
+	}
+}
+
+func markOnce(ctx context.Context, tx pgx.Tx, roots []int64, actor, reason string) (int, error) {
 	rows, err := tx.Query(ctx, `
 		WITH RECURSIVE doomed(id) AS (
 		    SELECT unnest($1::bigint[])
@@ -413,7 +430,7 @@ func markForDeletion(ctx context.Context, tx pgx.Tx, roots []int64, actor, reaso
 	batch.Queue(`UPDATE resources SET deletion_requested_at = now(), waiting = NULL,
 		failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
 		resource_version = resource_version + 1, updated_at = now()
-		WHERE id = ANY($1::bigint[])`, ids)
+		WHERE id = ANY($1::bigint[]) AND deletion_requested_at IS NULL`, ids)
 	batch.Queue(`WITH `+dropTasks(`WHERE t.resource_id = ANY($1::bigint[]) AND t.claimed_by IS NULL
 		AND t.trigger NOT IN ('deleteRequested', 'teardown')`, "the resource is being deleted"), ids)
 	batch.Queue(`SELECT converge_wake($1::bigint[], 'teardown')`, ids)

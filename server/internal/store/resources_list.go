@@ -137,16 +137,21 @@ func (s *Store) DeleteResource(ctx context.Context, actor string, key ResourceKe
 		gone = false
 		var r lockedRow
 		var id int64
-		var hasDependents bool
-		err := tx.QueryRow(ctx, `SELECT id, `+lockedColumns+`,
-			    EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = r.id)
-			    OR EXISTS (SELECT 1 FROM edges e WHERE e.dependency_id = r.id)
+		err := tx.QueryRow(ctx, `SELECT id, `+lockedColumns+`
 			FROM resources r WHERE namespace = $1 AND kind = $2 AND name = $3 FOR NO KEY UPDATE`,
-			key.Namespace, key.Kind, key.Name).Scan(append([]any{&id}, append(r.dest(), &hasDependents)...)...)
+			key.Namespace, key.Kind, key.Name).Scan(append([]any{&id}, r.dest()...)...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFoundf("resource %s/%s/%s not found", key.Namespace, key.Kind, key.Name)
 		}
 		if err != nil {
+			return err
+		}
+		// Read with the row locked, in a statement of its own: a compose
+		// that held the lock first has committed its children by now, and
+		// this statement's snapshot sees them.
+		var hasDependents bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = $1)
+			OR EXISTS (SELECT 1 FROM edges e WHERE e.dependency_id = $1)`, id).Scan(&hasDependents); err != nil {
 			return err
 		}
 		retain := r.deletionPolicy == "retain" || (r.deletionPolicy == "" && policy.Retain)

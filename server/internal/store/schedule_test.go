@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
@@ -195,5 +196,53 @@ func TestTeardownWaits(t *testing.T) {
 	queueTask(t, s, "a", trigger.DeleteRequested, 0)
 	if w := get(t, s, "a").Wait; w != store.WaitWorker {
 		t.Fatalf("with its teardown queued: wait %q, want %q", w, store.WaitWorker)
+	}
+}
+
+// TestDeleteSeesChildrenComposedWhileItWaited: a delete that waits for a
+// composer's lock on the composite must see the children that composer
+// committed, and take them down with it, rather than remove the composite
+// and leave them behind.
+func TestDeleteSeesChildrenComposedWhileItWaited(t *testing.T) {
+	s, ctx := newStore(t)
+	rev := applyKind(t, s, "leaf", store.Policy{})
+	apply(t, s, rev, "p", `{}`)
+	composer, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer composer.Rollback(ctx)
+	var pid int64
+	if err := composer.QueryRow(ctx, `SELECT id FROM resources WHERE name = 'p' FOR NO KEY UPDATE`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := composer.Exec(ctx, `INSERT INTO resources (namespace, kind, kind_version, name, owner_id, root_id)
+		VALUES ('default', 'leaf', 1, 'p-child', $1, $1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, _, err := s.DeleteResource(context.Background(), "t", leafKey("p"), store.TeardownPolicy{})
+		deleted <- err
+	}()
+	// The delete is waiting for the composer's lock on p.
+	testkit.Eventually(t, "the delete to wait for the lock", func() bool {
+		var waiting bool
+		err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database())`).Scan(&waiting)
+		return err == nil && waiting
+	})
+	if err := composer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	child := get(t, s, "p-child")
+	if child.DeletionRequestedAt == nil {
+		t.Fatalf("the child composed while the delete waited is %s, not being deleted", child.Phase)
+	}
+	if p := get(t, s, "p"); p.Phase != "Deleting" {
+		t.Fatalf("the composite is %s, want Deleting until its child is gone", p.Phase)
 	}
 }
