@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/convergehq/converge/server/internal/conctl"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 const kindDoc = `type: manifest
@@ -129,8 +130,8 @@ func TestApplyWaitSucceeds(t *testing.T) {
 	f, url := newFake(t)
 	out, _, done := background(testContext(t), url, resourceDocs("a", "b"), "apply", "-f", "-", "--wait")
 	f.waitRegistered(t)
-	eventually(t, "the first progress line", func() bool {
-		return strings.Contains(out.String(), "waiting: 0/2 ready, 2 reconciling\n")
+	testkit.Poll(t, "the first progress line", out.String, func(s string) bool {
+		return strings.Contains(s, "waiting: 0/2 ready, 2 reconciling\n")
 	})
 	f.setPhase("default", "greeting", "a", "Ready", "")
 	f.setPhase("default", "greeting", "b", "Degraded", "child x is Reconciling")
@@ -223,7 +224,7 @@ func waitResult(t *testing.T, done <-chan result) result {
 
 func TestApplyWaitRewritesProgressOnATerminal(t *testing.T) {
 	f, url := newFake(t)
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testkit.Buffer{}, &testkit.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- conctl.Run(testContext(t), []string{"apply", "-f", "-", "--wait", "--server", url},
@@ -231,7 +232,7 @@ func TestApplyWaitRewritesProgressOnATerminal(t *testing.T) {
 			conctl.WithTerminal(true))
 	}()
 	f.waitRegistered(t)
-	eventually(t, "the first progress line", func() bool { return strings.Contains(out.String(), "waiting: 0/2") })
+	testkit.Poll(t, "the first progress line", out.String, func(s string) bool { return strings.Contains(s, "waiting: 0/2") })
 	f.setPhase("default", "greeting", "a", "Ready", "")
 	f.setPhase("default", "greeting", "b", "Ready", "")
 	select {
