@@ -54,13 +54,13 @@ func PollWithin[T any](t testing.TB, within time.Duration, what string, get func
 	return last
 }
 
-// show renders a value seen last; text is quoted, so that an empty or
-// multi-line output reads unambiguously.
+// show renders a value seen last: text quoted, so that an empty or
+// multi-line output reads unambiguously, and structs with field names.
 func show(v any) string {
 	if s, ok := v.(string); ok {
 		return fmt.Sprintf("%q", s)
 	}
-	return fmt.Sprintf("%v", v)
+	return fmt.Sprintf("%+v", v)
 }
 
 // wait runs done until it holds, and reports whether it did before

@@ -74,6 +74,17 @@ func TestPollQuotesText(t *testing.T) {
 	}
 }
 
+func TestPollNamesStructFields(t *testing.T) {
+	useFakeClock(t)
+	type cursor struct{ XID, Seq int }
+	msg := run(func(tb testing.TB) {
+		Poll(tb, "the cursor", func() cursor { return cursor{7, 2} }, func(cursor) bool { return false })
+	})
+	if want := "timed out after 10s waiting for the cursor; last seen: {XID:7 Seq:2}"; msg != want {
+		t.Fatalf("failure = %q, want %q", msg, want)
+	}
+}
+
 func TestPollReturnsTheAcceptedValue(t *testing.T) {
 	n := 0
 	var got int
