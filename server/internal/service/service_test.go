@@ -1,35 +1,20 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
-// syncBuffer is a log sink safe for the services' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func logger() (*slog.Logger, *syncBuffer) {
-	var buf syncBuffer
+// logger logs everything to a buffer the test reads while the services'
+// goroutines write to it.
+func logger() (*slog.Logger, *testkit.Buffer) {
+	var buf testkit.Buffer
 	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &buf
 }
 
