@@ -40,17 +40,25 @@ func run(helper func(testing.TB)) string {
 }
 
 // fakeClock stands in for the waits' clock: sleeping moves it on at
-// once, so a wait reaches a deadline of seconds in microseconds.
+// once, so a wait reaches a deadline of seconds in microseconds, and a
+// timer fires at once, having moved the clock to its end.
 type fakeClock struct{ at time.Time }
 
 func (c *fakeClock) now() time.Time        { return c.at }
 func (c *fakeClock) sleep(d time.Duration) { c.at = c.at.Add(d) }
 
+func (c *fakeClock) after(d time.Duration) <-chan time.Time {
+	c.at = c.at.Add(d)
+	fired := make(chan time.Time, 1)
+	fired <- c.at
+	return fired
+}
+
 // useFakeClock puts a fake clock under every wait until the test ends;
 // tests using it must not run in parallel.
 func useFakeClock(t *testing.T) *fakeClock {
 	c := &fakeClock{at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	now, sleep = c.now, c.sleep
-	t.Cleanup(func() { now, sleep = time.Now, time.Sleep })
+	now, sleep, after = c.now, c.sleep, c.after
+	t.Cleanup(func() { now, sleep, after = time.Now, time.Sleep, time.After })
 	return c
 }

@@ -13,11 +13,12 @@ const Deadline = 10 * time.Second
 // what is waited for is local, and a wait should end soon after it holds.
 const pollEvery = 10 * time.Millisecond
 
-// now and sleep are the clock of every wait; the kit's own tests replace
-// them to run a wait past its deadline without waiting it out.
+// now, sleep and after are the clock of every wait; the kit's own tests
+// replace them to run a wait past its deadline without waiting it out.
 var (
 	now   = time.Now
 	sleep = time.Sleep
+	after = time.After
 )
 
 // Eventually polls ok until it holds, failing the test after Deadline
@@ -75,4 +76,27 @@ func wait(within time.Duration, done func() bool) bool {
 		sleep(pollEvery)
 	}
 	return true
+}
+
+// Receive waits for a value on ch and returns it, failing the test after
+// Deadline with a message naming what it waited for. A closed channel
+// counts as an event (a closed done channel is one), and yields the zero
+// value.
+func Receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	return ReceiveWithin(t, Deadline, ch, what)
+}
+
+// ReceiveWithin is Receive with a deadline of its own, for an event that
+// must come quickly (a wake-up that needs no round trip) or may be slow.
+func ReceiveWithin[T any](t testing.TB, within time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-after(within):
+		t.Fatalf("timed out after %s waiting for %s", within, what)
+		var zero T
+		return zero
+	}
 }
