@@ -23,6 +23,7 @@ import (
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/rpcvalidate"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
@@ -155,11 +156,7 @@ func (h *opHarness) wake(t *testing.T) func() {
 	return func() {
 		t.Helper()
 		defer stop()
-		select {
-		case <-ch:
-		case <-time.After(5 * time.Second):
-			t.Fatal("no wake on the task channel")
-		}
+		testkit.ReceiveWithin(t, 5*time.Second, ch, "a wake on the task channel")
 	}
 }
 

@@ -213,13 +213,7 @@ func TestApplyWaitListsLargeGroups(t *testing.T) {
 
 func waitResult(t *testing.T, done <-chan result) result {
 	t.Helper()
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(20 * time.Second):
-		t.Fatal("conctl did not finish within 20s")
-		return result{}
-	}
+	return testkit.ReceiveWithin(t, 20*time.Second, done, "conctl to finish")
 }
 
 func TestApplyWaitRewritesProgressOnATerminal(t *testing.T) {
@@ -235,13 +229,8 @@ func TestApplyWaitRewritesProgressOnATerminal(t *testing.T) {
 	testkit.Poll(t, "the first progress line", out.String, func(s string) bool { return strings.Contains(s, "waiting: 0/2") })
 	f.setPhase("default", "greeting", "a", "Ready", "")
 	f.setPhase("default", "greeting", "b", "Ready", "")
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errOut.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("conctl did not finish")
+	if code := testkit.ReceiveWithin(t, 20*time.Second, done, "conctl to finish"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	got := out.String()
 	if !strings.Contains(got, "\r\x1b[Kwaiting: 0/2 ready, 2 reconciling\r\x1b[K") ||

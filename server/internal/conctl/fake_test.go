@@ -129,13 +129,7 @@ func (f *fakeControl) emit(ch *convergev1.Change) {
 
 func (f *fakeControl) waitRegistered(t *testing.T) *convergev1.WatchRequest {
 	t.Helper()
-	select {
-	case req := <-f.registered:
-		return req
-	case <-time.After(10 * time.Second):
-		t.Fatal("no Watch stream registered within 10s")
-		return nil
-	}
+	return testkit.Receive(t, f.registered, "a Watch stream to register")
 }
 
 func (f *fakeControl) ApplyKind(_ context.Context, req *convergev1.ApplyKindRequest) (*convergev1.ApplyKindResponse, error) {
