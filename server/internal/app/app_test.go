@@ -285,11 +285,7 @@ func TestSplitRoles(t *testing.T) {
 	applyResource(t, ctl, "split", map[string]any{"name": "x"})
 	got := make(chan *convergev1.Task, 1)
 	go func() { got <- w.Task() }()
-	select {
-	case task := <-got:
-		w.Result(task.GetLease(), `{"message":"ok"}`)
-	case <-time.After(3 * time.Second):
-		t.Fatal("the broker replica did not get the task within 3 s")
-	}
+	task := testkit.ReceiveWithin(t, 3*time.Second, got, "the broker replica to get the task, woken by NOTIFY")
+	w.Result(task.GetLease(), `{"message":"ok"}`)
 	waitPhase(t, ctl, "split", "Ready")
 }

@@ -51,11 +51,7 @@ func (p *probe) Run(ctx context.Context) {
 func waitStarted(t *testing.T, ps ...*probe) {
 	t.Helper()
 	for _, p := range ps {
-		select {
-		case <-p.started:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s did not start", p.name)
-		}
+		testkit.ReceiveWithin(t, 5*time.Second, p.started, p.name+" to start")
 	}
 }
 
@@ -117,11 +113,7 @@ func TestParentContextStopsAll(t *testing.T) {
 	waitStarted(t, a, b)
 	cancel()
 	for _, r := range g.running {
-		select {
-		case <-r.done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s still runs after its context ended", r.svc.Name())
-		}
+		testkit.ReceiveWithin(t, 5*time.Second, r.done, r.svc.Name()+" to return once its context ended")
 	}
 }
 
