@@ -3,14 +3,14 @@
 package e2e
 
 import (
-	"bytes"
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // exitTimeout bounds how long a killed process may take to be reaped.
@@ -22,7 +22,7 @@ const exitTimeout = 10 * time.Second
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testkit.Buffer
 	done chan struct{} // closed once the process has been reaped
 	err  error         // what Wait returned; read after done
 }
@@ -30,7 +30,7 @@ type proc struct {
 // startProc starts path with args. name labels its output in the test log.
 func startProc(t *testing.T, name, path string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, out: &testkit.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	// A stray grandchild holding the output pipe must not hang Wait.
@@ -103,21 +103,3 @@ func (p *proc) exited() bool {
 }
 
 func (p *proc) output() string { return p.out.String() }
-
-// syncBuffer is a bytes.Buffer safe for a writer and readers at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

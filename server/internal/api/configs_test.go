@@ -3,10 +3,6 @@ package api_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,12 +14,8 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
-	"github.com/convergehq/converge/server/internal/api"
-	"github.com/convergehq/converge/server/internal/kinds"
-	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/pgtest"
-	"github.com/convergehq/converge/server/internal/rpcvalidate"
 	"github.com/convergehq/converge/server/internal/store"
 )
 
@@ -52,21 +44,8 @@ func newLCHarness(t *testing.T, keep int) *lcHarness {
 		}
 		t.Cleanup(pool.Close)
 	}
-	st := store.New(pool, pool)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bus := notify.New(pool, "test", 1, log)
-	reg := kinds.New(st, bus, log)
-	mem := members.New(st, bus, store.Member{ID: "test"}, nil, log)
-	validator, err := rpcvalidate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path, h := convergev1connect.NewControlServiceHandler(api.New(st, reg, bus, mem, log), connect.WithInterceptors(validator))
-	mux := http.NewServeMux()
-	mux.Handle(path, h)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return &lcHarness{ctl: convergev1connect.NewControlServiceClient(srv.Client(), srv.URL), store: st, bus: bus}
+	ctl, st, bus := serveAPI(t, pool)
+	return &lcHarness{ctl: ctl, store: st, bus: bus}
 }
 
 // kind applies a manifest written as JSON.

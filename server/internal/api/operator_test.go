@@ -3,10 +3,6 @@ package api_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +12,10 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
-	"github.com/convergehq/converge/server/internal/api"
-	"github.com/convergehq/converge/server/internal/kinds"
-	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/pgtest"
-	"github.com/convergehq/converge/server/internal/rpcvalidate"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
@@ -36,24 +29,10 @@ type opHarness struct {
 
 func newOpHarness(t *testing.T) *opHarness {
 	t.Helper()
-	db := pgtest.New(t)
-	st := store.New(db.Pool, db.Pool)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bus := notify.New(db.Pool, "test", 1, log)
-	reg := kinds.New(st, bus, log)
-	mem := members.New(st, bus, store.Member{ID: "test"}, nil, log)
-	validator, err := rpcvalidate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path, h := convergev1connect.NewControlServiceHandler(api.New(st, reg, bus, mem, log), connect.WithInterceptors(validator))
-	mux := http.NewServeMux()
-	mux.Handle(path, h)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	h2 := &opHarness{ctl: convergev1connect.NewControlServiceClient(srv.Client(), srv.URL), store: st, bus: bus}
-	h2.applyDBKind(t)
-	return h2
+	ctl, st, bus := serveAPI(t, pgtest.New(t).Pool)
+	h := &opHarness{ctl: ctl, store: st, bus: bus}
+	h.applyDBKind(t)
+	return h
 }
 
 // dbKind declares two verbs: resize (with an input schema) and ping
@@ -155,11 +134,7 @@ func (h *opHarness) wake(t *testing.T) func() {
 	return func() {
 		t.Helper()
 		defer stop()
-		select {
-		case <-ch:
-		case <-time.After(5 * time.Second):
-			t.Fatal("no wake on the task channel")
-		}
+		testkit.ReceiveWithin(t, 5*time.Second, ch, "a wake on the task channel")
 	}
 }
 

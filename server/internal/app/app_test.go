@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -83,17 +84,9 @@ func getResource(t *testing.T, ctl convergev1connect.ControlServiceClient, name 
 
 func waitPhase(t *testing.T, ctl convergev1connect.ControlServiceClient, name, phase string) *convergev1.Resource {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := getResource(t, ctl, name)
-		if r.GetPhase() == phase {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: phase %s, want %s (resource %v)", name, r.GetPhase(), phase, r)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testkit.Poll(t, fmt.Sprintf("%s to reach phase %s", name, phase),
+		func() *convergev1.Resource { return getResource(t, ctl, name) },
+		func(r *convergev1.Resource) bool { return r.GetPhase() == phase })
 }
 
 // rawWorker is a worker speaking the protocol by hand, to test what the
@@ -288,21 +281,11 @@ func TestSplitRoles(t *testing.T) {
 	// Once the control replica knows the broker replica from the members
 	// table, it wakes it by NOTIFY: a new resource reaches the worker well
 	// before the broker's 5 s failsafe poll.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(control.Peers()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the control replica never saw the broker replica")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the control replica to see the broker replica", func() bool { return len(control.Peers()) > 0 })
 	applyResource(t, ctl, "split", map[string]any{"name": "x"})
 	got := make(chan *convergev1.Task, 1)
 	go func() { got <- w.Task() }()
-	select {
-	case task := <-got:
-		w.Result(task.GetLease(), `{"message":"ok"}`)
-	case <-time.After(3 * time.Second):
-		t.Fatal("the broker replica did not get the task within 3 s")
-	}
+	task := testkit.ReceiveWithin(t, 3*time.Second, got, "the broker replica to get the task, woken by NOTIFY")
+	w.Result(task.GetLease(), `{"message":"ok"}`)
 	waitPhase(t, ctl, "split", "Ready")
 }

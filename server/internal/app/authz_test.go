@@ -19,8 +19,8 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/tlsconf"
-	"github.com/convergehq/converge/server/internal/tlsconf/tlstest"
 )
 
 const (
@@ -164,7 +164,7 @@ func TestAuthorizationOverTokens(t *testing.T) {
 
 // TestAuthorizationOverMutualTLS: the verified SPIFFE ID is the caller.
 func TestAuthorizationOverMutualTLS(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	srv := ca.Server("server")
 	db := pgtest.New(t)
 	policy, err := authz.New(authz.WithRole(authz.RoleAdmin, opsID))
@@ -184,8 +184,8 @@ func TestAuthorizationOverMutualTLS(t *testing.T) {
 	t.Cleanup(func() { _ = a.Stop() })
 	base := "https://" + a.Addr().String()
 	ops, eve := ca.Client("ops", opsID, time.Time{}), ca.Client("eve", intruder, time.Time{})
-	admin := convergev1connect.NewControlServiceClient(tlsClient(t, ca.CertFile, &ops), base)
-	intr := convergev1connect.NewControlServiceClient(tlsClient(t, ca.CertFile, &eve), base)
+	admin := convergev1connect.NewControlServiceClient(testkit.TLSClient(t, ca, &ops), base)
+	intr := convergev1connect.NewControlServiceClient(testkit.TLSClient(t, ca, &eve), base)
 	ctx := context.Background()
 
 	_, err = intr.ApplyKind(ctx, ownedKind(t, "", "v1"))

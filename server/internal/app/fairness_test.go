@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
@@ -51,13 +50,7 @@ func TestClaimingIsFairAcrossKinds(t *testing.T) {
 	tasks := taskStream(w)
 	next := func() *convergev1.Task {
 		t.Helper()
-		select {
-		case h := <-tasks:
-			return h.task
-		case <-time.After(10 * time.Second):
-			t.Fatal("no task within 10 s")
-			return nil
-		}
+		return testkit.Receive(t, tasks, "a task").task
 	}
 	answer := func(ts ...*convergev1.Task) {
 		t.Helper()

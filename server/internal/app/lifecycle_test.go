@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -199,22 +198,15 @@ func TestOperationsRunOnWorkers(t *testing.T) {
 	if _, err := ctl.DeleteResource(ctx, &convergev1.DeleteResourceRequest{Kind: "cloud", Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	failed := testkit.Poll(t, "the operation on a deleted resource to fail", func() *convergev1.Operation {
 		resp, err := ctl.GetOperation(ctx, &convergev1.GetOperationRequest{Id: op.GetId()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.GetOperation().GetState() == "failed" {
-			if !strings.Contains(resp.GetOperation().GetMessage(), "deleted") {
-				t.Errorf("message = %q", resp.GetOperation().GetMessage())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("operation on a deleted resource is %s", resp.GetOperation().GetState())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return resp.GetOperation()
+	}, func(o *convergev1.Operation) bool { return o.GetState() == "failed" })
+	if !strings.Contains(failed.GetMessage(), "deleted") {
+		t.Errorf("message = %q", failed.GetMessage())
 	}
 }
 

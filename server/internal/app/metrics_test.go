@@ -112,22 +112,12 @@ func TestMetricsMoveWithReconciles(t *testing.T) {
 		w.Ack()
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	type completions struct{ Success, Terminal, InFlight float64 }
+	testkit.Poll(t, "2 successes, 1 terminal failure and none in flight", func() completions {
 		m = scrape(t, a)
-		if m[`converge_tasks_completed_total{kind="greeting",outcome="success"}`] == 2 &&
-			m[`converge_tasks_completed_total{kind="greeting",outcome="terminal"}`] == 1 &&
-			m[`converge_tasks_in_flight{kind="greeting"}`] == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("completions: success %v terminal %v, in flight %v",
-				m[`converge_tasks_completed_total{kind="greeting",outcome="success"}`],
-				m[`converge_tasks_completed_total{kind="greeting",outcome="terminal"}`],
-				m[`converge_tasks_in_flight{kind="greeting"}`])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return completions{m[`converge_tasks_completed_total{kind="greeting",outcome="success"}`],
+			m[`converge_tasks_completed_total{kind="greeting",outcome="terminal"}`], m[`converge_tasks_in_flight{kind="greeting"}`]}
+	}, func(c completions) bool { return c == completions{Success: 2, Terminal: 1} })
 	for _, series := range []string{
 		`converge_tasks_completed_total{kind="greeting",outcome="transient"}`,
 		`converge_tasks_completed_total{kind="greeting",outcome="superseded"}`,
@@ -165,17 +155,16 @@ func TestHealthzNeedsNoDatabaseReadyzDoes(t *testing.T) {
 	if err := cluster.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := httpGet(t, base+"/readyz")
-		if code == http.StatusServiceUnavailable && strings.Contains(body, "database unreachable") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /readyz with the database stopped: %d %s, want 503", code, body)
-		}
-		time.Sleep(50 * time.Millisecond)
+	type answer struct {
+		Code int
+		Body string
 	}
+	testkit.Poll(t, "GET /readyz to answer 503 with the database stopped", func() answer {
+		code, body := httpGet(t, base+"/readyz")
+		return answer{code, body}
+	}, func(a answer) bool {
+		return a.Code == http.StatusServiceUnavailable && strings.Contains(a.Body, "database unreachable")
+	})
 	for _, path := range []string{base + "/healthz", metricsBase + "/healthz"} {
 		if code, body := httpGet(t, path); code != http.StatusOK {
 			t.Fatalf("GET %s with the database stopped: %d %s", path, code, body)

@@ -176,13 +176,7 @@ func TestMaxInflightHoldsAcrossReplicas(t *testing.T) {
 	}
 	next := func() held {
 		t.Helper()
-		select {
-		case h := <-tasks:
-			return h
-		case <-time.After(10 * time.Second):
-			t.Fatal("no task within 10 s")
-			return held{}
-		}
+		return testkit.Receive(t, tasks, "a task")
 	}
 	running := []held{next(), next()}
 	// Twenty claim rounds on each replica (polls every 100 ms) hand out no

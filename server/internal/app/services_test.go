@@ -1,12 +1,10 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"regexp"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,28 +12,19 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
-// logBuffer is a log sink safe for the server's goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+// logBuffer is a log sink safe for the server's goroutines, read for the
+// services it says were stopped.
+type logBuffer struct{ testkit.Buffer }
 
 var stoppingLine = regexp.MustCompile(`msg="stopping service" service="?([^"\n]+?)"?\n`)
 
 // stopped lists the services a log says were stopped, in order.
 func (l *logBuffer) stopped() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
-	for _, m := range stoppingLine.FindAllStringSubmatch(l.b.String(), -1) {
+	for _, m := range stoppingLine.FindAllStringSubmatch(l.String(), -1) {
 		out = append(out, m[1])
 	}
 	return out

@@ -15,14 +15,13 @@ import (
 	"github.com/convergehq/converge/sdk-go/converge"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
-	"github.com/convergehq/converge/sdk-go/tlsfiles"
 	"github.com/convergehq/converge/server/internal/app"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/conctl"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/tlsconf"
-	"github.com/convergehq/converge/server/internal/tlsconf/tlstest"
 )
 
 const (
@@ -35,7 +34,7 @@ const (
 
 // tlsServer starts a full server serving mutual TLS with ca as the client
 // CA, admitting ops/* to the API and workers/* as workers.
-func tlsServer(t *testing.T, ca *tlstest.CA, srv tlstest.Files, clientAuth ...string) string {
+func tlsServer(t *testing.T, ca *testkit.CA, srv testkit.CertFiles, clientAuth ...string) string {
 	t.Helper()
 	db := pgtest.New(t)
 	auth := tlsconf.ClientAuthRequire
@@ -57,24 +56,6 @@ func tlsServer(t *testing.T, ca *tlstest.CA, srv tlstest.Files, clientAuth ...st
 	return "https://" + a.Addr().String()
 }
 
-// tlsClient trusts caFile and presents cert (none if nil), over HTTP/2.
-func tlsClient(t *testing.T, caFile string, cert *tlstest.Files) *http.Client {
-	t.Helper()
-	pool, err := tlsfiles.CertPool(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{RootCAs: pool}
-	if cert != nil {
-		kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{kp}
-	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
-}
-
 func wantDenied(t *testing.T, err error, parts ...string) {
 	t.Helper()
 	if connect.CodeOf(err) != connect.CodePermissionDenied {
@@ -88,12 +69,12 @@ func wantDenied(t *testing.T, err error, parts ...string) {
 }
 
 func TestTLSAndSPIFFEAllowlists(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	srv := ca.Server("server")
 	base := tlsServer(t, ca, srv)
 	ops := ca.Client("ops", opsID, time.Time{})
 	wrk := ca.Client("worker", workerID, time.Time{})
-	ctl := convergev1connect.NewControlServiceClient(tlsClient(t, ca.CertFile, &ops), base)
+	ctl := convergev1connect.NewControlServiceClient(testkit.TLSClient(t, ca, &ops), base)
 	applyGreeting(t, ctl)
 	ctx := context.Background()
 
@@ -136,12 +117,12 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 
 	t.Run("identity not allowed", func(t *testing.T) {
 		eve := ca.Client("eve", intruder, time.Time{})
-		_, err := convergev1connect.NewControlServiceClient(tlsClient(t, ca.CertFile, &eve), base).
+		_, err := convergev1connect.NewControlServiceClient(testkit.TLSClient(t, ca, &eve), base).
 			ListKinds(ctx, &convergev1.ListKindsRequest{})
 		wantDenied(t, err, intruder, "api audience")
 
 		// The operator's identity may not connect as a worker.
-		stream, err := convergev1connect.NewWorkerServiceClient(tlsClient(t, ca.CertFile, &ops), base).Connect(ctx)
+		stream, err := convergev1connect.NewWorkerServiceClient(testkit.TLSClient(t, ca, &ops), base).Connect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +135,7 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 
 		// REST and OpenAPI are the API audience too.
 		for _, path := range []string{"/openapi.json", "/api/v1/kinds"} {
-			resp, err := tlsClient(t, ca.CertFile, &eve).Get(base + path)
+			resp, err := testkit.TLSClient(t, ca, &eve).Get(base + path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +155,7 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stream, err := convergev1connect.NewWorkerServiceClient(tlsClient(t, ca.CertFile, &wrk), base).Connect(ctx)
+		stream, err := convergev1connect.NewWorkerServiceClient(testkit.TLSClient(t, ca, &wrk), base).Connect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,14 +167,14 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 		_ = stream.CloseResponse()
 
 		vault := ca.Client("vault", "spiffe://td/ns/workers/vault", time.Time{})
-		w, _ := subscribe(t, convergev1connect.NewWorkerServiceClient(tlsClient(t, ca.CertFile, &vault), base), 1,
+		w, _ := subscribe(t, convergev1connect.NewWorkerServiceClient(testkit.TLSClient(t, ca, &vault), base), 1,
 			[]*convergev1.ReactionRef{{Kind: "vault", KindVersion: 1, Reaction: "reconcile"}})
 		w.Close()
 
 		// A kind registered after a worker subscribed is checked at
 		// dispatch: its task waits for a permitted worker.
 		late := []*convergev1.ReactionRef{{Kind: "late", KindVersion: 1, Reaction: "reconcile"}}
-		early, _ := connectWorkerServing(t, convergev1connect.NewWorkerServiceClient(tlsClient(t, ca.CertFile, &wrk), base), 4, late)
+		early, _ := connectWorkerServing(t, convergev1connect.NewWorkerServiceClient(testkit.TLSClient(t, ca, &wrk), base), 4, late)
 		earlyTasks := make(chan *convergev1.Task, 16)
 		go func() {
 			// Ends when the test's cleanup cancels the stream.
@@ -217,7 +198,7 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 			Spec: mustStruct(t, map[string]any{})}); err != nil {
 			t.Fatal(err)
 		}
-		permitted, _ := connectWorkerServing(t, convergev1connect.NewWorkerServiceClient(tlsClient(t, ca.CertFile, &vault), base), 4, late)
+		permitted, _ := connectWorkerServing(t, convergev1connect.NewWorkerServiceClient(testkit.TLSClient(t, ca, &vault), base), 4, late)
 		defer permitted.Close()
 		got := make(chan *convergev1.Task, 1)
 		go func() { got <- permitted.Task() }()
@@ -239,14 +220,14 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 	})
 
 	t.Run("handshake refusals", func(t *testing.T) {
-		other := tlstest.NewCA(t, "other")
+		other := testkit.NewCA(t, "other")
 		stranger := other.Client("stranger", opsID, time.Time{})
 		expired := ca.Client("expired", opsID, time.Now().Add(-time.Minute))
 		for name, c := range map[string]*http.Client{
-			"server not trusted":      tlsClient(t, other.CertFile, &ops),
-			"client cert of other CA": tlsClient(t, ca.CertFile, &stranger),
-			"no client cert":          tlsClient(t, ca.CertFile, nil),
-			"expired client cert":     tlsClient(t, ca.CertFile, &expired),
+			"server not trusted":      testkit.TLSClient(t, other, &ops),
+			"client cert of other CA": testkit.TLSClient(t, ca, &stranger),
+			"no client cert":          testkit.TLSClient(t, ca, nil),
+			"expired client cert":     testkit.TLSClient(t, ca, &expired),
 		} {
 			_, err := convergev1connect.NewControlServiceClient(c, base).ListKinds(ctx, &convergev1.ListKindsRequest{})
 			if err == nil || connect.CodeOf(err) == connect.CodePermissionDenied {
@@ -258,7 +239,7 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 	t.Run("rotation", func(t *testing.T) {
 		servedCN := func() string {
 			t.Helper()
-			pool, _ := tlsfiles.CertPool(ca.CertFile)
+			pool := ca.Pool()
 			kp, err := tls.LoadX509KeyPair(ops.CertFile, ops.KeyFile)
 			if err != nil {
 				t.Fatal(err)
@@ -274,13 +255,13 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 			t.Fatalf("served %q before rotation", cn)
 		}
 		rotated := ca.Server("rotated")
-		tlstest.Replace(t, srv.CertFile, rotated.CertFile)
-		tlstest.Replace(t, srv.KeyFile, rotated.KeyFile)
+		testkit.ReplaceFile(t, srv.CertFile, rotated.CertFile)
+		testkit.ReplaceFile(t, srv.KeyFile, rotated.KeyFile)
 		if cn := servedCN(); cn != "rotated" {
 			t.Fatalf("served %q after rotation, want rotated", cn)
 		}
 		// Calls on new connections still work.
-		fresh := convergev1connect.NewControlServiceClient(tlsClient(t, ca.CertFile, &ops), base)
+		fresh := convergev1connect.NewControlServiceClient(testkit.TLSClient(t, ca, &ops), base)
 		if _, err := fresh.ListKinds(ctx, &convergev1.ListKindsRequest{}); err != nil {
 			t.Fatal(err)
 		}
@@ -288,17 +269,13 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 }
 
 func TestTLSRequestModeAdmitsProbesOnly(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	base := tlsServer(t, ca, ca.Server("server"), tlsconf.ClientAuthRequest)
 	ctx := context.Background()
 	// Without a client certificate: the handshake succeeds, probes answer
 	// (over HTTP/1.1 and HTTP/2 alike), the API refuses.
-	anon := tlsClient(t, ca.CertFile, nil)
-	pool, err := tlsfiles.CertPool(ca.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	anon := testkit.TLSClient(t, ca, nil)
+	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
 	for proto, c := range map[string]*http.Client{"HTTP/2.0": anon, "HTTP/1.1": h1} {
 		resp, err := c.Get(base + "/healthz")
 		if err != nil {
@@ -309,10 +286,10 @@ func TestTLSRequestModeAdmitsProbesOnly(t *testing.T) {
 			t.Fatalf("GET /healthz: %d over %s, want 200 over %s", resp.StatusCode, resp.Proto, proto)
 		}
 	}
-	_, err = convergev1connect.NewControlServiceClient(anon, base).ListKinds(ctx, &convergev1.ListKindsRequest{})
+	_, err := convergev1connect.NewControlServiceClient(anon, base).ListKinds(ctx, &convergev1.ListKindsRequest{})
 	wantDenied(t, err, "without a SPIFFE ID", "api audience")
 	ops := ca.Client("ops", opsID, time.Time{})
-	if _, err := convergev1connect.NewControlServiceClient(tlsClient(t, ca.CertFile, &ops), base).
+	if _, err := convergev1connect.NewControlServiceClient(testkit.TLSClient(t, ca, &ops), base).
 		ListKinds(ctx, &convergev1.ListKindsRequest{}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestWhoAmI: the caller, its roles and teams as the policy sees them.
@@ -53,8 +53,10 @@ func TestGetCluster(t *testing.T) {
 	_, ctl, wrk := server(t)
 	applyGreeting(t, ctl)
 	connectWorker(t, wrk, 4)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	greeting := func(s *convergev1.ServedReaction) bool {
+		return s.GetKind() == "greeting" && s.GetReaction() == "reconcile" && s.GetWorkers() == 1
+	}
+	m := testkit.Poll(t, "the member to serve greeting/reconcile with one worker", func() *convergev1.ClusterMember {
 		res, err := ctl.GetCluster(context.Background(), &convergev1.GetClusterRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -62,20 +64,11 @@ func TestGetCluster(t *testing.T) {
 		if res.GetShards() != 256 || len(res.GetMembers()) != 1 {
 			t.Fatalf("cluster %v: want 256 shards and one member", res)
 		}
-		m := res.GetMembers()[0]
-		if i := slices.IndexFunc(m.GetServed(), func(s *convergev1.ServedReaction) bool {
-			return s.GetKind() == "greeting" && s.GetReaction() == "reconcile" && s.GetWorkers() == 1
-		}); i >= 0 {
-			s := m.GetServed()[i]
-			if s.GetCapacity() != 4 || s.GetShardLo() != 0 || s.GetShardHi() != 256 || m.GetId() == "" || m.GetHeartbeatAt() == nil {
-				t.Fatalf("served %v of member %v: want capacity 4, shards [0, 256)", s, m)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("member %v: no greeting worker after 10s", m)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return res.GetMembers()[0]
+	}, func(m *convergev1.ClusterMember) bool { return slices.ContainsFunc(m.GetServed(), greeting) })
+	s := m.GetServed()[slices.IndexFunc(m.GetServed(), greeting)]
+	if s.GetCapacity() != 4 || s.GetShardLo() != 0 || s.GetShardHi() != 256 || m.GetId() == "" || m.GetHeartbeatAt() == nil {
+		t.Fatalf("served %v of member %v: want capacity 4, shards [0, 256)", s, m)
 	}
 }
 

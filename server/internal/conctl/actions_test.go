@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // lastAction is the request of the last operator action the fake served.
@@ -166,7 +167,7 @@ func TestReconcileWaitSeesAReconcileWithoutAPhaseChange(t *testing.T) {
 	f.add(res)
 	_, _, done := background(testContext(t), url, "", "reconcile", "greeting/hello-world", "--wait")
 	f.waitRegistered(t)
-	eventually(t, "the first read of the resource", func() bool { return f.gets() > 0 })
+	testkit.Eventually(t, "the first read of the resource", func() bool { return f.gets() > 0 })
 	f.reconciled("default", "greeting", "hello-world", "Ready")
 	r := waitResult(t, done)
 	want := "resource default/greeting/hello-world reconcile requested\nresource default/greeting/hello-world ready at generation 3\n"

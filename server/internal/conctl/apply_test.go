@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/convergehq/converge/server/internal/conctl"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 const kindDoc = `type: manifest
@@ -129,8 +130,8 @@ func TestApplyWaitSucceeds(t *testing.T) {
 	f, url := newFake(t)
 	out, _, done := background(testContext(t), url, resourceDocs("a", "b"), "apply", "-f", "-", "--wait")
 	f.waitRegistered(t)
-	eventually(t, "the first progress line", func() bool {
-		return strings.Contains(out.String(), "waiting: 0/2 ready, 2 reconciling\n")
+	testkit.Poll(t, "the first progress line", out.String, func(s string) bool {
+		return strings.Contains(s, "waiting: 0/2 ready, 2 reconciling\n")
 	})
 	f.setPhase("default", "greeting", "a", "Ready", "")
 	f.setPhase("default", "greeting", "b", "Degraded", "child x is Reconciling")
@@ -212,18 +213,12 @@ func TestApplyWaitListsLargeGroups(t *testing.T) {
 
 func waitResult(t *testing.T, done <-chan result) result {
 	t.Helper()
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(20 * time.Second):
-		t.Fatal("conctl did not finish within 20s")
-		return result{}
-	}
+	return testkit.ReceiveWithin(t, 20*time.Second, done, "conctl to finish")
 }
 
 func TestApplyWaitRewritesProgressOnATerminal(t *testing.T) {
 	f, url := newFake(t)
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testkit.Buffer{}, &testkit.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- conctl.Run(testContext(t), []string{"apply", "-f", "-", "--wait", "--server", url},
@@ -231,16 +226,11 @@ func TestApplyWaitRewritesProgressOnATerminal(t *testing.T) {
 			conctl.WithTerminal(true))
 	}()
 	f.waitRegistered(t)
-	eventually(t, "the first progress line", func() bool { return strings.Contains(out.String(), "waiting: 0/2") })
+	testkit.Poll(t, "the first progress line", out.String, func(s string) bool { return strings.Contains(s, "waiting: 0/2") })
 	f.setPhase("default", "greeting", "a", "Ready", "")
 	f.setPhase("default", "greeting", "b", "Ready", "")
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errOut.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("conctl did not finish")
+	if code := testkit.ReceiveWithin(t, 20*time.Second, done, "conctl to finish"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	got := out.String()
 	if !strings.Contains(got, "\r\x1b[Kwaiting: 0/2 ready, 2 reconciling\r\x1b[K") ||

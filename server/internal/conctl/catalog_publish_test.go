@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
-	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // unchangedKinds is the fake control service answering "unchanged" to a
@@ -34,11 +32,8 @@ func (f unchangedKinds) ApplyKind(ctx context.Context, req *convergev1.ApplyKind
 func newPublishFake(t *testing.T) (*fakeControl, string) {
 	t.Helper()
 	f, _ := newFake(t)
-	mux := http.NewServeMux()
-	mux.Handle(convergev1connect.NewControlServiceHandler(unchangedKinds{f}))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return f, srv.URL
+	_, url := testkit.ServeControl(t, unchangedKinds{f})
+	return f, url
 }
 
 func TestCatalogPublish(t *testing.T) {

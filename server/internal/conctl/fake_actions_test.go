@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // The fake's spec history, operator actions, operations and kind policy
@@ -186,13 +187,7 @@ func (f *fakeControl) updateOperation(id string, change func(*convergev1.Operati
 // waitOperationGet waits for the next GetOperation call.
 func (f *fakeControl) waitOperationGet(t *testing.T) string {
 	t.Helper()
-	select {
-	case id := <-f.opGets:
-		return id
-	case <-time.After(10 * time.Second):
-		t.Fatal("no GetOperation call within 10s")
-		return ""
-	}
+	return testkit.Receive(t, f.opGets, "a GetOperation call")
 }
 
 func (f *fakeControl) GetOperation(_ context.Context, req *convergev1.GetOperationRequest) (*convergev1.GetOperationResponse, error) {

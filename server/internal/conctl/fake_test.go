@@ -1,12 +1,9 @@
 package conctl_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +18,7 @@ import (
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
 	"github.com/convergehq/converge/server/internal/conctl"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // testNow is the clock every test runs at.
@@ -64,11 +62,8 @@ func newFake(t *testing.T) (*fakeControl, string) {
 		maxPage:    100,
 		lifecycle:  newLifecycle(),
 	}
-	mux := http.NewServeMux()
-	mux.Handle(convergev1connect.NewControlServiceHandler(f))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return f, srv.URL
+	_, url := testkit.ServeControl(t, f)
+	return f, url
 }
 
 func rkey(ns, kind, name string) string { return ns + "/" + kind + "/" + name }
@@ -134,13 +129,7 @@ func (f *fakeControl) emit(ch *convergev1.Change) {
 
 func (f *fakeControl) waitRegistered(t *testing.T) *convergev1.WatchRequest {
 	t.Helper()
-	select {
-	case req := <-f.registered:
-		return req
-	case <-time.After(10 * time.Second):
-		t.Fatal("no Watch stream registered within 10s")
-		return nil
-	}
+	return testkit.Receive(t, f.registered, "a Watch stream to register")
 }
 
 func (f *fakeControl) ApplyKind(_ context.Context, req *convergev1.ApplyKindRequest) (*convergev1.ApplyKindResponse, error) {
@@ -337,24 +326,6 @@ func (f *fakeControl) Watch(ctx context.Context, req *convergev1.WatchRequest, s
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while conctl writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // result is what one conctl run printed and returned.
 type result struct {
 	stdout, stderr string
@@ -363,12 +334,12 @@ type result struct {
 
 // run runs conctl against url with a fixed clock and no terminal.
 func run(ctx context.Context, url, stdin string, args ...string) result {
-	var out, errOut syncBuffer
+	var out, errOut testkit.Buffer
 	code := runWith(ctx, url, stdin, &out, &errOut, args...)
 	return result{out.String(), errOut.String(), code}
 }
 
-func runWith(ctx context.Context, url, stdin string, out, errOut *syncBuffer, args ...string) int {
+func runWith(ctx context.Context, url, stdin string, out, errOut *testkit.Buffer, args ...string) int {
 	env := map[string]string{"CONVERGE_SERVER": url}
 	return conctl.Run(ctx, args,
 		conctl.WithStdio(strings.NewReader(stdin), out, errOut),
@@ -380,26 +351,14 @@ func runWith(ctx context.Context, url, stdin string, out, errOut *syncBuffer, ar
 
 // background runs conctl in a goroutine; the returned buffers can be read
 // while it runs and the channel yields its result.
-func background(ctx context.Context, url, stdin string, args ...string) (*syncBuffer, *syncBuffer, <-chan result) {
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+func background(ctx context.Context, url, stdin string, args ...string) (*testkit.Buffer, *testkit.Buffer, <-chan result) {
+	out, errOut := &testkit.Buffer{}, &testkit.Buffer{}
 	done := make(chan result, 1)
 	go func() {
 		code := runWith(ctx, url, stdin, out, errOut, args...)
 		done <- result{out.String(), errOut.String(), code}
 	}()
 	return out, errOut, done
-}
-
-// eventually polls cond until it holds or 10s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func testContext(t *testing.T) context.Context {

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/conctl"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/tlsconf"
-	"github.com/convergehq/converge/server/internal/tlsconf/tlstest"
 )
 
 func TestTLSFlagErrors(t *testing.T) {
 	_, url := newFake(t)
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	cl := ca.Client("ops", "spiffe://td/ops", time.Time{})
 	for _, tc := range []struct {
 		args []string
@@ -38,7 +38,7 @@ func TestTLSFlagErrors(t *testing.T) {
 }
 
 func TestTLSHints(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	srv := ca.Server("server")
 	server, err := tlsconf.New(tlsconf.Config{CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.CertFile},
 		slog.New(slog.DiscardHandler))

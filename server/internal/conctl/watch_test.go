@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 func TestWatchPrintsOneLinePerChange(t *testing.T) {
@@ -25,7 +26,7 @@ func TestWatchPrintsOneLinePerChange(t *testing.T) {
 	f.remove("default", "greeting", "hello")
 	want := "2026-11-29T12:00:00Z updated default/greeting/hello Reconciling -> Failed gen=2 quota exceeded\n" +
 		"2026-11-29T12:00:00Z deleted default/greeting/hello Failed -> - gen=0\n"
-	eventually(t, "two watch lines", func() bool { return out.String() == want })
+	testkit.Poll(t, "two watch lines", out.String, func(s string) bool { return s == want })
 	cancel()
 	r := waitResult(t, done)
 	if r.code != 0 {
@@ -45,7 +46,7 @@ func TestWatchJSONLines(t *testing.T) {
 		t.Fatalf("watch request = %v, want all namespaces from cursor 0", req)
 	}
 	f.setPhase("team-a", "greeting", "hello", "Ready", "")
-	eventually(t, "a JSON line", func() bool { return strings.HasSuffix(out.String(), "\n") })
+	testkit.Poll(t, "a JSON line", out.String, func(s string) bool { return strings.HasSuffix(s, "\n") })
 	var ch map[string]any
 	if err := json.Unmarshal([]byte(out.String()), &ch); err != nil {
 		t.Fatalf("line is not one JSON object: %v\n%s", err, out.String())

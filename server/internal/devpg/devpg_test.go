@@ -1,18 +1,18 @@
 package devpg
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // start starts a cluster for one test and stops it on cleanup.
@@ -40,18 +40,6 @@ func connect(t *testing.T, url string) *pgx.Conn {
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
-}
-
-// waitFor polls cond until it holds, failing the test after 20 seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func show(t *testing.T, conn *pgx.Conn, setting string) string {
@@ -112,28 +100,9 @@ func TestStartStop(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to write from the server's output
-// copier while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestKeepAndLogWriter(t *testing.T) {
 	t.Parallel()
-	var log syncBuffer
+	var log testkit.Buffer
 	c := start(t, Options{Keep: true, Log: &log})
 	t.Cleanup(func() { _ = os.RemoveAll(c.Dir()) })
 
@@ -195,11 +164,14 @@ func TestKillAndRecover(t *testing.T) {
 		_, err := busy.Exec(context.Background(), "SELECT count(*) FROM generate_series(1, 10000000000)")
 		busyDone <- err
 	}()
-	waitFor(t, func() bool {
-		var n int
-		err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT count(*) FROM generate_series%' AND state = 'active'").Scan(&n)
-		return err == nil && n == 1
-	})
+	type activity struct {
+		Active int
+		Err    error
+	}
+	testkit.PollWithin(t, 20*time.Second, "the busy query to be active", func() (a activity) {
+		a.Err = conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT count(*) FROM generate_series%' AND state = 'active'").Scan(&a.Active)
+		return a
+	}, func(a activity) bool { return a.Err == nil && a.Active == 1 })
 	if _, err := conn.Exec(t.Context(), "CREATE TABLE survived (v int); INSERT INTO survived VALUES (7)"); err != nil {
 		t.Fatal(err)
 	}
@@ -207,13 +179,8 @@ func TestKillAndRecover(t *testing.T) {
 	if err := c.Kill(); err != nil {
 		t.Fatalf("Kill: %v", err)
 	}
-	select {
-	case err := <-busyDone:
-		if err == nil {
-			t.Error("query running during Kill succeeded, want a connection error")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("query running during Kill still blocked 20s later")
+	if err := testkit.ReceiveWithin(t, 20*time.Second, busyDone, "the query running during Kill to end"); err == nil {
+		t.Error("query running during Kill succeeded, want a connection error")
 	}
 	if err := c.Kill(); err == nil {
 		t.Error("Kill of a dead server succeeded, want an error")

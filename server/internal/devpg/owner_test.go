@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // TestServerDiesWithOwner runs this test binary as a separate owner
@@ -92,13 +94,8 @@ func TestServerDiesWithOwner(t *testing.T) {
 
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	deadline := time.Now().Add(20 * time.Second)
-	for processAlive(serverPID) {
-		if time.Now().After(deadline) {
-			t.Fatalf("server %d still running 20s after its owner was killed", serverPID)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.EventuallyWithin(t, 20*time.Second, fmt.Sprintf("server %d to end after its owner was killed", serverPID),
+		func() bool { return !processAlive(serverPID) })
 
 	// The abandoned directory is what the next Start's sweep removes.
 	sweepStale(filepath.Dir(dir))

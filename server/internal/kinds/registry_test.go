@@ -178,11 +178,7 @@ func TestRunReloads(t *testing.T) {
 	t.Cleanup(g.Stop)
 	reloaded := func(what string) {
 		t.Helper()
-		select {
-		case <-woken:
-		case <-time.After(testkit.Deadline):
-			t.Fatalf("the running registry did not reload %s", what)
-		}
+		testkit.Receive(t, woken, "the running registry to reload "+what)
 	}
 
 	testkit.ApplyKind(t, e.st, leaf(t, "polled", nil))

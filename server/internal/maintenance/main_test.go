@@ -11,6 +11,7 @@ import (
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -116,9 +117,5 @@ func (e *env) drainWake() {
 // wokeUp fails unless a task wake-up was published.
 func (e *env) wokeUp(what string) {
 	e.t.Helper()
-	select {
-	case <-e.woken:
-	case <-time.After(5 * time.Second):
-		e.t.Fatalf("no task wake-up after %s", what)
-	}
+	testkit.ReceiveWithin(e.t, 5*time.Second, e.woken, "a task wake-up after "+what)
 }

@@ -9,20 +9,12 @@ import (
 
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/pgtest"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(d):
-		t.Fatalf("%s: no wake-up within %s", what, d)
-	}
-}
 
 func TestLocalWakeNeedsNoDatabaseRoundTrip(t *testing.T) {
 	db := pgtest.New(t)
@@ -30,7 +22,7 @@ func TestLocalWakeNeedsNoDatabaseRoundTrip(t *testing.T) {
 	ch, stop := bus.Subscribe(notify.Tasks)
 	defer stop()
 	bus.Publish(notify.Tasks)
-	within(t, ch, time.Second, "local publish")
+	testkit.ReceiveWithin(t, time.Second, ch, "a wake-up by local publish")
 	if bus.Sent() != 0 {
 		t.Fatalf("sent %d NOTIFYs with no other replica", bus.Sent())
 	}
@@ -50,11 +42,11 @@ func TestWakeCrossesReplicas(t *testing.T) {
 	go a.Run(ctx)
 	go b.Run(ctx)
 	// Each listener wakes its subscribers once when it connects; take that.
-	within(t, wakeB, 5*time.Second, "listener start of b")
-	within(t, ownA, 5*time.Second, "listener start of a")
+	testkit.ReceiveWithin(t, 5*time.Second, wakeB, "a wake-up by listener start of b")
+	testkit.ReceiveWithin(t, 5*time.Second, ownA, "a wake-up by listener start of a")
 
 	a.Publish(notify.Changes)
-	within(t, wakeB, 5*time.Second, "NOTIFY from a")
+	testkit.ReceiveWithin(t, 5*time.Second, wakeB, "a wake-up by NOTIFY from a")
 	// a ignores its own NOTIFY: after its local wake, none arrives.
 	select {
 	case <-ownA:

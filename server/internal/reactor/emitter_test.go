@@ -17,6 +17,7 @@ import (
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
@@ -94,8 +95,7 @@ func (e *env) apply(version int32, labels, spec string, names ...string) []int64
 // reconcile claims the resource's specChange task and applies out to it.
 func (e *env) reconcile(id int64, out store.Outcome) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(e.t, fmt.Sprintf("a specChange task for resource %d", id), func() bool {
 		got, err := e.st.Claim(e.ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 10}})
 		if err != nil {
 			e.t.Fatal(err)
@@ -107,14 +107,11 @@ func (e *env) reconcile(id int64, out store.Outcome) {
 				if err != nil || !res[0].Applied {
 					e.t.Fatalf("outcome = %+v, %v", res, err)
 				}
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("no specChange task for resource %d", id)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // settle drains until the emitter's cursor is past every change recorded
@@ -129,8 +126,7 @@ func (e *env) settle(em *Emitter) {
 		e.t.Fatal(err)
 	}
 	last = store.Cursor{XID: uint64(*xid), Seq: *seq}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testkit.PollWithin(e.t, 15*time.Second, fmt.Sprintf("the emitter's cursor to pass the last change %+v", last), func() store.Cursor {
 		if _, err := em.Drain(e.ctx); err != nil {
 			e.t.Fatal(err)
 		}
@@ -138,14 +134,10 @@ func (e *env) settle(em *Emitter) {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if cur.XID > last.XID || (cur.XID == last.XID && cur.Seq >= last.Seq) {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the emitter's cursor %+v did not pass the last change %+v", cur, last)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return cur
+	}, func(cur store.Cursor) bool {
+		return cur.XID > last.XID || (cur.XID == last.XID && cur.Seq >= last.Seq)
+	})
 }
 
 type queued struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // Two emitters (two replicas) drain the same feed while a worker runs and
@@ -79,24 +80,16 @@ func TestTwoEmittersQueueEachDeliveryOnce(t *testing.T) {
 		}
 		e.apply(1, `{}`, `{}`, names...)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		mu.Lock()
-		n := len(done)
-		mu.Unlock()
-		if n >= batches*per {
-			break
-		}
+	testkit.PollWithin(t, 20*time.Second, fmt.Sprintf("%d deliveries done", batches*per), func() int {
 		select {
 		case err := <-errs:
 			t.Fatal(err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries done", n, batches*per)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		mu.Lock()
+		defer mu.Unlock()
+		return len(done)
+	}, func(n int) bool { return n >= batches*per })
 	// Let both emitters pass the end of the feed once more, then stop.
 	for _, em := range ems {
 		e.settle(em)
@@ -132,7 +125,7 @@ func TestIdleWithoutBindings(t *testing.T) {
 	defer func() { cancel(); <-stopped }()
 
 	// Changes arrive and wake the emitter; it has nothing to do.
-	waitFor(t, "the emitter to create its cursor", func() bool {
+	testkit.Eventually(t, "the emitter to create its cursor", func() bool {
 		_, err := e.st.ReactorCursor(e.ctx)
 		return err == nil
 	})
@@ -140,7 +133,7 @@ func TestIdleWithoutBindings(t *testing.T) {
 	for i := 0; em.loops.Load() < start+5; i++ {
 		e.apply(1, `{}`, `{}`, fmt.Sprint("idle", i))
 		e.bus.Publish(notify.Changes)
-		waitFor(t, "the emitter to wake", func() bool { return em.loops.Load() > start+int64(i) })
+		testkit.Eventually(t, "the emitter to wake", func() bool { return em.loops.Load() > start+int64(i) })
 	}
 	if n := em.rounds.Load(); n != 0 {
 		t.Fatalf("%d emitter rounds without any binding", n)
@@ -150,17 +143,6 @@ func TestIdleWithoutBindings(t *testing.T) {
 	e.bus.Publish(notify.Kinds)
 	e.apply(1, `{}`, `{}`, "seen")
 	e.bus.Publish(notify.Changes)
-	waitFor(t, "the delivery", func() bool { return len(e.deliveries()) == 1 })
+	testkit.Eventually(t, "the delivery", func() bool { return len(e.deliveries()) == 1 })
 	e.wantKeys("b/seen/created")
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -1,35 +1,20 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
-// syncBuffer is a log sink safe for the services' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func logger() (*slog.Logger, *syncBuffer) {
-	var buf syncBuffer
+// logger logs everything to a buffer the test reads while the services'
+// goroutines write to it.
+func logger() (*slog.Logger, *testkit.Buffer) {
+	var buf testkit.Buffer
 	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &buf
 }
 
@@ -66,11 +51,7 @@ func (p *probe) Run(ctx context.Context) {
 func waitStarted(t *testing.T, ps ...*probe) {
 	t.Helper()
 	for _, p := range ps {
-		select {
-		case <-p.started:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s did not start", p.name)
-		}
+		testkit.ReceiveWithin(t, 5*time.Second, p.started, p.name+" to start")
 	}
 }
 
@@ -132,11 +113,7 @@ func TestParentContextStopsAll(t *testing.T) {
 	waitStarted(t, a, b)
 	cancel()
 	for _, r := range g.running {
-		select {
-		case <-r.done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s still runs after its context ended", r.svc.Name())
-		}
+		testkit.ReceiveWithin(t, 5*time.Second, r.done, r.svc.Name()+" to return once its context ended")
 	}
 }
 

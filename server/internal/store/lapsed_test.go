@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
@@ -65,27 +67,20 @@ func TestLapsedClaims(t *testing.T) {
 	// m-live heartbeats and m-resuming renews (with no member row) all
 	// along; the others fall silent.
 	want := []string{"m-dead", "m-revived", "m-vanished"}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Poll(t, fmt.Sprintf("lapsed claimers %v", want), func() []string {
 		heartbeat(t, s, "m-live")
 		renew(t, s, "m-resuming", leases["resuming"])
 		got, err := s.LapsedClaimers(ctx, lapse)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.Equal(got, want) {
-			break
-		}
 		for _, id := range got {
 			if !slices.Contains(want, id) {
 				t.Fatalf("lapsed claimers = %v: %s holds live claims", got, id)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lapsed claimers = %v after 10s; want %v", got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got
+	}, func(got []string) bool { return slices.Equal(got, want) })
 
 	// m-revived heartbeats again before the release; everyone is named.
 	heartbeat(t, s, "m-revived", "m-live")
@@ -133,20 +128,13 @@ func TestReleaseLapsedClaimsNamesOnly(t *testing.T) {
 	claimAs(t, s, "m-one")
 	claimAs(t, s, "m-two")
 	lapse := store.Lapse{Lease: time.Minute, LiveWithin: 200 * time.Millisecond}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Poll(t, "lapsed claimers m-one and m-two", func() []string {
 		got, err := s.LapsedClaimers(ctx, lapse)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lapsed claimers = %v after 10s; want m-one and m-two", got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got
+	}, func(got []string) bool { return len(got) == 2 })
 	for i, want := range []int{1, 1, 0} {
 		n, err := s.ReleaseLapsedClaims(ctx, []string{"m-one"}, lapse, 1)
 		if err != nil || n != want {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // rbKinds registers the watched kind leaf v1 and the reactor kind pager v1.
@@ -171,11 +171,7 @@ func TestPruneKeepsChangesTheEmitterHasNotRead(t *testing.T) {
 	}
 	var seen []string
 	overtaken := false
-	deadline := time.Now().Add(10 * time.Second)
-	for len(seen) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the emitter read %v; want b and c", seen)
-		}
+	testkit.Poll(t, "the emitter to read b and c", func() []string {
 		res, err := s.EmitReactorDeliveries(ctx, 100, func(_ []store.ReactorBinding, cs []store.WatchedChange) ([]store.Delivery, error) {
 			for _, c := range cs {
 				seen = append(seen, c.Name)
@@ -186,8 +182,8 @@ func TestPruneKeepsChangesTheEmitterHasNotRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		overtaken = overtaken || res.Overtaken
-		time.Sleep(10 * time.Millisecond)
-	}
+		return seen
+	}, func(seen []string) bool { return len(seen) >= 2 })
 	if strings.Join(seen, ",") != "b,c" || !overtaken {
 		t.Fatalf("the emitter read %v (overtaken %v); want b and c, and the pruned change reported", seen, overtaken)
 	}

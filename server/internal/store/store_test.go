@@ -9,6 +9,7 @@ import (
 	"github.com/convergehq/converge/server/internal/labels"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
@@ -212,19 +213,14 @@ func TestFailures(t *testing.T) {
 // waitClaim claims the resource's task once its backoff has passed.
 func waitClaim(t *testing.T, s *store.Store) store.Claimed {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	got := testkit.PollWithin(t, 5*time.Second, "a task to become claimable", func() []store.Claimed {
 		got, err := s.Claim(context.Background(), "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) == 1 {
-			return got[0]
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("no task became claimable within 5s")
-	return store.Claimed{}
+		return got
+	}, func(got []store.Claimed) bool { return len(got) == 1 })
+	return got[0]
 }
 
 func TestLeaseExpiry(t *testing.T) {
@@ -235,20 +231,13 @@ func TestLeaseExpiry(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatal(got, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.EventuallyWithin(t, 5*time.Second, "the expired lease to be released", func() bool {
 		n, err := s.ReleaseExpired(ctx, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the expired lease was never released")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return n == 1
+	})
 	c := claimOne(t, s)
 	if c.Epoch == got[0].Epoch {
 		t.Fatal("a reclaimed task kept its epoch")
@@ -401,20 +390,13 @@ func TestTeardown(t *testing.T) {
 	if err != nil || !res[0].Applied || res[0].RetryAt.IsZero() {
 		t.Fatalf("teardown failure = %+v, %v", res, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, err = s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.DeleteRequested, N: 1}})
+	got = testkit.PollWithin(t, 5*time.Second, "the teardown to be retried", func() []store.Claimed {
+		got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.DeleteRequested, N: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("teardown was not retried")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return got
+	}, func(got []store.Claimed) bool { return len(got) == 1 })
 	if res, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: got[0].Lease}}, fast); err != nil || !res[0].Applied {
 		t.Fatalf("teardown = %+v %v", res, err)
 	}

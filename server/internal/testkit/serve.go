@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"connectrpc.com/connect"
+
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
 )
 
@@ -16,17 +18,35 @@ func H2C() *http.Client {
 	return &http.Client{Transport: &http.Transport{Protocols: &p}}
 }
 
-// ServeWorkers serves h through the real Connect handler on a local
-// cleartext HTTP/2 server until the test ends, and returns a client of it.
-func ServeWorkers(t testing.TB, h convergev1connect.WorkerServiceHandler) convergev1connect.WorkerServiceClient {
+// serve serves h on a local server speaking HTTP/1.1 and cleartext
+// HTTP/2 until the test ends, and returns its URL.
+func serve(t testing.TB, path string, h http.Handler) string {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle(convergev1connect.NewWorkerServiceHandler(h))
+	mux.Handle(path, h)
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return convergev1connect.NewWorkerServiceClient(H2C(), srv.URL)
+	return srv.URL
+}
+
+// ServeWorkers serves h through the real Connect handler until the test
+// ends, and returns a client of it.
+func ServeWorkers(t testing.TB, h convergev1connect.WorkerServiceHandler, opts ...connect.HandlerOption) convergev1connect.WorkerServiceClient {
+	t.Helper()
+	path, handler := convergev1connect.NewWorkerServiceHandler(h, opts...)
+	return convergev1connect.NewWorkerServiceClient(H2C(), serve(t, path, handler))
+}
+
+// ServeControl serves h (the real API or a fake) through the real
+// Connect handler until the test ends, and returns a client of it and
+// its URL, for what takes a URL (conctl, the SDK).
+func ServeControl(t testing.TB, h convergev1connect.ControlServiceHandler, opts ...connect.HandlerOption) (convergev1connect.ControlServiceClient, string) {
+	t.Helper()
+	path, handler := convergev1connect.NewControlServiceHandler(h, opts...)
+	url := serve(t, path, handler)
+	return convergev1connect.NewControlServiceClient(H2C(), url), url
 }

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergehq/converge/sdk-go/tlsfiles"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/tlsconf"
-	"github.com/convergehq/converge/server/internal/tlsconf/tlstest"
 )
 
 func TestAllowlist(t *testing.T) {
@@ -47,7 +46,7 @@ func TestAllowlist(t *testing.T) {
 }
 
 func TestNewChecksConfig(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	srv := ca.Server("server")
 	for _, tc := range []struct {
 		cfg  tlsconf.Config
@@ -84,23 +83,6 @@ func serve(t *testing.T, s *tlsconf.Server) string {
 	return ts.URL
 }
 
-func clientFor(t *testing.T, caFile string, cert *tlstest.Files) *http.Client {
-	t.Helper()
-	pool, err := tlsfiles.CertPool(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{RootCAs: pool}
-	if cert != nil {
-		kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{kp}
-	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
-}
-
 func get(c *http.Client, url string) (int, string, error) {
 	resp, err := c.Get(url)
 	if err != nil {
@@ -112,7 +94,7 @@ func get(c *http.Client, url string) (int, string, error) {
 }
 
 func TestGuardAdmitsAndRefuses(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	srv := ca.Server("server")
 	s, err := tlsconf.New(tlsconf.Config{CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.CertFile,
 		ClientAuth: tlsconf.ClientAuthRequest, AllowAPIIDs: []string{"spiffe://td/ns/ops/*"}}, slog.New(slog.DiscardHandler))
@@ -122,25 +104,25 @@ func TestGuardAdmitsAndRefuses(t *testing.T) {
 	url := serve(t, s)
 
 	ok := ca.Client("ok", "spiffe://td/ns/ops/alice", time.Time{})
-	code, body, err := get(clientFor(t, ca.CertFile, &ok), url)
+	code, body, err := get(testkit.TLSClient(t, ca, &ok), url)
 	if err != nil || code != http.StatusOK || body != "id=spiffe://td/ns/ops/alice" {
 		t.Fatalf("allowed caller: %d %q %v", code, body, err)
 	}
 	other := ca.Client("other", "spiffe://td/ns/dev/bob", time.Time{})
-	code, body, err = get(clientFor(t, ca.CertFile, &other), url)
+	code, body, err = get(testkit.TLSClient(t, ca, &other), url)
 	if err != nil || code != http.StatusForbidden || !strings.Contains(body, `\"spiffe://td/ns/dev/bob\"`) || !strings.Contains(body, "api audience") {
 		t.Fatalf("refused caller: %d %q %v", code, body, err)
 	}
 	// Under "request", a caller without a certificate gets through the
 	// handshake and is refused by the allowlist.
-	code, body, err = get(clientFor(t, ca.CertFile, nil), url)
+	code, body, err = get(testkit.TLSClient(t, ca, nil), url)
 	if err != nil || code != http.StatusForbidden || !strings.Contains(body, "without a SPIFFE ID") {
 		t.Fatalf("caller without certificate: %d %q %v", code, body, err)
 	}
 }
 
 func TestReloadsChangedFiles(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	first := ca.Server("first")
 	second := ca.Server("second")
 	s, err := tlsconf.New(tlsconf.Config{CertFile: first.CertFile, KeyFile: first.KeyFile, CheckInterval: -1}, slog.New(slog.DiscardHandler))
@@ -163,7 +145,7 @@ func TestReloadsChangedFiles(t *testing.T) {
 	}()
 	servedCN := func() string {
 		t.Helper()
-		pool, _ := tlsfiles.CertPool(ca.CertFile)
+		pool := ca.Pool()
 		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
@@ -174,8 +156,8 @@ func TestReloadsChangedFiles(t *testing.T) {
 	if cn := servedCN(); cn != "first" {
 		t.Fatalf("served %q, want first", cn)
 	}
-	tlstest.Replace(t, first.CertFile, second.CertFile)
-	tlstest.Replace(t, first.KeyFile, second.KeyFile)
+	testkit.ReplaceFile(t, first.CertFile, second.CertFile)
+	testkit.ReplaceFile(t, first.KeyFile, second.KeyFile)
 	if cn := servedCN(); cn != "second" {
 		t.Fatalf("after rotation served %q, want second", cn)
 	}
@@ -189,7 +171,7 @@ func TestReloadsChangedFiles(t *testing.T) {
 }
 
 func TestSPIFFEID(t *testing.T) {
-	ca := tlstest.NewCA(t, "ca")
+	ca := testkit.NewCA(t, "ca")
 	for _, tc := range []struct{ uri, want string }{
 		{"spiffe://td/w", "spiffe://td/w"},
 		{"https://td/w", ""},
