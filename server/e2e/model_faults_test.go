@@ -24,6 +24,7 @@ func (w *world) moveVersion(t *rapid.T) {
 	def.versions = []int{1, 2}
 	mustCall(t, "apply kind "+def.name+" v2", w.api.ApplyKind, &convergev1.ApplyKindRequest{Manifest: modelManifest(def, 2, p, k.config)})
 	k.def, k.policy[2] = def, p
+	w.noteFailing(k)
 	if c := w.fleet.capacityOf(def.name); c > 0 {
 		// A worker serves what it registered when it started: give the
 		// kind one that serves v2 as well.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/sdk-go/client"
+	"github.com/convergehq/converge/server/internal/testkit"
 )
 
 // tb is what the model's helpers need from a test: both *testing.T and
@@ -42,12 +43,12 @@ type mserver struct {
 	starts int
 	cmd    *exec.Cmd
 	done   chan struct{}
-	out    *syncBuffer // the output of every start, in order
+	out    *testkit.Buffer // the output of every start, in order
 }
 
 func newModelServer(t tb, dbURL string, tm timings, addr string) *mserver {
 	t.Helper()
-	s := &mserver{dbURL: dbURL, tm: tm, addr: addr, url: "http://" + addr, out: &syncBuffer{}}
+	s := &mserver{dbURL: dbURL, tm: tm, addr: addr, url: "http://" + addr, out: &testkit.Buffer{}}
 	s.api = client.New(s.url)
 	s.start(t)
 	return s
