@@ -562,6 +562,7 @@ func replaceEdges(ctx context.Context, tx pgx.Tx, parentID int64, edges []EdgeSp
 	}
 	changed := map[int64]bool{}
 	seen := map[pair]bool{}
+	var released []int64
 	for rows.Next() {
 		var p pair
 		var old []byte
@@ -570,13 +571,27 @@ func replaceEdges(ctx context.Context, tx pgx.Tx, parentID int64, edges []EdgeSp
 			return nil, err
 		}
 		seen[p] = true
-		if f, ok := next[p]; !ok || !sameJSON(f, old) {
+		f, kept := next[p]
+		if !kept || !sameJSON(f, old) {
 			changed[p.dependent] = true
+		}
+		if !kept {
+			released = append(released, p.dependency)
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	// A deleting dependency whose teardown waited for this dependent no
+	// longer waits for it: its teardown looks again.
+	if len(released) > 0 {
+		if _, err := tx.Exec(ctx, `
+			SELECT converge_wake(array_agg(r.id ORDER BY r.id), 'teardown') FROM resources r
+			WHERE r.id = ANY($1::bigint[]) AND r.deletion_requested_at IS NOT NULL
+			HAVING count(*) > 0`, released); err != nil {
+			return nil, err
+		}
 	}
 	for p := range next {
 		if !seen[p] {
