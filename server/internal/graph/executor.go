@@ -168,6 +168,9 @@ func (x *Executor) decide(in store.GateInput) store.GateDecision {
 	var writes []flow.Write
 	for _, d := range in.Deps {
 		name := d.Ref.Kind + "/" + d.Ref.Name
+		if d.Deleting {
+			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s: it is being deleted, and comes back once its composite composes it again", name)}
+		}
 		if !d.Synced {
 			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s to sync (it is %s)", name, d.Phase)}
 		}

@@ -124,48 +124,26 @@ func TestTeardownOrder(t *testing.T) {
 	})
 }
 
-// TestTeardownGoesOnWhenAComposeDropsTheEdge: a child deleted by hand
-// waits for an orphaned dependent whose edge the composite's next compose
-// no longer declares; the teardown runs once the edge is gone.
-func TestTeardownGoesOnWhenAComposeDropsTheEdge(t *testing.T) {
+// TestTeardownDoesNotWaitForALiveDependent: a dependent that came to
+// depend on a resource after its deletion began (here: the deletion is
+// marked by hand, without the dependent) does not hold the teardown up;
+// its gate holds it instead, saying the dependency is being deleted.
+func TestTeardownDoesNotWaitForALiveDependent(t *testing.T) {
 	e := newEnv(t)
 	e.composite([]store.ChildSpec{e.child("db", `{}`), e.child("app", `{}`)}, edge("app", "db", `[]`))
 	e.succeed(e.claim("part", trigger.SpecChange), `{}`)
 	e.succeed(e.claim("part", trigger.SpecChange), `{}`)
-	// Delete db alone (app is not deleted with it: it is quarantined, so
-	// only the edge holds db's teardown back).
-	if _, _, err := e.st.QuarantineResource(e.ctx, "test", store.ResourceKey{Namespace: "default", Kind: "part", Name: "app"}, ""); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE resources SET deletion_requested_at = now() WHERE name = 'db'`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE resources SET quarantined = false WHERE name = 'app'`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.st.Pool().Exec(e.ctx, `SELECT converge_wake(array_agg(id), 'teardown') FROM resources WHERE name = 'db'`); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, "db's teardown to look and wait", func() bool {
-		var n int
-		err := e.st.Pool().QueryRow(e.ctx, `SELECT count(*) FROM tasks WHERE trigger = 'teardown'`).Scan(&n)
-		return err == nil && n == 0
-	})
-	if got := e.claimable("part", trigger.DeleteRequested); len(got) != 0 {
-		t.Fatalf("teardowns %v queued while app still depends on db", got)
-	}
-	// The next compose keeps db and drops app's edge (app stays, no edge).
-	if _, _, err := e.st.ApplyResources(e.ctx, "test", []store.ApplyInput{{Namespace: "default", Kind: "stack", KindVersion: 1,
-		Name: "s", Labels: []byte(`{}`), Spec: []byte(`{"v":2}`), KindRevision: e.kindRevision("stack")}}); err != nil {
-		t.Fatal(err)
-	}
-	task := e.claim("stack", trigger.SpecChange)
-	res, err := e.st.ApplyComposition(e.ctx, store.Composition{Outcome: store.Outcome{Lease: task.Lease, Actor: "test", Status: []byte(`{}`)},
-		Children: []store.ChildSpec{e.child("db", `{}`), e.child("app", `{}`)}})
-	if err != nil || !res.Applied {
-		t.Fatalf("compose: %+v, %v", res, err)
-	}
-	testkit.Eventually(t, "db's teardown once the edge is gone", func() bool {
+	testkit.Eventually(t, "db's teardown", func() bool {
 		return slices.Contains(e.claimable("part", trigger.DeleteRequested), "db")
+	})
+	testkit.Eventually(t, "app's gate to hold it", func() bool {
+		w := e.get("part", "app").Waiting
+		return w != nil && strings.Contains(*w, "part/db: it is being deleted")
 	})
 }

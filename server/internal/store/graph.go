@@ -170,12 +170,13 @@ type GateInput struct {
 
 // GateDep is one dependency of a dependent.
 type GateDep struct {
-	Ref    Ref
-	Phase  string
-	Synced bool
-	Status []byte
-	Spec   []byte
-	Flows  []byte // JSON array of {"from"|"expr", "to"}
+	Ref      Ref
+	Phase    string
+	Synced   bool
+	Deleting bool
+	Status   []byte
+	Spec     []byte
+	Flows    []byte // JSON array of {"from"|"expr", "to"}
 }
 
 // GateDecision is the gate's verdict: open with a new effective spec, or
@@ -223,7 +224,7 @@ func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateIn
 		}
 		rows, err = tx.Query(ctx, `
 			SELECT e.dependent_id, d.namespace, d.kind, d.name, converge_phase(d), converge_synced(d),
-			       d.status, d.spec, e.flows
+			       d.deletion_requested_at IS NOT NULL, d.status, d.spec, e.flows
 			FROM edges e JOIN resources d ON d.id = e.dependency_id
 			WHERE e.dependent_id = ANY($1::bigint[]) ORDER BY e.dependent_id, d.id`, order)
 		if err != nil {
@@ -232,7 +233,7 @@ func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateIn
 		for rows.Next() {
 			var id int64
 			var d GateDep
-			if err := rows.Scan(&id, &d.Ref.Namespace, &d.Ref.Kind, &d.Ref.Name, &d.Phase, &d.Synced, &d.Status, &d.Spec, &d.Flows); err != nil {
+			if err := rows.Scan(&id, &d.Ref.Namespace, &d.Ref.Kind, &d.Ref.Name, &d.Phase, &d.Synced, &d.Deleting, &d.Status, &d.Spec, &d.Flows); err != nil {
 				rows.Close()
 				return err
 			}
@@ -333,11 +334,15 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 		if !ok || !r.deleting {
 			return finishInternal(ctx, tx, t)
 		}
+		// What goes first: its children, and its dependents that are
+		// deleted with it. A dependent that came to depend on it after its
+		// deletion began (a composer declaring the edge again) is held by
+		// its gate until it is back, so it does not hold the teardown up.
 		var blocked bool
 		err = tx.QueryRow(ctx, `
 			SELECT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = $1 AND NOT c.quarantined)
 			    OR EXISTS (SELECT 1 FROM edges e JOIN resources d ON d.id = e.dependent_id
-			               WHERE e.dependency_id = $1 AND NOT d.quarantined)`,
+			               WHERE e.dependency_id = $1 AND d.deletion_requested_at IS NOT NULL AND NOT d.quarantined)`,
 			t.ResourceID).Scan(&blocked)
 		if err != nil {
 			return err
