@@ -30,7 +30,7 @@ func (w *world) checkStep(t *rapid.T) {
 
 // failClasses reports the broken invariants, smallest class first, and
 // fails with that class.
-func failClasses(t tb, found map[string][]string, context string) {
+func (w *world) failClasses(t tb, found map[string][]string, context string) {
 	t.Helper()
 	if len(found) == 0 {
 		return
@@ -41,9 +41,9 @@ func failClasses(t tb, found map[string][]string, context string) {
 	}
 	sort.Strings(classes)
 	for _, c := range classes {
-		t.Logf("INVARIANT BROKEN: %s:\n  %s", c, strings.Join(found[c], "\n  "))
+		w.logBoth(t, "INVARIANT BROKEN: %s:\n  %s", c, strings.Join(found[c], "\n  "))
 	}
-	t.Logf("%s", context)
+	w.logBoth(t, "%s", context)
 	t.Fatalf("invariant broken: %s", classes[0])
 }
 
@@ -68,7 +68,7 @@ func (w *world) checkPhases(t tb, all map[string]*convergev1.Resource) {
 		}
 	}
 	if len(found) > 0 {
-		failClasses(t, found, "actions so far:\n  "+strings.Join(w.ran, "\n  ")+"\nstate:\n"+w.describeAll(all))
+		w.failClasses(t, found, "actions so far:\n  "+strings.Join(w.ran, "\n  ")+"\nstate:\n"+w.describeAll(all))
 	}
 }
 
@@ -115,7 +115,7 @@ func (w *world) checkProblems(t tb) {
 		found[p.class] = append(found[p.class], p.detail)
 	}
 	if len(found) > 0 {
-		failClasses(t, found, "actions so far:\n  "+strings.Join(w.ran, "\n  ")+"\nhandler runs:\n"+w.rec.summary(80))
+		w.failClasses(t, found, "actions so far:\n  "+strings.Join(w.ran, "\n  ")+"\nhandler runs:\n"+w.rec.summary(80))
 	}
 }
 
@@ -147,5 +147,5 @@ func (w *world) checkTeardownOrder(t tb) {
 			found["teardown out of order"] = append(found["teardown out of order"], fmt.Sprintf("%s: first %s, then %s", d.what, &first, &then))
 		}
 	}
-	failClasses(t, found, "actions:\n  "+strings.Join(w.ran, "\n  ")+"\nhandler runs:\n"+w.rec.summary(80))
+	w.failClasses(t, found, "actions:\n  "+strings.Join(w.ran, "\n  ")+"\nhandler runs:\n"+w.rec.summary(80))
 }

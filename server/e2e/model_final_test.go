@@ -32,9 +32,9 @@ func (w *world) finish(t tb) {
 	}
 	if len(found) > 0 {
 		for c, lines := range found {
-			t.Logf("INVARIANT BROKEN: %s:\n  %s", c, strings.Join(lines, "\n  "))
+			w.logBoth(t, "INVARIANT BROKEN: %s:\n  %s", c, strings.Join(lines, "\n  "))
 		}
-		t.Logf("%s", report)
+		w.logBoth(t, "%s", report)
 		t.Fatalf("invariant broken: the engine did not settle as the model predicts")
 	}
 	w.checkTeardownOrder(t)

@@ -69,6 +69,19 @@ type world struct {
 	// must respect (see checkTeardownOrder).
 	doomed []doomedPair
 	ran    []string // the actions applied, for reports
+	// logOut logs on the test itself, outside rapid: rapid keeps the output
+	// of the run it reports, and a failure it cannot reproduce would
+	// otherwise lose what broke.
+	logOut func(format string, args ...any)
+}
+
+// logBoth logs on rapid's test and on the test itself.
+func (w *world) logBoth(t tb, format string, args ...any) {
+	t.Helper()
+	t.Logf(format, args...)
+	if w.logOut != nil {
+		w.logOut(format, args...)
+	}
 }
 
 // doomedPair says that the teardown of first must finish before the
