@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +14,13 @@ import (
 	"github.com/convergehq/converge/server/internal/pgtest"
 )
 
-// TestWalkthroughStepIn is the README's step 7, command for command: look
-// back, roll back, quarantine and unquarantine, force a reconcile, then tune
-// the kind live with `conctl kind policy greeting/1 --set max_inflight=10
-// --set resync_interval_seconds=300`; resources applied after that become
-// Ready. (A claim that split the capped kind's slots between its triggers by
-// what each asked for left every new greeting Reconciling there: the resync
-// trigger asked for all ten slots and took them with nothing to run.)
+// TestWalkthroughStepIn is the README's steps 7 and 8, command for
+// command: look back, roll back, quarantine and unquarantine, force a
+// reconcile, then tune the kind live with `conctl kind policy greeting/1
+// --set max_inflight=10 --set resync_interval_seconds=300`, after which new
+// resources still become Ready: the capped kind's slots go to the work that
+// is queued, not to its resync trigger, which asks for them with nothing to
+// run. Then the example app is synced, pruned and planned.
 func TestWalkthroughStepIn(t *testing.T) {
 	begin(t)
 	srv := startServer(t, pgtest.New(t).URL, fast)
@@ -58,6 +60,28 @@ func TestWalkthroughStepIn(t *testing.T) {
 	}
 	mustCtl(docs.String(), "12 of 12 resources ready", "apply", "--wait", "--timeout", "60s", "-f", "-")
 	mustCtl("", "Ready", "describe", "resource", "greeting/after-policy-0")
+
+	// Step 8: the example app, synced; then a file removed, the plan
+	// printed, and the prune.
+	app := filepath.Join(t.TempDir(), "greetings")
+	if err := os.CopyFS(app, os.DirFS(repoFile(t, "sdk-go/examples/leaf/greetings"))); err != nil {
+		t.Fatal(err)
+	}
+	mustCtl("", "synced app greetings", "sync", app, "--prune", "--wait")
+	waitGreeting(t, srv, "eli", 1, "Ready")
+	if err := os.Remove(filepath.Join(app, "team", "eli.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	plan := mustCtl("", "default/greeting/eli", "sync", app, "--prune", "--dry-run")
+	if !strings.Contains(plan.stdout, "delete") {
+		t.Fatalf("the dry run should plan eli's deletion:\n%s", plan)
+	}
+	t.Logf("the dry run printed:\n%s", plan.stdout)
+	waitGreeting(t, srv, "eli", 1, "Ready")
+	mustCtl("", "synced app greetings", "sync", app, "--prune", "--wait")
+	if left := mustCtl("", "dana", "list", "resources", "--kind", "greeting", "-l", "converge.dev/app=greetings"); strings.Contains(left.stdout, "eli") {
+		t.Fatalf("eli is still listed after the prune:\n%s", left)
+	}
 }
 
 // greetingAt reads a greeting through the client the harness holds.
