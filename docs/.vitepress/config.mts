@@ -53,6 +53,7 @@ const sections: { text: string; pages: [string, string][] }[] = [
       ['limits', 'Limits'],
       ['chaos', 'Chaos testing'],
       ['architecture', 'Architecture'],
+      ['model-test', 'The model-based test'],
       ['benchmarks', 'Benchmarks'],
       ['benchmarks-protocol', 'Benchmark protocol'],
     ],
