@@ -200,6 +200,10 @@ func (s *Store) UnquarantineResource(ctx context.Context, actor string, key Reso
 			}
 			if queued = tag.RowsAffected() > 0; queued {
 				msg += fmt.Sprintf("; generation %d queued for reconcile", row.generation)
+			} else if queued, err = recomposeComposite(ctx, tx, row.id); err != nil {
+				return err
+			} else if queued {
+				msg += fmt.Sprintf("; its composer runs again at generation %d", row.generation)
 			}
 		}
 		if err := insertEvent(ctx, tx, row, "Normal", "Unquarantined", msg, actor); err != nil {
@@ -209,6 +213,20 @@ func (s *Store) UnquarantineResource(ctx context.Context, actor string, key Reso
 		return err
 	})
 	return r, queued, err
+}
+
+// recomposeComposite queues the composer of a composite (a resource that
+// has composed: its subtree is set) at its generation: while it was
+// quarantined its children may have gone, and the recompose their going
+// asks for was not queued for a held composite.
+func recomposeComposite(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
+	tag, err := tx.Exec(ctx, `SELECT converge_recompose(ARRAY[id]) FROM resources WHERE id = $1 AND subtree <> 'none'`, id)
+	if err != nil || tag.RowsAffected() == 0 {
+		return false, err
+	}
+	var queued bool
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE resource_id = $1 AND trigger = 'specChange')`, id).Scan(&queued)
+	return queued, err
 }
 
 // ReconcileResource forces a reconcile at the resource's current

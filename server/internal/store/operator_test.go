@@ -391,3 +391,28 @@ func TestForcedReconcileRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestUnquarantineRecomposesAComposite: children of a quarantined
+// composite may go meanwhile (deleted by hand, orphans expired), and the
+// recompose their going asks for is not queued for a held composite; so a
+// synced composite's composer runs again when it is unquarantined.
+func TestUnquarantineRecomposesAComposite(t *testing.T) {
+	s, ctx := newStore(t)
+	rev := applyKind(t, s, "leaf", store.Policy{})
+	apply(t, s, rev, "c", `{}`)
+	c := claimOne(t, s)
+	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: c.Lease, Status: []byte(`{}`)}}, fast); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE resources SET subtree = 'ready' WHERE name = 'c'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.QuarantineResource(ctx, "bob", leafKey("c"), ""); err != nil {
+		t.Fatal(err)
+	}
+	r, queued, err := s.UnquarantineResource(ctx, "carol", leafKey("c"), "")
+	if err != nil || !queued || r.Task == nil || r.Task.Trigger != trigger.SpecChange {
+		t.Fatalf("unquarantine of a synced composite = queued %v, task %+v, %v; want its composer queued", queued, r.Task, err)
+	}
+	wantEvent(t, lastEvent(t, s, "c"), "Unquarantined", "carol", "its composer runs again at generation 1")
+}
