@@ -244,7 +244,7 @@ func (w *world) deleteRes(t *rapid.T) {
 func (w *world) quarantine(t *rapid.T) {
 	m := w.res[pick(t, w.resWhere(func(m *mres) bool { return !m.quarantined && !m.orphan && !m.murky && w.exists(m) }), "resource")]
 	w.note(t, "quarantine %s", m.key())
-	_, err := call(t, "quarantine "+m.key(), w.api.QuarantineResource, &convergev1.QuarantineResourceRequest{Kind: m.kind, Name: m.name, Reason: "model"})
+	res, err := call(t, "quarantine "+m.key(), w.api.QuarantineResource, &convergev1.QuarantineResourceRequest{Kind: m.kind, Name: m.name, Reason: "model"})
 	if connect.CodeOf(err) == connect.CodeNotFound && m.owner != "" {
 		t.Skip("the child does not exist yet") // its composer has not run
 	}
@@ -252,6 +252,7 @@ func (w *world) quarantine(t *rapid.T) {
 		t.Fatalf("%v", err)
 	}
 	m.quarantined = true
+	w.unordered[res.GetResource().GetUid()] = true
 }
 
 // exists reports whether m should exist on the server now (a root, or a

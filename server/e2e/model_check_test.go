@@ -137,6 +137,9 @@ func (w *world) checkTeardownOrder(t tb) {
 	}
 	found := map[string][]string{}
 	for _, d := range w.doomed {
+		if w.unordered[d.first] {
+			continue
+		}
 		then, ran := firstStart[d.then]
 		if !ran {
 			continue

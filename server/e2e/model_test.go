@@ -83,7 +83,7 @@ func runCase(st *testing.T, rt *rapid.T) {
 	srv := newModelServer(rt, db.URL, modelTimings, freeAddr(st))
 	rec := newRecorder(2*modelTimings.lease + 2*time.Second)
 	w := &world{srv: srv, api: srv.api, rec: rec, fleet: newFleet(srv.url, rec), kinds: map[string]*mkind{}, res: map[string]*mres{},
-		logOut: st.Logf}
+		unordered: map[string]bool{}, logOut: st.Logf}
 	rt.Cleanup(func() {
 		w.fleet.stopAll(rt)
 		srv.kill(rt)

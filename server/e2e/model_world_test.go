@@ -68,6 +68,10 @@ type world struct {
 	// doomed records, at each delete, the teardown order the deletion
 	// must respect (see checkTeardownOrder).
 	doomed []doomedPair
+	// unordered holds the uids of resources quarantined at some point: a
+	// quarantined resource's owner and dependencies are torn down without
+	// waiting for it, so the order it would have kept is not checked.
+	unordered map[string]bool
 	ran    []string // the actions applied, for reports
 	// logOut logs on the test itself, outside rapid: rapid keeps the output
 	// of the run it reports, and a failure it cannot reproduce would
