@@ -59,8 +59,10 @@ fi
 command -v jq >/dev/null || die "jq is needed by the catalog's example programs (catalog/*/*/*.sh); install it (Debian/Ubuntu: apt-get install jq; macOS: brew install jq)"
 jq --version
 
-say "go vet"
+say "go vet, gofmt"
 go vet ./...
+unformatted=$(gofmt -l server stdworker sdk-go scripts)
+[ -z "$unformatted" ] || die "these files are not gofmt-formatted (run gofmt -w on them): $unformatted"
 
 say "conctl catalog check"
 # The base is the branch the change goes into: CONVERGE_CATALOG_BASE, else

@@ -72,7 +72,7 @@ type world struct {
 	// quarantined resource's owner and dependencies are torn down without
 	// waiting for it, so the order it would have kept is not checked.
 	unordered map[string]bool
-	ran    []string // the actions applied, for reports
+	ran       []string // the actions applied, for reports
 	// logOut logs on the test itself, outside rapid: rapid keeps the output
 	// of the run it reports, and a failure it cannot reproduce would
 	// otherwise lose what broke.

@@ -17,7 +17,7 @@ import (
 
 // affectedConfigs returns the config names whose resources' effective
 // config differs between the configs of a kind version before and after
-// a write ('' standing for resources on the default alone), sorted. Only
+// a write (” standing for resources on the default alone), sorted. Only
 // a config on both sides can have resources: none may name a config
 // before it exists, and one in use cannot be deleted.
 func affectedConfigs(before, after map[string]ProviderConfig) ([]string, error) {
@@ -45,7 +45,7 @@ func affectedConfigs(before, after map[string]ProviderConfig) ([]string, error) 
 	return out, nil
 }
 
-// effectiveOf is the effective config of resources naming name ('' or
+// effectiveOf is the effective config of resources naming name (” or
 // DefaultConfig: the default alone) among configs.
 func effectiveOf(configs map[string]ProviderConfig, name string) ([]byte, error) {
 	def := configs[DefaultConfig].Config
