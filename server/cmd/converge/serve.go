@@ -35,6 +35,7 @@ type serverFlags struct {
 	historyKeep   int
 	tls           tlsconf.Config
 	authz         authzFlags
+	clients       app.ClientLimits
 }
 
 // authzFlags map API callers to roles and teams.
@@ -101,6 +102,11 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.StringVar(&f.tls.ClientAuth, "tls-client-auth", tlsconf.ClientAuthRequire, "with --tls-client-ca: require a client certificate on every connection, or request one (connections without one reach only paths whose allowlist is empty, and /healthz, /readyz)")
 	fs.StringSliceVar(&f.tls.AllowAPIIDs, "allow-api-ids", nil, "SPIFFE IDs allowed to call the control API, comma-separated; a trailing /* admits a prefix (default: any verified client)")
 	fs.StringSliceVar(&f.tls.AllowWorkerIDs, "allow-worker-ids", nil, "SPIFFE IDs allowed to connect as workers, comma-separated; a trailing /* admits a prefix (default: any verified client)")
+	fs.DurationVar(&f.clients.HeaderTimeout, "header-timeout", app.DefaultHeaderTimeout, "close a connection whose request headers take longer than this to arrive")
+	fs.DurationVar(&f.clients.BodyTimeout, "body-timeout", app.DefaultBodyTimeout, "answer 408 and close when an API request body takes longer than this to arrive after its headers")
+	fs.DurationVar(&f.clients.IdleTimeout, "idle-timeout", app.DefaultIdleTimeout, "close a keep-alive connection idle this long")
+	fs.IntVar(&f.clients.MaxConns, "max-conns", app.DefaultMaxConns, "most open connections in total; more are refused with 503")
+	fs.IntVar(&f.clients.MaxConnsPerClient, "max-conns-per-client", app.DefaultMaxConnsPerClient, "most open connections from one client IP address; more are refused with 429")
 	f.authz.register(cmd)
 }
 
@@ -117,6 +123,18 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	}
 	if f.heartbeat*3 > f.lease {
 		return app.Config{}, errors.New("--heartbeat must be at most a third of --lease, so one lost heartbeat does not cost a lease")
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--header-timeout", f.clients.HeaderTimeout}, {"--body-timeout", f.clients.BodyTimeout}, {"--idle-timeout", f.clients.IdleTimeout}} {
+		if d.v <= 0 {
+			return app.Config{}, fmt.Errorf("%s %s: must be positive", d.flag, d.v)
+		}
+	}
+	if f.clients.MaxConns < 1 || f.clients.MaxConnsPerClient < 1 || f.clients.MaxConnsPerClient > f.clients.MaxConns {
+		return app.Config{}, fmt.Errorf("--max-conns %d, --max-conns-per-client %d: both must be at least 1, the second at most the first",
+			f.clients.MaxConns, f.clients.MaxConnsPerClient)
 	}
 	policy, err := f.authz.policy()
 	if err != nil {
@@ -138,6 +156,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		HistoryKeep:   f.historyKeep,
 		TLS:           f.tls,
 		Authz:         policy,
+		Clients:       f.clients,
 		Version:       version,
 		Log:           log,
 	}, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/convergehq/converge/server/internal/api"
 	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
+	"github.com/convergehq/converge/server/internal/connlimit"
 	"github.com/convergehq/converge/server/internal/graph"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/maintenance"
@@ -76,6 +77,8 @@ type Config struct {
 	// TLS, if enabled, serves the listener over TLS (mutual with a client
 	// CA) and admits callers by SPIFFE ID per audience.
 	TLS tlsconf.Config
+	// Clients bounds what one client can hold of the API listener.
+	Clients ClientLimits
 	// Authz maps API callers to roles and teams and decides each request;
 	// nil (or a policy without rules) allows every request.
 	Authz   *authz.Policy
@@ -194,7 +197,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if control {
 		svc = api.New(st, reg, bus, tracker, cfg.Log)
 	}
-	handler, err := newHandler(svc, b, pool, tc, m, cfg.Authz)
+	cfg.Clients = cfg.Clients.withDefaults()
+	handler, err := newHandler(svc, b, pool, tc, m, cfg.Authz, cfg.Clients, cfg.Log)
 	if err != nil {
 		a.closePools()
 		return nil, err
@@ -211,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	a.addr = ln.Addr()
+	ln = connlimit.Wrap(ln, connlimit.Limits{Total: cfg.Clients.MaxConns, PerClient: cfg.Clients.MaxConnsPerClient})
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -219,7 +224,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		protocols.SetHTTP2(true)
 		protocols.SetUnencryptedHTTP2(false)
 	}
-	a.server = &http.Server{Handler: handler, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+	a.server = &http.Server{Handler: handler, Protocols: &protocols,
+		ReadHeaderTimeout: cfg.Clients.HeaderTimeout, IdleTimeout: cfg.Clients.IdleTimeout}
 	if tc != nil {
 		a.server.TLSConfig = tc.TLSConfig()
 		// Failed handshakes (unknown CA, expired or missing client

@@ -26,19 +26,38 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // server starts a full server (all roles) on a fresh database.
 func server(t *testing.T) (base string, ctl convergev1connect.ControlServiceClient, wrk convergev1connect.WorkerServiceClient) {
 	t.Helper()
+	a := startWith(t, nil)
+	base = "http://" + a.Addr().String()
+	return base, convergev1connect.NewControlServiceClient(http.DefaultClient, base), convergev1connect.NewWorkerServiceClient(testkit.H2C(), base)
+}
+
+// serverWith starts a full server whose config tune changes first, and
+// returns its base URL, address and a control client.
+func serverWith(t *testing.T, tune func(*app.Config)) (base, addr string, ctl convergev1connect.ControlServiceClient) {
+	t.Helper()
+	a := startWith(t, tune)
+	base = "http://" + a.Addr().String()
+	return base, a.Addr().String(), convergev1connect.NewControlServiceClient(http.DefaultClient, base)
+}
+
+func startWith(t *testing.T, tune func(*app.Config)) *app.App {
+	t.Helper()
 	db := pgtest.New(t)
-	a, err := app.Start(context.Background(), app.Config{
+	cfg := app.Config{
 		DatabaseURL: db.URL, Listen: "127.0.0.1:0", Role: app.RoleAll, Migrate: false,
 		Broker: broker.Config{Lease: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond,
 			PollInterval: 200 * time.Millisecond, Backoff: store.Backoff{Base: 50 * time.Millisecond, Max: 200 * time.Millisecond}},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	a, err := app.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Stop() })
-	base = "http://" + a.Addr().String()
-	return base, convergev1connect.NewControlServiceClient(http.DefaultClient, base), convergev1connect.NewWorkerServiceClient(testkit.H2C(), base)
+	return a
 }
 
 func mustStruct(t *testing.T, v map[string]any) *structpb.Struct {
@@ -172,6 +191,28 @@ func TestStatusMustConformToStatusSchema(t *testing.T) {
 	if msg := r.GetFailure().GetMessage(); !strings.Contains(msg, "/message") || !r.GetFailure().GetTerminal() {
 		t.Fatalf("failure = %v", r.GetFailure())
 	}
+}
+
+// TestUnstorableStatusFailsTheTask: a worker's status holding a value the
+// database cannot store (a NUL character) fails its task terminally,
+// naming where, and the server goes on serving others.
+func TestUnstorableStatusFailsTheTask(t *testing.T) {
+	_, ctl, wrk := server(t)
+	applyGreeting(t, ctl)
+	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
+	w, _ := connectWorker(t, wrk, 1)
+	task := w.Task()
+	w.Result(task.GetLease(), `{"message":"a\u0000b"}`)
+	w.Ack()
+	r := waitPhase(t, ctl, "hello", "Failed")
+	if msg := r.GetFailure().GetMessage(); !strings.Contains(msg, "status.message") || !strings.Contains(msg, "NUL") || !r.GetFailure().GetTerminal() {
+		t.Fatalf("failure = %v; want a terminal failure naming status.message and the NUL", r.GetFailure())
+	}
+	applyResource(t, ctl, "next", map[string]any{"name": "you"})
+	next := w.Task()
+	w.Result(next.GetLease(), `{"message":"hi"}`)
+	w.Ack()
+	waitPhase(t, ctl, "next", "Ready")
 }
 
 func TestResumeAfterReconnect(t *testing.T) {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
 	"github.com/convergehq/converge/server/internal/api"
 	"github.com/convergehq/converge/server/internal/api/openapi"
@@ -20,6 +22,8 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/metrics"
+	"github.com/convergehq/converge/server/internal/requestlog"
+	"github.com/convergehq/converge/server/internal/restgate"
 	"github.com/convergehq/converge/server/internal/rpcvalidate"
 	"github.com/convergehq/converge/server/internal/tlsconf"
 	"github.com/convergehq/converge/server/internal/ui"
@@ -37,15 +41,22 @@ var (
 const compressMinBytes = 64 << 10
 
 // newHandler mounts the services of the roles this process runs.
-func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsconf.Server, m *metrics.Metrics, az *authz.Policy) (http.Handler, error) {
+func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsconf.Server, m *metrics.Metrics, az *authz.Policy,
+	cl ClientLimits, log *slog.Logger) (http.Handler, error) {
 	validator, err := rpcvalidate.New()
+	if err != nil {
+		return nil, err
+	}
+	// API requests are stored; a worker's results are judged as its
+	// task's outcome instead (a value that cannot be stored fails the task).
+	apiValidator, err := rpcvalidate.New(rpcvalidate.RequireStorable())
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	if svc != nil {
 		path, h := convergev1connect.NewControlServiceHandler(svc,
-			connect.WithInterceptors(m.Interceptor(), validator, svc.Authorizer(az)),
+			connect.WithInterceptors(requestlog.Interceptor(log), m.Interceptor(), apiValidator, svc.Authorizer(az)),
 			connect.WithCodec(jsonCodec{}),
 			connect.WithCompressMinBytes(compressMinBytes),
 			connect.WithReadMaxBytes(limits.MaxRequestBytes))
@@ -58,13 +69,26 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 		if err != nil {
 			return nil, err
 		}
+		routes, err := restgate.Routes(convergev1.File_converge_v1_control_proto.Services().ByName("ControlService"))
+		if err != nil {
+			return nil, err
+		}
+		gate := restgate.New(restgate.Config{Routes: routes, RPCPrefix: path,
+			MaxBodyBytes: limits.MaxRequestBytes, BodyTimeout: cl.BodyTimeout}, transcoder)
 		// Over TLS, every API path admits only the API audience's SPIFFE IDs.
 		guarded := func(h http.Handler) http.Handler {
 			return tlsconf.Guard(tlsconf.AudienceAPI, tc.Allowlist(tlsconf.AudienceAPI), h)
 		}
-		mux.Handle(path, guarded(transcoder))
-		mux.Handle("/api/v1/", guarded(requireUTF8(transcoder)))
-		mux.Handle("/api/v1/watch", guarded(api.RequireRead(az, "Watch", http.HandlerFunc(svc.ServeWatchNDJSON))))
+		mux.Handle(path, guarded(gate))
+		mux.Handle("/api/v1/", guarded(gate))
+		watch, err := restgate.NewRoute(http.MethodGet, "/api/v1/watch", "",
+			convergev1.File_converge_v1_control_proto.Services().ByName("ControlService").Methods().ByName("Watch"))
+		if err != nil {
+			return nil, err
+		}
+		watchGate := restgate.New(restgate.Config{Routes: []*restgate.Route{watch}, MaxBodyBytes: limits.MaxRequestBytes, BodyTimeout: cl.BodyTimeout},
+			api.RequireRead(az, "Watch", http.HandlerFunc(svc.ServeWatchNDJSON)))
+		mux.Handle("/api/v1/watch", guarded(watchGate))
 		mux.Handle("GET /openapi.json", guarded(openapi.Handler()))
 		// The UI takes every path nothing more specific claims; it calls
 		// the API from the browser with the browser's own credentials.
@@ -78,7 +102,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 		mux.Handle(path, tlsconf.Guard(tlsconf.AudienceWorker, tc.Allowlist(tlsconf.AudienceWorker), h))
 	}
 	mountHealth(mux, pool)
-	return mux, nil
+	return requestlog.Middleware(log, mux), nil
 }
 
 // mountHealth serves liveness (/healthz: the process answers; it never

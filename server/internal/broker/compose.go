@@ -10,6 +10,7 @@ import (
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/server/internal/storable"
 	"github.com/convergehq/converge/server/internal/store"
 )
 
@@ -53,6 +54,11 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 	if int(ok.GetComposeChunks()) != len(l.parts) {
 		return store.Composition{}, fmt.Sprintf("the composition announced %d chunks but %d arrived", ok.GetComposeChunks(), len(l.parts))
 	}
+	for i, p := range l.parts {
+		if path, why := storable.Message(p); why != "" {
+			return store.Composition{}, fmt.Sprintf("composition chunk %d cannot be stored: %s: %s", i, path, why)
+		}
+	}
 	c := store.Composition{Outcome: base, OrphanGrace: e.Compiled.Policy.OrphanGrace}
 	index := map[[2]string]int{}
 	n := 0
@@ -88,6 +94,9 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 			}
 			if _, isObject := doc.(map[string]any); !isObject {
 				return c, fmt.Sprintf("%s: spec must be a JSON object", where)
+			}
+			if path, why := storable.JSON(doc, "spec"); why != "" {
+				return c, fmt.Sprintf("%s: %s: %s", where, path, why)
 			}
 			if err := ce.ValidateSpec(doc); err != nil {
 				return c, fmt.Sprintf("%s: spec does not match the spec_schema of %s v%d: %v", where, ce.Kind, ce.Version, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/server/internal/storable"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
@@ -83,16 +84,19 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 		Lease: store.Lease{TaskID: l.TaskID, Epoch: l.Epoch, Generation: r.GetLease().GetGeneration()},
 		Actor: s.actor,
 	}
+	fail := func(format string, args ...any) (store.Outcome, *store.Composition) {
+		out.Status, out.Conditions = nil, nil
+		out.Failed, out.Terminal, out.Message = true, true, fmt.Sprintf(format, args...)
+		return out, nil
+	}
+	if path, why := storable.Message(r); why != "" {
+		return fail("the result cannot be stored: %s: %s", path, why)
+	}
 	if f := r.GetError(); f != nil {
 		out.Failed, out.Terminal, out.Message = true, f.GetTerminal(), f.GetMessage()
 		if out.Message == "" {
 			out.Message = "the worker reported a failure without a message"
 		}
-		return out, nil
-	}
-	fail := func(format string, args ...any) (store.Outcome, *store.Composition) {
-		out.Status, out.Conditions = nil, nil
-		out.Failed, out.Terminal, out.Message = true, true, fmt.Sprintf(format, args...)
 		return out, nil
 	}
 	if e == nil {
@@ -122,6 +126,9 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 			}
 			if _, isObject := doc.(map[string]any); !isObject {
 				return fail("status must be a JSON object")
+			}
+			if path, why := storable.JSON(doc, "status"); why != "" {
+				return fail("%s: %s", path, why)
 			}
 			if err := e.ValidateStatus(doc); err != nil {
 				// The status is not served, but it is what the handler says
@@ -170,6 +177,9 @@ func operationOutput(raw []byte) ([]byte, error) {
 	}
 	if _, isObject := doc.(map[string]any); !isObject {
 		return nil, fmt.Errorf("must be a JSON object")
+	}
+	if path, why := storable.JSON(doc, ""); why != "" {
+		return nil, fmt.Errorf("%s: %s", path, why)
 	}
 	return raw, nil
 }

@@ -13,20 +13,36 @@ import (
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/convergehq/converge/server/internal/storable"
 )
 
 // Interceptor validates unary requests and every message a client streams.
 type Interceptor struct {
-	v protovalidate.Validator
+	v        protovalidate.Validator
+	storable bool
 }
 
+// Option tunes the interceptor.
+type Option func(*Interceptor)
+
+// RequireStorable also refuses a message holding a value the database
+// cannot store (package storable), naming its field. A service whose
+// messages carry such values to be judged later (a worker's result,
+// failed as the task's outcome) goes without.
+func RequireStorable() Option { return func(i *Interceptor) { i.storable = true } }
+
 // New builds the interceptor.
-func New() (*Interceptor, error) {
+func New(opts ...Option) (*Interceptor, error) {
 	v, err := protovalidate.New()
 	if err != nil {
 		return nil, err
 	}
-	return &Interceptor{v: v}, nil
+	i := &Interceptor{v: v}
+	for _, o := range opts {
+		o(i)
+	}
+	return i, nil
 }
 
 // Check validates one message and returns an InvalidArgument error
@@ -35,6 +51,13 @@ func (i *Interceptor) Check(msg any) error {
 	m, ok := msg.(proto.Message)
 	if !ok {
 		return nil
+	}
+	// A value that cannot be stored is refused first: it cannot be fixed
+	// by following any other message.
+	if i.storable {
+		if path, why := storable.Message(m); why != "" {
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("invalid request: %s: %s", path, why))
+		}
 	}
 	err := i.v.Validate(m)
 	if err == nil {

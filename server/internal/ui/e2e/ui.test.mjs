@@ -118,6 +118,10 @@ test('history shows diffs and rollback makes a new generation', async () => {
   assert.equal(await rollback.isDisabled(), true, 'rollback is disabled for a reader');
   await signIn('tok-admin');
   await page.waitForFunction(() => /ui\/admin · admin/.test(document.querySelector('#whoami').textContent));
+  // Signing in re-renders the page after the identity shows; the history
+  // section of the new page starts closed. Clicking before that would
+  // toggle the old page's section.
+  await page.waitForFunction(() => document.querySelector('#history')?.open === false);
   await page.click('#history summary');
   rollback = page.locator('button[data-rollback="1"]');
   await page.waitForFunction(() => document.querySelector('button[data-rollback="1"]')?.disabled === false);
