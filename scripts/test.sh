@@ -28,20 +28,10 @@ say "npm packages"
 npm ci --no-audit --no-fund --loglevel=error
 
 say "PostgreSQL server binaries"
-find_pg() {
-  if [ -n "${CONVERGE_PG_BIN:-}" ]; then [ -x "$CONVERGE_PG_BIN/initdb" ] && echo "$CONVERGE_PG_BIN"; return; fi
-  if command -v initdb >/dev/null && command -v postgres >/dev/null; then dirname "$(command -v initdb)"; return; fi
-  ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1
-}
-pgbin=$(find_pg || true)
-if [ -z "$pgbin" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing PostgreSQL with apt-get..."
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-    pgbin=$(find_pg || true)
-  fi
-fi
-[ -n "$pgbin" ] || die "PostgreSQL server binaries (initdb, postgres) not found. Install them (Debian/Ubuntu: apt-get install postgresql; Fedora: dnf install postgresql-server; macOS: brew install postgresql@16) or set CONVERGE_PG_BIN to their directory."
+# converge pg-bin finds them where converge dev and the tests look, and as
+# root on Debian/Ubuntu installs them with apt-get first; when it cannot,
+# its error names the package to install on each platform.
+pgbin=$(go run ./server/cmd/converge pg-bin) || die "the tests need the PostgreSQL server binaries (initdb, postgres); see the error above for what to install, or set CONVERGE_PG_BIN to their directory"
 echo "$pgbin"
 
 say "terraform or OpenTofu (for stdworker's stdterraform)"

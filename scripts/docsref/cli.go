@@ -30,7 +30,7 @@ var commands = []command{
 	{
 		name: "converge", pkg: "./server/cmd/converge", title: "converge reference",
 		intro: "`converge` is the server binary: `serve` (production), `dev` (a throwaway local setup) " +
-			"and `migrate`. See [Running Converge](../operations.md) for how the flags fit together.",
+			"and `migrate`, plus `pg-bin` (where the PostgreSQL server binaries are). See [Running Converge](../operations.md) for how the flags fit together.",
 	},
 	{
 		name: "stdworker", pkg: "./stdworker/cmd/stdworker", title: "stdworker reference",

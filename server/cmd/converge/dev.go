@@ -22,7 +22,9 @@ func devCmd() *cobra.Command {
 		Short: "Run Converge locally with a throwaway PostgreSQL",
 		Long: `Run every role in one process against a throwaway PostgreSQL cluster started from the
 PostgreSQL server binaries on this machine (found on PATH, under /usr/lib/postgresql/*/bin, or in
-CONVERGE_PG_BIN). When run as root, PostgreSQL runs as the unprivileged "postgres" user.
+CONVERGE_PG_BIN). When there are none and it runs as root on Debian or Ubuntu, it installs the
+postgresql package with apt-get first (converge pg-bin does just that step); otherwise it names
+the package to install. When run as root, PostgreSQL runs as the unprivileged "postgres" user.
 Ctrl-C stops everything and removes the cluster's data directory, unless --keep.`,
 		Example: `  converge dev
   converge dev --listen 127.0.0.1:8080 --keep
@@ -31,9 +33,12 @@ Ctrl-C stops everything and removes the cluster's data directory, unless --keep.
 			ctx := cmd.Context()
 			var cluster *devpg.Cluster
 			if databaseURL == "" {
-				var err error
+				bin, err := devpg.FindOrInstall(ctx, os.Stderr)
+				if err != nil {
+					return err
+				}
 				fmt.Fprintln(os.Stderr, "starting a throwaway PostgreSQL...")
-				cluster, err = devpg.Start(ctx, devpg.Options{Port: pgPort, Keep: keep, Durable: durable})
+				cluster, err = devpg.Start(ctx, devpg.Options{BinDir: bin, Port: pgPort, Keep: keep, Durable: durable})
 				if err != nil {
 					return err
 				}

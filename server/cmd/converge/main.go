@@ -40,7 +40,7 @@ func main() {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(serveCmd(), devCmd(), migrateCmd())
+	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), pgBinCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

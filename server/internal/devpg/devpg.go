@@ -1,6 +1,9 @@
 // Package devpg starts throwaway PostgreSQL clusters from the server
 // binaries installed on the machine. `converge dev`, the test harness and
 // the benchmark use it; a real deployment points at its own database.
+// Start only looks for the binaries; FindOrInstall also installs them when
+// it can (as root, with apt-get), for commands a person runs on a fresh
+// machine.
 //
 // A cluster lives in a fresh directory named converge-pg-* under
 // os.TempDir() (or a memory file system, see Options.InMemory): data/ is
@@ -32,6 +35,10 @@ import (
 // Options configure a cluster. The zero value is a fast, disposable
 // cluster on a free port.
 type Options struct {
+	// BinDir is the directory holding initdb and postgres, as FindOrInstall
+	// returns it; "" finds them on PATH, in CONVERGE_PG_BIN or in the usual
+	// install locations, without installing anything.
+	BinDir string
 	// Port to listen on; 0 picks a free one.
 	Port int
 	// Durable turns fsync, synchronous_commit and full_page_writes on.
@@ -92,7 +99,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	bin, err := findBinaries()
+	bin, err := opts.binDir()
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +290,16 @@ func (o Options) serverSettings() []string {
 		pairs = append(pairs, k+"="+all[k])
 	}
 	return pairs
+}
+
+func (o Options) binDir() (string, error) {
+	if o.BinDir == "" {
+		return findBinaries()
+	}
+	if !hasBinaries(o.BinDir) {
+		return "", fmt.Errorf("devpg: Options.BinDir: %w in %s", ErrNoBinaries, o.BinDir)
+	}
+	return o.BinDir, nil
 }
 
 func (o Options) startTimeout() time.Duration {
