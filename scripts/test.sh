@@ -2,8 +2,10 @@
 # The test command: everything CI runs, from a clean clone on a fresh machine.
 #
 #   scripts/test.sh            all tests: the catalog check, Go with -race
-#                              (including end-to-end, the docs site build and
-#                              its getting-started page), the TypeScript SDK
+#                              (including end-to-end, the docs site build, and
+#                              the walkthroughs of README.md and the
+#                              getting-started page run as written, by
+#                              scripts/docsref's TestRunnableDocs), the TypeScript SDK
 #                              (scripts/test-ts.sh), the web UI in headless
 #                              Chromium (scripts/test-ui.sh), then every fuzz
 #                              target for FUZZTIME (default 5s; scripts/fuzz.sh)

@@ -15,11 +15,16 @@ import (
 //	<!-- test: start NAME -->   start the one-line sh block in the background
 //	<!-- test: output -->       the block is what the previous step prints
 //
+// and one marker stands alone, where the prose tells the reader to stop a
+// process (a worker, to restart it with other flags):
+//
+//	<!-- test: stop NAME -->    Ctrl-C the process started as NAME
+//
 // Unmarked blocks are prose for the reader and never run.
 type step struct {
-	line  int    // of the opening fence, for messages
-	kind  string // run, start or output
-	name  string // start: the process's name
+	line  int    // of the opening fence (of the marker, for stop), for messages
+	kind  string // run, start, stop or output
+	name  string // start, stop: the process's name
 	fails bool   // run: a non-zero exit is expected
 	body  string
 }
@@ -62,6 +67,11 @@ func parseSteps(page string) ([]step, error) {
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
+			if s.kind == "stop" {
+				s.line = n
+				steps = append(steps, s)
+				continue
+			}
 			pending = &s
 		}
 	}
@@ -80,10 +90,12 @@ func parseMarker(text string) (step, error) {
 		return step{kind: "run", fails: true}, nil
 	case len(words) == 2 && words[0] == "start":
 		return step{kind: "start", name: words[1]}, nil
+	case len(words) == 2 && words[0] == "stop":
+		return step{kind: "stop", name: words[1]}, nil
 	case len(words) == 1 && words[0] == "output":
 		return step{kind: "output"}, nil
 	}
-	return step{}, fmt.Errorf("test marker %q: want run, run fails, start NAME or output", text)
+	return step{}, fmt.Errorf("test marker %q: want run, run fails, start NAME, stop NAME or output", text)
 }
 
 // matchOutput checks that got shows what the page shows. Each expected
