@@ -59,9 +59,9 @@ func (i *Interceptor) Check(msg any) error {
 // (snake_case) names, then what the rule wants in plain words, with the
 // value given where that helps. protovalidate's own texts read like "must be
 // at least 1 characters"; the rewrite goes by the rule's id and value, not
-// by the text, and falls back to protovalidate's text for any other rule
-// (such as this project's predefined naming rules, whose messages are
-// already written in words). conctl shows the same text for the documents
+// by the text. This project's predefined naming rules (rules.proto) have
+// messages written in words, which get the value in front; any other rule
+// keeps protovalidate's text. conctl shows the same text for the documents
 // it checks before sending them.
 func Message(v *protovalidate.Violation) string {
 	msg := explain(v)
