@@ -80,16 +80,16 @@ pids+=($!)
 
 conctl() { "$work/conctl" "$@"; }
 conctl apply -f sdk-go/examples/landingzone/kinds.yaml
-conctl apply -f sdk-go/examples/landingzone/zone.yaml --wait --wait-timeout 60s
+conctl apply -f sdk-go/examples/landingzone/zone.yaml --wait --timeout 60s
 zone() {
   printf 'type: resource\nkind: landingzone\nkind_version: 1\nname: broken\nspec: {prefix: broken, accounts: 3%s}\n' "$1"
 }
 # The broken zone fails by design: --wait reports it and exits non-zero.
-if zone '' | conctl apply -f - --wait --wait-timeout 60s; then
+if zone '' | conctl apply -f - --wait --timeout 60s; then
   echo "test-ui: landingzone/broken became Ready; the worker's -fail did not apply" >&2
   exit 1
 fi
-if zone ', vpc_cidr: 10.1.0.0/16' | conctl apply -f - --wait --wait-timeout 60s; then
+if zone ', vpc_cidr: 10.1.0.0/16' | conctl apply -f - --wait --timeout 60s; then
   echo "test-ui: landingzone/broken became Ready at generation 2" >&2
   exit 1
 fi

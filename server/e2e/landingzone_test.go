@@ -189,6 +189,12 @@ func TestChildFailureNamedOnRoot(t *testing.T) {
 		!strings.Contains(c.GetMessage(), fmt.Sprintf("vpc/%s is Failed: %s", broken, msg)) {
 		t.Errorf("the zone's ChildrenReady condition: %v; want False, ChildFailed, naming vpc/%s is Failed: %s", c, broken, msg)
 	}
+	// conctl list names the culprit too (it showed "-"), in the words of
+	// the condition.
+	list := conctl(t, srv, "", "list", "resources", "--kind", kindZone)
+	if want := fmt.Sprintf("children ready; vpc/%s is Failed: %s", broken, msg); list.code != 0 || !strings.Contains(list.stdout, want) {
+		t.Errorf("conctl list resources --kind %s does not show %q:\n%s", kindZone, want, list)
+	}
 	route := getResource(t, srv.api, kindRoute, blocked)
 	if route.GetPhase() != client.PhaseReconciling || route.GetReconciles() != 0 || !strings.Contains(route.GetWaiting(), "vpc/"+broken) {
 		t.Errorf("the failed VPC's route: %s; want Reconciling, never run, waiting naming vpc/%s", explain(route), broken)

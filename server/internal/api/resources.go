@@ -130,25 +130,30 @@ func (s *Service) GetResource(ctx context.Context, req *convergev1.GetResourceRe
 		return nil, storeError(err)
 	}
 	out := toResource(r, s.isParked)
-	if err := s.explainRollup(ctx, r, out); err != nil {
+	if err := s.explainRollup(ctx, r, out, true); err != nil {
 		return nil, storeError(err)
 	}
 	return &convergev1.GetResourceResponse{Resource: out}, nil
 }
 
-// explainRollup names, on a composite that is not Ready because of its
-// children, the culprit descendants: on its rollup and in a
-// ChildrenReady condition.
-func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *convergev1.Resource) error {
+// explainRollup explains a composite by its children, in a ChildrenReady
+// condition and, when it is not Ready because of them, in its Ready
+// condition: how many are ready and, with lookUp, the culprit descendants
+// (also on its rollup). It is the one place that words a composite's
+// rollup: get, describe and list show its text.
+func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *convergev1.Resource, lookUp bool) error {
 	if out.Rollup == nil {
 		return nil
 	}
 	cond := &convergev1.Condition{Type: "ChildrenReady", Status: "True", Reason: "AllReady",
 		Message: fmt.Sprintf("%d of %d children ready", out.Rollup.Ready, out.Rollup.Total), ObservedGeneration: r.SyncedGeneration}
 	if out.Rollup.Ready < out.Rollup.Total {
-		culprits, err := s.culprits(ctx, r.ID)
-		if err != nil {
-			return err
+		var culprits []*convergev1.Culprit
+		if lookUp {
+			var err error
+			if culprits, err = s.culprits(ctx, r.ID); err != nil {
+				return err
+			}
 		}
 		out.Rollup.Culprits = culprits
 		cond.Status, cond.Reason = "False", "ChildrenReconciling"
@@ -166,7 +171,9 @@ func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *conv
 			}
 			names = append(names, msg)
 		}
-		cond.Message = fmt.Sprintf("%d of %d children ready; %s", out.Rollup.Ready, out.Rollup.Total, strings.Join(names, "; "))
+		if len(names) > 0 {
+			cond.Message += "; " + strings.Join(names, "; ")
+		}
 		for _, c := range out.Conditions {
 			if c.GetType() == "Ready" && c.GetStatus() == "False" && c.GetMessage() == "" {
 				c.Message = cond.Message
@@ -176,6 +183,10 @@ func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *conv
 	out.Conditions = append(out.Conditions, cond)
 	return nil
 }
+
+// maxCulpritLookUps bounds the composites of one ListResources page whose
+// culprits are looked up.
+const maxCulpritLookUps = 100
 
 // ListResources pages through resources in (namespace, kind, name) order.
 func (s *Service) ListResources(ctx context.Context, req *convergev1.ListResourcesRequest) (*convergev1.ListResourcesResponse, error) {
@@ -209,8 +220,22 @@ func (s *Service) ListResources(ctx context.Context, req *convergev1.ListResourc
 		return nil, storeError(err)
 	}
 	out := &convergev1.ListResourcesResponse{WatchCursor: cursor.String()}
+	lookUps := 0
 	for _, r := range rows {
-		out.Resources = append(out.Resources, toResource(r, s.isParked))
+		res := toResource(r, s.isParked)
+		// A composite that failed or degraded through its children names
+		// the culprits, as get does; a list shows that message where it
+		// would otherwise show nothing. Each look-up is a query, so a page
+		// makes at most maxCulpritLookUps, and composites whose children
+		// merely reconcile, a passing state, show only the counts.
+		lookUp := res.Rollup != nil && res.Rollup.Failed+res.Rollup.Degraded > 0 && lookUps < maxCulpritLookUps
+		if lookUp {
+			lookUps++
+		}
+		if err := s.explainRollup(ctx, r, res, lookUp); err != nil {
+			return nil, storeError(err)
+		}
+		out.Resources = append(out.Resources, res)
 	}
 	if more && len(rows) > 0 {
 		last := rows[len(rows)-1]

@@ -132,6 +132,10 @@ func (o operation) nulBody() (string, string) {
 	return "", ""
 }
 
+// answerClient bounds each corpus request, so a server that waits on a
+// client fails the test instead of hanging it.
+var answerClient = &http.Client{Timeout: 20 * time.Second}
+
 type answer struct {
 	status  int
 	message string
@@ -152,7 +156,7 @@ func send(t *testing.T, base, method, target, contentType, body string) answer {
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := answerClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, target, err)
 	}

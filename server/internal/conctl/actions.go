@@ -2,9 +2,12 @@ package conctl
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/proto"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -13,20 +16,39 @@ import (
 // reasonUsage is the help of --reason on every operator action.
 const reasonUsage = "why, recorded with the action in the resource's events"
 
-// waitFlags are --wait and --wait-timeout of a command that can wait.
+// waitFlags are --wait and --timeout of every command that can wait.
+// --timeout bounds the whole wait, which is what "apply --wait --timeout 2m"
+// says to a reader; each call to the server within it is bounded by the
+// global --request-timeout. --wait-timeout, the old name of --timeout,
+// still works (hidden, with a warning), so scripts keep running.
 type waitFlags struct {
 	wait    bool
 	timeout time.Duration
+	oldName *pflag.Flag // --wait-timeout
 }
+
+// defaultWaitTimeout is how long --wait waits unless --timeout says.
+const defaultWaitTimeout = 5 * time.Minute
 
 func (fl *waitFlags) register(cmd *cobra.Command, what string) {
-	cmd.Flags().BoolVar(&fl.wait, "wait", false, what)
-	cmd.Flags().DurationVar(&fl.timeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
+	f := cmd.Flags()
+	f.BoolVar(&fl.wait, "wait", false, what)
+	f.DurationVar(&fl.timeout, "timeout", defaultWaitTimeout, "how long --wait waits in all (each call to the server is bounded by --request-timeout)")
+	f.DurationVar(&fl.timeout, "wait-timeout", defaultWaitTimeout, "old name of --timeout")
+	// Not pflag's MarkDeprecated: cobra prints its notice on standard
+	// output, into what -o json produces.
+	fl.oldName = f.Lookup("wait-timeout")
+	fl.oldName.Hidden = true
 }
 
-func (fl *waitFlags) check() error {
+// check refuses a --timeout that is not positive, and warns on stderr when
+// the old name was used.
+func (fl *waitFlags) check(stderr io.Writer) error {
+	if fl.oldName != nil && fl.oldName.Changed {
+		fmt.Fprintln(stderr, "warning: --wait-timeout is now called --timeout; the old name will go away")
+	}
 	if fl.timeout <= 0 {
-		return usagef("--wait-timeout: %s is not positive", fl.timeout)
+		return usagef("--timeout: %s is not positive", fl.timeout)
 	}
 	return nil
 }
@@ -60,7 +82,7 @@ or Failed (exit 1).`,
 			if to < 1 {
 				return usagef("--to: want the generation to roll back to (a positive number; see conctl history %s/%s)", ref.kind, ref.name)
 			}
-			if err := wf.check(); err != nil {
+			if err := wf.check(a.stderr); err != nil {
 				return err
 			}
 			ctx, cancel := a.call(cmd.Context())
@@ -175,7 +197,7 @@ resource is Ready (exit 0), or until it failed (exit 1).`,
 			if err != nil {
 				return err
 			}
-			if err := wf.check(); err != nil {
+			if err := wf.check(a.stderr); err != nil {
 				return err
 			}
 			ctx, cancel := a.call(cmd.Context())

@@ -207,7 +207,7 @@ func TestReconcileWaitTimesOut(t *testing.T) {
 	res.Phase, res.Failure = "Reconciling", nil
 	res.Conditions = nil
 	f.add(res)
-	r := run(testContext(t), url, "", "reconcile", "greeting/hello-world", "--wait", "--wait-timeout", "300ms")
+	r := run(testContext(t), url, "", "reconcile", "greeting/hello-world", "--wait", "--timeout", "300ms")
 	// On a slow machine the wait may end before its first read.
 	want := "error: timed out after 300ms waiting for resource default/greeting/hello-world (phase Reconciling)\n"
 	unread := "error: timed out after 300ms waiting for resource default/greeting/hello-world (not yet read)\n"

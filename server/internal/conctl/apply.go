@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -19,9 +18,8 @@ import (
 const maxBatch = 1000
 
 type applyFlags struct {
-	files       []string
-	wait        bool
-	waitTimeout time.Duration
+	files []string
+	waitFlags
 }
 
 func (a *app) applyCmd() *cobra.Command {
@@ -62,7 +60,7 @@ the wait timed out.`,
   conctl apply -f greeting.yaml
 
   # Apply a kind and a directory of resources, and wait for the outcome
-  conctl apply -f kinds/greeting.yaml -f app/ --wait --wait-timeout 10m
+  conctl apply -f kinds/greeting.yaml -f app/ --wait --timeout 10m
 
   # Apply from standard input
   cat hello.yaml | conctl apply -f -
@@ -97,8 +95,7 @@ the wait timed out.`,
 		},
 	}
 	cmd.Flags().StringArrayVarP(&fl.files, "filename", "f", nil, "file, directory or - (stdin) to apply; repeatable")
-	cmd.Flags().BoolVar(&fl.wait, "wait", false, "wait until every applied resource is Ready or Failed")
-	cmd.Flags().DurationVar(&fl.waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
+	fl.register(cmd, "wait until every applied resource is Ready or Failed")
 	return cmd
 }
 
@@ -120,8 +117,8 @@ func (a *app) apply(ctx context.Context, fl applyFlags) error {
 	if len(fl.files) == 0 {
 		return usagef("apply needs at least one -f FILE, DIR or - (stdin)")
 	}
-	if fl.waitTimeout <= 0 {
-		return usagef("--wait-timeout: %s is not positive", fl.waitTimeout)
+	if err := fl.check(a.stderr); err != nil {
+		return err
 	}
 	docs, err := document.Read(fl.files, a.stdin, document.WithDefaultNamespace(a.namespace))
 	if err != nil {
@@ -171,7 +168,7 @@ func (a *app) applyAll(ctx context.Context, plan *applyPlan, fl applyFlags, repo
 			tracked = append(tracked, r)
 		}
 	}
-	return a.waitApplied(ctx, tracked, fl.waitTimeout)
+	return a.waitApplied(ctx, tracked, fl.timeout)
 }
 
 // applyPlan is what apply sends, in order: kinds, provider configs and

@@ -171,7 +171,7 @@ func TestApplyWaitReportsFailures(t *testing.T) {
 
 func TestApplyWaitTimesOutNamingStragglers(t *testing.T) {
 	f, url := newFake(t)
-	_, _, done := background(testContext(t), url, resourceDocs("a", "b"), "apply", "-f", "-", "--wait", "--wait-timeout", "500ms")
+	_, _, done := background(testContext(t), url, resourceDocs("a", "b"), "apply", "-f", "-", "--wait", "--timeout", "500ms")
 	f.waitRegistered(t)
 	f.setPhase("default", "greeting", "a", "Ready", "")
 

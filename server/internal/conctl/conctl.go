@@ -83,8 +83,10 @@ type app struct {
 	token     string
 	namespace string
 	output    string
-	timeout   time.Duration
-	tls       tlsFlags
+	// requestTimeout bounds each call to the server (--request-timeout);
+	// the commands that wait bound the whole wait with their own --timeout.
+	requestTimeout time.Duration
+	tls            tlsFlags
 
 	client *client.Client
 }
@@ -168,14 +170,14 @@ tune a kind's policy live.`,
 		SilenceUsage:      true,
 		PersistentPreRunE: a.setup,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.HiddenDefaultCmd = true
 
 	f := root.PersistentFlags()
 	f.StringVar(&a.server, "server", client.DefaultBaseURL, "server base URL (env "+serverEnv+")")
 	f.StringVarP(&a.namespace, "namespace", "n", client.DefaultNamespace, "namespace to work in")
 	f.StringVarP(&a.output, "output", "o", formatTable, "output format: table, json or yaml (some commands also take wide or dot)")
-	f.DurationVar(&a.timeout, "timeout", 30*time.Second, "time limit for each call to the server (0: none)")
+	f.DurationVar(&a.requestTimeout, "request-timeout", 30*time.Second, "time limit for each call to the server (0: none); a command's --timeout bounds its --wait")
 	f.StringVar(&a.tls.ca, "tls-ca", "", "verify an https:// server against these CAs (PEM; env "+tlsCAEnv+"; default: the system's)")
 	f.StringVar(&a.tls.cert, "tls-cert", "", "client certificate for mutual TLS (PEM; env "+tlsCertEnv+")")
 	f.StringVar(&a.tls.key, "tls-key", "", "private key of --tls-cert (PEM; env "+tlsKeyEnv+")")
@@ -201,8 +203,8 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	if formats := outputFormats(cmd); !slices.Contains(formats, a.output) {
 		return usageError{fmt.Errorf("--output: %q is not one of %s", a.output, strings.Join(formats, ", "))}
 	}
-	if a.timeout < 0 {
-		return usageError{fmt.Errorf("--timeout: %s is negative", a.timeout)}
+	if a.requestTimeout < 0 {
+		return usageError{fmt.Errorf("--request-timeout: %s is negative", a.requestTimeout)}
 	}
 	if a.namespace == "" {
 		return usageError{fmt.Errorf("--namespace: must not be empty (use -A where listing all namespaces is possible)")}
@@ -233,12 +235,12 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// call bounds one server call by --timeout.
+// call bounds one server call by --request-timeout.
 func (a *app) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	if a.timeout <= 0 {
+	if a.requestTimeout <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, a.timeout)
+	return context.WithTimeout(ctx, a.requestTimeout)
 }
 
 func isTerminal(w io.Writer) bool {

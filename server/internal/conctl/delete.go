@@ -60,8 +60,7 @@ func (a *app) deleteKindCmd() *cobra.Command {
 }
 
 func (a *app) deleteResourceCmd() *cobra.Command {
-	var wait bool
-	var waitTimeout time.Duration
+	var wf waitFlags
 	cmd := &cobra.Command{
 		Use:     "resource KIND/NAME",
 		Aliases: resourceAliases[1:],
@@ -69,21 +68,20 @@ func (a *app) deleteResourceCmd() *cobra.Command {
 		Long: `Request the deletion of a resource of --namespace, everything it owns and
 everything that depends on it. With --wait, wait until it is gone.`,
 		Example: `  conctl delete resource greeting/hello-world
-  conctl delete res greeting/hello-world -n team-a --wait --wait-timeout 10m`,
+  conctl delete res greeting/hello-world -n team-a --wait --timeout 10m`,
 		Args: exactArgs(1, "KIND/NAME, e.g. greeting/hello-world"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := parseResourceRef(args[0], a.namespace)
 			if err != nil {
 				return err
 			}
-			if waitTimeout <= 0 {
-				return usagef("--wait-timeout: %s is not positive", waitTimeout)
+			if err := wf.check(a.stderr); err != nil {
+				return err
 			}
-			return a.deleteResource(cmd.Context(), ref, wait, waitTimeout)
+			return a.deleteResource(cmd.Context(), ref, wf.wait, wf.timeout)
 		},
 	}
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the resource is gone")
-	cmd.Flags().DurationVar(&waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
+	wf.register(cmd, "wait until the resource is gone")
 	return cmd
 }
 

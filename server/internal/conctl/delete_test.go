@@ -55,7 +55,7 @@ func TestDeleteResourceWaitTimesOut(t *testing.T) {
 	f, url := newFake(t)
 	f.add(&convergev1.Resource{Namespace: "default", Kind: "greeting", Name: "stuck", Phase: "Ready",
 		Failure: &convergev1.Failure{Message: "teardown: bucket not empty"}})
-	r := run(testContext(t), url, "", "delete", "resource", "greeting/stuck", "--wait", "--wait-timeout", "300ms")
+	r := run(testContext(t), url, "", "delete", "resource", "greeting/stuck", "--wait", "--timeout", "300ms")
 	want := "error: timed out after 300ms waiting for resource default/greeting/stuck to be deleted (phase Deleting: teardown: bucket not empty)\n"
 	if r.code != 1 || r.stderr != want {
 		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", r.code, r.stderr, want)

@@ -20,6 +20,16 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// flagError reports a flag the command line got wrong. --timeout was once
+// every command's per-call limit; now only the commands that wait have it,
+// bounding the wait, so elsewhere the error says where the limit went.
+func flagError(_ *cobra.Command, err error) error {
+	if strings.Contains(err.Error(), "unknown flag: --timeout") {
+		err = fmt.Errorf("%w (--timeout bounds --wait on the commands that wait; the time limit of each call to the server is --request-timeout)", err)
+	}
+	return usageError{err}
+}
+
 // contextError adds what conctl was doing to an error while keeping it
 // reachable by errors.Is/As. Its text uses message, so a connect error shows
 // the server's words rather than its code.
@@ -73,6 +83,6 @@ func (a *app) printError(cmd *cobra.Command, err error) {
 	case connect.CodeOf(err) == connect.CodeUnavailable && !connect.IsWireError(err):
 		fmt.Fprintf(a.stderr, "Is the server running at %s? Set it with --server or %s.\n", a.server, serverEnv)
 	case connect.CodeOf(err) == connect.CodeDeadlineExceeded && !connect.IsWireError(err):
-		fmt.Fprintf(a.stderr, "The call took longer than --timeout %s.\n", a.timeout)
+		fmt.Fprintf(a.stderr, "The call took longer than --request-timeout %s.\n", a.requestTimeout)
 	}
 }

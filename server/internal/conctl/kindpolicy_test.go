@@ -78,7 +78,7 @@ func TestKindPolicyErrors(t *testing.T) {
 		{[]string{"--set", "max_inflight"}, "error: --set \"max_inflight\": want FIELD=VALUE, e.g. max_inflight=10" + usage},
 		{[]string{"--set", "max_inflight=ten"}, "error: --set max_inflight=ten: want an integer, got \"ten\"" + usage},
 		{[]string{"--set", "retired=maybe"}, "error: --set retired=maybe: want true or false, got \"maybe\"" + usage},
-		{[]string{"--set", "max_inflight=-1"}, "error: --set max_inflight=-1: must be greater than or equal to 0 and less than or equal to 1000000" + usage},
+		{[]string{"--set", "max_inflight=-1"}, "error: --set max_inflight=-1: must be at least 0 and at most 1000000 (it is -1)" + usage},
 		{[]string{"--set", "deletion_policy=keep"}, "error: --set deletion_policy=keep: \"keep\" is not one of delete, retain (or leave it out for the default)" + usage},
 		{[]string{"--set", "retired=true", "--set", "retired=false"}, "error: --set retired=false: retired is already set by --set retired=true" + usage},
 	} {

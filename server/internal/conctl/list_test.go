@@ -120,3 +120,25 @@ func TestListResourcesWideShowsOwners(t *testing.T) {
 		t.Error("a wide table needs no spec or status: want a summary listing")
 	}
 }
+
+// TestListExplainsComposites: a composite held back by its children shows
+// what the server says of them (the culprit, in its Ready condition), and
+// without that the counts conctl tree shows for it, not "-".
+func TestListExplainsComposites(t *testing.T) {
+	f, url := newFake(t)
+	f.add(acmeResource())
+	f.add(&convergev1.Resource{Namespace: "default", Kind: "account", KindVersion: 1, Name: "dev", Phase: "Reconciling",
+		Rollup: rollup(2, 0, 2, 0)})
+	r := run(testContext(t), url, "", "list", "resources")
+	for _, want := range []string{
+		"account       dev    v1        Reconciling   0     0        -     0/2 ready, 2 reconciling",
+		"landingzone   acme   v1        Failed        2     2        60m   vpc/prod-main: " + cidrMessage,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("list does not show %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("exit %d, stderr %s", r.code, r.stderr)
+	}
+}

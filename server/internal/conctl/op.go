@@ -55,7 +55,7 @@ with "conctl op get ID".`,
 			if err != nil {
 				return err
 			}
-			if err := fl.check(); err != nil {
+			if err := fl.check(a.stderr); err != nil {
 				return err
 			}
 			return a.invoke(cmd.Context(), ref, args[1], fl)

@@ -137,7 +137,7 @@ func TestOpWaitFails(t *testing.T) {
 func TestOpWaitTimesOut(t *testing.T) {
 	f, url := newFake(t)
 	f.add(sampleResource())
-	r := run(testContext(t), url, "", "op", "greeting/hello-world", "snapshot", "--wait", "--wait-timeout", "300ms")
+	r := run(testContext(t), url, "", "op", "greeting/hello-world", "snapshot", "--wait", "--timeout", "300ms")
 	if r.code != 1 || r.stderr != "error: timed out after 300ms waiting for operation op-1 (pending)\n" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}

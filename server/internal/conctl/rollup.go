@@ -32,6 +32,18 @@ func rollupSummary(r *convergev1.Rollup) string {
 	return b.String()
 }
 
+// rollupMessage explains a composite by its children when nothing else
+// does: how many are ready, by phase. tree shows it for a node and list for
+// a resource, so both say the same; the culprits behind the counts come
+// from the server, in the composite's Ready condition (list, get) or as
+// the rows of the tree.
+func rollupMessage(r *convergev1.Rollup) string {
+	if r.GetTotal() == 0 {
+		return ""
+	}
+	return rollupSummary(r)
+}
+
 // writeCulprits writes a table of culprits, indented, naming resources
 // relative to namespace ns. VIA is the chain of composites between the one
 // described and the culprit.

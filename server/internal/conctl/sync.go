@@ -12,10 +12,9 @@ import (
 )
 
 type syncFlags struct {
-	prune       bool
-	dryRun      bool
-	wait        bool
-	waitTimeout time.Duration
+	prune  bool
+	dryRun bool
+	waitFlags
 }
 
 // syncCmd is `conctl sync DIR`: GitOps for resources.
@@ -70,8 +69,7 @@ changes, unchanged, delete, keep) and changes nothing.`,
 	f := cmd.Flags()
 	f.BoolVar(&fl.prune, "prune", false, "delete the app's resources that the tree no longer declares")
 	f.BoolVar(&fl.dryRun, "dry-run", false, "print what sync would do and change nothing")
-	f.BoolVar(&fl.wait, "wait", false, "wait until every applied resource is Ready or Failed and every pruned one is gone")
-	f.DurationVar(&fl.waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
+	fl.register(cmd, "wait until every applied resource is Ready or Failed and every pruned one is gone")
 	return cmd
 }
 
@@ -88,8 +86,8 @@ type syncReport struct {
 }
 
 func (a *app) sync(ctx context.Context, dir string, fl syncFlags) error {
-	if fl.waitTimeout <= 0 {
-		return usagef("--wait-timeout: %s is not positive", fl.waitTimeout)
+	if err := fl.check(a.stderr); err != nil {
+		return err
 	}
 	if fl.wait && fl.dryRun {
 		return usagef("--wait: nothing to wait for with --dry-run")
@@ -175,10 +173,10 @@ func (a *app) runSync(ctx context.Context, sc *appScope, docs []*document.Docume
 	if !fl.wait {
 		return nil
 	}
-	deadline := time.Now().Add(fl.waitTimeout)
+	deadline := time.Now().Add(fl.timeout)
 	var errs []error
 	if len(applied) > 0 {
-		if err := a.waitApplied(ctx, applied, fl.waitTimeout); err != nil {
+		if err := a.waitApplied(ctx, applied, fl.timeout); err != nil {
 			errs = append(errs, err)
 		}
 		for i, rec := range applied {

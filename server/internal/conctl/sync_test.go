@@ -391,7 +391,7 @@ func TestSyncFlagErrors(t *testing.T) {
 	dir := shopTree(t, f)
 	for _, args := range [][]string{
 		{"sync", dir, "--dry-run", "--wait"},
-		{"sync", dir, "--wait-timeout", "0s"},
+		{"sync", dir, "--timeout", "0s"},
 		{"sync"},
 		{"sync", filepath.Join(dir, "a.yaml")},
 	} {

@@ -74,11 +74,5 @@ func writeTree(w io.Writer, root *convergev1.TreeNode, ns string, style treeStyl
 // nodeMessage explains a node: its failure or waiting message, else for a
 // composite how many of its children are ready.
 func nodeMessage(n *convergev1.TreeNode) string {
-	if m := n.GetMessage(); m != "" {
-		return m
-	}
-	if r := n.GetRollup(); r != nil && r.GetTotal() > 0 {
-		return rollupSummary(r)
-	}
-	return ""
+	return or(n.GetMessage(), rollupMessage(n.GetRollup()))
 }

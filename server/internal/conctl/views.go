@@ -43,8 +43,9 @@ func (a *app) printResources(rs []*convergev1.Resource, single bool) error {
 }
 
 // resourceMessage is the one line that best explains a resource's phase:
-// its failure, else the message of a condition that does not hold, else
-// what it is waiting for.
+// its failure, else the message of a condition that does not hold (for a
+// composite held back by its children, the server words it with the
+// culprits), else what it is waiting for, else a composite's counts.
 func resourceMessage(r *convergev1.Resource) string {
 	if m := r.GetFailure().GetMessage(); m != "" {
 		return m
@@ -61,7 +62,7 @@ func resourceMessage(r *convergev1.Resource) string {
 			other = c.GetMessage()
 		}
 	}
-	return or(other, r.GetWaiting())
+	return or(or(other, r.GetWaiting()), rollupMessage(r.GetRollup()))
 }
 
 func version(v int32) string {

@@ -4,6 +4,12 @@
 //	key=value   key==value   key!=value
 //	key         !key
 //	key in (a, b)            key notin (a, b)
+//
+// A key follows the rule apply enforces on label keys (see keyRule); a
+// value is at most as long as a label value and has none of the
+// characters the grammar itself uses: = ! , ( ). Spaces around keys,
+// operators and values are ignored. No term may be empty, so "a,,b" and
+// "a," are refused rather than read as "a,b" and "a".
 package labels
 
 import (
@@ -84,13 +90,15 @@ func splitTerms(s string) ([]string, error) {
 		return nil, fmt.Errorf("label selector: unbalanced '('")
 	}
 	parts = append(parts, strings.TrimSpace(s[start:]))
-	out := parts[:0]
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
+	if len(parts) == 1 && parts[0] == "" {
+		return nil, nil // an empty selector selects everything
+	}
+	for i, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("label selector: term %d of %d is empty; write terms separated by single commas, e.g. team=web,tier!=db", i+1, len(parts))
 		}
 	}
-	return out, nil
+	return parts, nil
 }
 
 func parseTerm(p string) (Term, error) {
@@ -135,6 +143,12 @@ func keyValue(k, v string, op Op) (Term, error) {
 	if err := checkKey(k); err != nil {
 		return Term{}, err
 	}
+	if strings.Contains(v, "=") {
+		return Term{}, fmt.Errorf("one '=' (or '==' or '!=') per term: value %q cannot contain '='", v)
+	}
+	if err := checkValue(v); err != nil {
+		return Term{}, err
+	}
 	return Term{Key: k, Op: op, Values: []string{v}}, nil
 }
 
@@ -146,23 +160,19 @@ func setTerm(k, rest string, op Op) (Term, error) {
 		return Term{}, fmt.Errorf("expected a parenthesised list of values, e.g. %s in (a, b)", k)
 	}
 	var vals []string
-	for _, v := range strings.Split(rest[1:len(rest)-1], ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			vals = append(vals, v)
-		}
+	list := strings.TrimSpace(rest[1 : len(rest)-1])
+	if list == "" {
+		return Term{}, fmt.Errorf("empty value list; name at least one value, e.g. %s in (a)", k)
 	}
-	if len(vals) == 0 {
-		return Term{}, fmt.Errorf("empty value list")
+	for _, v := range strings.Split(list, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return Term{}, fmt.Errorf("empty value in the list; separate values with single commas, e.g. %s in (a, b)", k)
+		}
+		if err := checkValue(v); err != nil {
+			return Term{}, err
+		}
+		vals = append(vals, v)
 	}
 	return Term{Key: k, Op: op, Values: vals}, nil
-}
-
-func checkKey(k string) error {
-	if k == "" {
-		return fmt.Errorf("missing label key")
-	}
-	if strings.ContainsAny(k, " \t()!=,") {
-		return fmt.Errorf("label key %q contains a character keys cannot have", k)
-	}
-	return nil
 }

@@ -13,6 +13,9 @@ func kindsCmd(f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kinds",
 		Short: "Work with the std kinds built into stdworker",
+		Args:  subcommandsOnly,
+		// A RunE makes cobra check Args here; "kinds" alone shows the help.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	apply := &cobra.Command{
 		Use:   "apply",
@@ -22,7 +25,7 @@ built into this binary) to the server, so that stdworker can serve them. Applyin
 idempotent: an unchanged manifest is reported "unchanged".`,
 		Example: `  stdworker kinds apply
   stdworker kinds apply --server http://converge:7070`,
-		Args: cobra.NoArgs,
+		Args: subcommandsOnly,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ms, err := catalog.Read(std.FS)
 			if err != nil {
@@ -42,7 +45,7 @@ idempotent: an unchanged manifest is reported "unchanged".`,
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the std kinds' manifests built into stdworker",
-		Args:  cobra.NoArgs,
+		Args:  subcommandsOnly,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ms, err := catalog.Read(std.FS)
 			if err != nil {

@@ -10,9 +10,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,12 +23,57 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := rootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "stdworker:", err)
-		stop()
-		os.Exit(1)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes stdworker with args and returns the exit code: 0, or 1 on
+// any error, which it has printed on stderr (as conctl does). A mistake in
+// the command line itself is followed by the usage of the command it was
+// meant for.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintln(stderr, "stdworker:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprint(stderr, "\n"+cmd.UsageString())
+	}
+	return 1
+}
+
+// usageError is a mistake in the command line: an unknown subcommand or
+// flag, or arguments where none belong.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// subcommandsOnly is the Args of every stdworker command, none of which
+// takes arguments: on a command with subcommands an argument is a
+// subcommand that does not exist (without this, cobra prints the help of
+// a group for "kinds bogus" and exits 0); on any other it is refused.
+func subcommandsOnly(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	if len(names) == 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+	}
+	return usageError{fmt.Errorf("unknown command %q for %q (one of %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))}
 }
 
 func rootCmd() *cobra.Command {
@@ -60,7 +108,7 @@ The manifests of user kinds served by stdio must be applied to the server first
   stdworker
   stdworker --config stdworker.yaml --kinds backup@1 --parallelism 8
   stdworker --server https://converge.example.com --tls-ca ca.pem --tls-cert w.pem --tls-key w-key.pem`,
-		Args:          cobra.NoArgs,
+		Args:          subcommandsOnly,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,6 +116,7 @@ The manifests of user kinds served by stdio must be applied to the server first
 		},
 	}
 	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	f.register(cmd)
 	cmd.AddCommand(kindsCmd(&f))
 	return cmd

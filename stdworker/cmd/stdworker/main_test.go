@@ -63,3 +63,40 @@ func TestHelpNamesEveryFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownSubcommandsFail: a subcommand that does not exist is an
+// error naming it, followed by the usage, on stderr, with exit code 1 (as
+// conctl treats unknown commands), not the help with exit code 0.
+func TestUnknownSubcommandsFail(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		want, use string
+	}{
+		{[]string{"bogus"}, `unknown command "bogus" for "stdworker" (one of kinds)`, "stdworker [flags]"},
+		{[]string{"kinds", "bogus"}, `unknown command "bogus" for "stdworker kinds" (one of apply, list)`, "stdworker kinds [command]"},
+		{[]string{"kinds", "list", "extra"}, `stdworker kinds list takes no arguments, got ["extra"]`, "stdworker kinds list [flags]"},
+		{[]string{"--bogus"}, "unknown flag: --bogus", "stdworker [flags]"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), tc.args, &out, &errOut)
+		name := "stdworker " + strings.Join(tc.args, " ")
+		if code != 1 {
+			t.Errorf("%s: exit code %d, want 1", name, code)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%s: wrote %q to stdout, want nothing", name, out.String())
+		}
+		if e := errOut.String(); !strings.HasPrefix(e, "stdworker: "+tc.want+"\n") || !strings.Contains(e, "Usage:\n") || !strings.Contains(e, tc.use) {
+			t.Errorf("%s: stderr %q; want the error %q, then the usage with %q", name, e, tc.want, tc.use)
+		}
+	}
+	// A group named alone still shows its help, and a known leaf runs.
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"kinds"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Available Commands") {
+		t.Errorf("stdworker kinds: exit %d, stdout %q, stderr %q; want its help", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"kinds", "list"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "std.shell/v1") {
+		t.Errorf("stdworker kinds list: exit %d, stdout %q", code, out.String())
+	}
+}

@@ -21,12 +21,12 @@ demo_stdworker "$here" --config "$here/stdworker.yaml"
 
 set -x
 # The graph: checked, then webapp v1 is applied and served.
-conctl apply -f "$here/graph.yaml" --wait --wait-timeout 60s
+conctl apply -f "$here/graph.yaml" --wait --timeout 60s
 conctl get resource std.graph/webapp -o yaml
 conctl get kind webapp/1 -o yaml
 
 # An instance: the database first, then the service with the database's URL.
-conctl apply -f "$here/instance.yaml" --wait --wait-timeout 90s
+conctl apply -f "$here/instance.yaml" --wait --timeout 90s
 { set +x; } 2>/dev/null
 # The rollup projects the status once the children have settled.
 for _ in $(seq 1 150); do
@@ -38,7 +38,7 @@ conctl describe resource webapp/shop
 conctl get resource demo.service/shop -o yaml
 
 # A graph with typos fails, naming each path and position.
-conctl apply -f "$here/typo.yaml" --wait --wait-timeout 60s || true
+conctl apply -f "$here/typo.yaml" --wait --timeout 60s || true
 conctl describe resource std.graph/typo
 { set +x; } 2>/dev/null
 

@@ -18,12 +18,12 @@ conctl apply -f "$here/kinds.yaml"
 demo_stdworker "$here" --config "$here/stdworker.yaml"
 
 set -x
-conctl apply -f "$here/resources.yaml" --wait --wait-timeout 60s
+conctl apply -f "$here/resources.yaml" --wait --timeout 60s
 conctl get resource example.motd/today -o yaml
 conctl get resource example.wordcount/poem -o yaml
 
 # Exit 2 fails the resource terminally, with the program's stderr as message.
-conctl apply -f - --wait --wait-timeout 60s <<'YAML' || true
+conctl apply -f - --wait --timeout 60s <<'YAML' || true
 type: resource
 kind: example.motd
 kind_version: 1

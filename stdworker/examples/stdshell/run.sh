@@ -19,13 +19,13 @@ set -x
 demo_stdworker "$here"
 
 set -x
-conctl apply -f "$here/resources.yaml" --wait --wait-timeout 60s
+conctl apply -f "$here/resources.yaml" --wait --timeout 60s
 conctl get resource std.shell/disk-report -o yaml
 conctl get resource std.shell/bash-args -o yaml
 conctl get resource std.shell/python-sum -o yaml
 
 # A missing interpreter is a terminal failure that names it.
-conctl apply -f - --wait --wait-timeout 60s <<'YAML' || true
+conctl apply -f - --wait --timeout 60s <<'YAML' || true
 type: resource
 kind: std.shell
 kind_version: 1

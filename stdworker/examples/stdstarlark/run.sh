@@ -20,12 +20,12 @@ conctl apply -f "$here/kinds.yaml"
 demo_stdworker "$here" --config "$here/stdworker.yaml"
 
 set -x
-conctl apply -f "$here/resources.yaml" --wait --wait-timeout 2m
+conctl apply -f "$here/resources.yaml" --wait --timeout 2m
 conctl tree example.pipeline/hello
 conctl get resource std.shell/hello-stage-2 -o yaml
 
 # An endless loop stops at the step limit: Failed, naming spin.star's line.
-conctl apply -f "$here/spinner.yaml" --wait --wait-timeout 2m || true
+conctl apply -f "$here/spinner.yaml" --wait --timeout 2m || true
 conctl describe resource example.spinner/forever
 { set +x; } 2>/dev/null
 

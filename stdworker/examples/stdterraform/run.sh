@@ -32,7 +32,7 @@ YAML
 demo_stdworker "$here" --kinds std.terraform@1
 
 set -x
-conctl apply -f "$here/resources.yaml" --wait --wait-timeout 2m
+conctl apply -f "$here/resources.yaml" --wait --timeout 2m
 conctl get resource std.terraform/shop -o yaml
 { set +x; } 2>/dev/null
 # status.state says where the state lives: "local <path>" by default.
@@ -41,7 +41,7 @@ echo "resources in $state: $(jq '.resources | length' "$state")"
 set -x
 
 # A module that does not parse fails terminally, with terraform's message.
-conctl apply -f "$here/broken.yaml" --wait --wait-timeout 2m || true
+conctl apply -f "$here/broken.yaml" --wait --timeout 2m || true
 conctl describe resource std.terraform/broken
 
 # Deleting the resource runs terraform destroy; the state stays, empty.

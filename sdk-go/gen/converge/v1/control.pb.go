@@ -838,7 +838,8 @@ type ListResourcesRequest struct {
 	KindVersion int32  `protobuf:"varint,3,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
 	// Any of these phases (empty: all).
 	Phases []string `protobuf:"bytes,4,rep,name=phases,proto3" json:"phases,omitempty"`
-	// Comma-separated key=value, key!=value, key or !key terms, all of which must hold.
+	// Comma-separated terms, all of which must hold: key=value, key!=value,
+	// key, !key, key in (a, b), key notin (a, b). Grammar: docs/api.md#listing.
 	LabelSelector string `protobuf:"bytes,5,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// 1..1000, default 100.
 	PageSize int32 `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
@@ -3729,7 +3730,8 @@ type CountResourcesRequest struct {
 	Namespace   string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	Kind        string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	KindVersion int32  `protobuf:"varint,3,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
-	// Comma-separated key=value, key!=value, key or !key terms, all of which must hold.
+	// Comma-separated terms, all of which must hold: key=value, key!=value,
+	// key, !key, key in (a, b), key notin (a, b). Grammar: docs/api.md#listing.
 	LabelSelector string `protobuf:"bytes,4,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Only resources whose name contains this text.
 	NameContains  string `protobuf:"bytes,5,opt,name=name_contains,json=nameContains,proto3" json:"name_contains,omitempty"`
@@ -4264,30 +4266,33 @@ var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
-	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Q\n" +
+	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Q\n" +
 	"\x10ApplyKindRequest\x12=\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestB\x06\xbaH\x03\xc8\x01\x01R\bmanifest\"b\n" +
 	"\x11ApplyKindResponse\x125\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\tR\x06result\"[\n" +
-	"\x0eGetKindRequest\x12\x1d\n" +
-	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\"^\n" +
+	"\x0eGetKindRequest\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\"H\n" +
 	"\x0fGetKindResponse\x125\n" +
-	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\"/\n" +
-	"\x10ListKindsRequest\x12\x1b\n" +
-	"\x04kind\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\"L\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\"2\n" +
+	"\x10ListKindsRequest\x12\x1e\n" +
+	"\x04kind\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\"L\n" +
 	"\x11ListKindsResponse\x127\n" +
-	"\tmanifests\x18\x01 \x03(\v2\x19.converge.v1.KindManifestR\tmanifests\"^\n" +
-	"\x11DeleteKindRequest\x12\x1d\n" +
-	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
+	"\tmanifests\x18\x01 \x03(\v2\x19.converge.v1.KindManifestR\tmanifests\"a\n" +
+	"\x11DeleteKindRequest\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\"\x14\n" +
-	"\x12DeleteKindResponse\"\xde\x04\n" +
-	"\x14ApplyResourceRequest\x12I\n" +
-	"\tnamespace\x18\x01 \x01(\tB+\xbaH(r&\x18?2\"^([a-z0-9]([a-z0-9-]*[a-z0-9])?)?$R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12.\n" +
-	"\fkind_version\x18\x03 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12A\n" +
-	"\x04name\x18\x04 \x01(\tB-\xbaH*r(\x10\x01\x18\xfd\x012!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12\x8c\x01\n" +
+	"\x12DeleteKindResponse\"\xa0\x04\n" +
+	"\x14ApplyResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12.\n" +
+	"\fkind_version\x18\x03 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12!\n" +
+	"\x04name\x18\x04 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12\x8c\x01\n" +
 	"\x06labels\x18\x05 \x03(\v2-.converge.v1.ApplyResourceRequest.LabelsEntryBE\xbaHB\x9a\x01?\x10@\"4r2\x10\x01\x18\xfd\x012+^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$*\x05r\x03\x18\xfd\x01R\x06labels\x12+\n" +
 	"\x04spec\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12@\n" +
 	"\x0fdeletion_policy\x18\a \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x120\n" +
@@ -4310,17 +4315,20 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x05 \x01(\x03R\n" +
 	"generation\x12\x16\n" +
-	"\x06result\x18\x06 \x01(\tR\x06result\"z\n" +
-	"\x12GetResourceRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"H\n" +
+	"\x06result\x18\x06 \x01(\tR\x06result\"\x83\x01\n" +
+	"\x12GetResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\"H\n" +
 	"\x13GetResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xbf\x03\n" +
-	"\x14ListResourcesRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1b\n" +
-	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12*\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xc5\x03\n" +
+	"\x14ListResourcesRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12\x1e\n" +
+	"\x04kind\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\vkindVersion\x12k\n" +
 	"\x06phases\x18\x04 \x03(\tBS\xbaHP\x92\x01M\x10\a\"IrGR\bDeletingR\vQuarantinedR\x06FailedR\bOrphanedR\bDegradedR\x05ReadyR\vReconcilingR\x06phases\x12/\n" +
 	"\x0elabel_selector\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12'\n" +
@@ -4333,39 +4341,45 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x15ListResourcesResponse\x123\n" +
 	"\tresources\x18\x01 \x03(\v2\x15.converge.v1.ResourceR\tresources\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12!\n" +
-	"\fwatch_cursor\x18\x03 \x01(\tR\vwatchCursor\"}\n" +
-	"\x15DeleteResourceRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"K\n" +
+	"\fwatch_cursor\x18\x03 \x01(\tR\vwatchCursor\"\x86\x01\n" +
+	"\x15DeleteResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\"K\n" +
 	"\x16DeleteResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xc7\x01\n" +
-	"\x11ListEventsRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1b\n" +
-	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12\x1c\n" +
-	"\x04name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x04name\x12'\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xd0\x01\n" +
+	"\x11ListEventsRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12\x1e\n" +
+	"\x04kind\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\x12\x1f\n" +
+	"\x04name\x18\x03 \x01(\tB\v\xbaH\br\x06\xd0>\x01\x18\xfd\x01R\x04name\x12'\n" +
 	"\tpage_size\x18\x04 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\tpageToken\"h\n" +
 	"\x12ListEventsResponse\x12*\n" +
 	"\x06events\x18\x01 \x03(\v2\x12.converge.v1.EventR\x06events\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x92\x01\n" +
-	"\fWatchRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1b\n" +
-	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12\x1c\n" +
-	"\x04name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x04name\x12 \n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9b\x01\n" +
+	"\fWatchRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12\x1e\n" +
+	"\x04kind\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\x12\x1f\n" +
+	"\x04name\x18\x03 \x01(\tB\v\xbaH\br\x06\xd0>\x01\x18\xfd\x01R\x04name\x12 \n" +
 	"\x06cursor\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06cursor\"t\n" +
 	"\rWatchResponse\x12-\n" +
 	"\achanges\x18\x01 \x03(\v2\x13.converge.v1.ChangeR\achanges\x12\x1c\n" +
 	"\theartbeat\x18\x02 \x01(\bR\theartbeat\x12\x16\n" +
-	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"\xd7\x01\n" +
-	"\x16GetResourceTreeRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12\x1f\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"\xe0\x01\n" +
+	"\x16GetResourceTreeRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12\x1f\n" +
 	"\x05depth\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x18\n" +
 	"(\x00R\x05depth\x126\n" +
 	"\x11children_per_node\x18\x05 \x01(\x05B\n" +
@@ -4380,12 +4394,13 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x0fon_culprit_path\x18\x05 \x01(\bR\ronCulpritPath\x12+\n" +
 	"\x06rollup\x18\x06 \x01(\v2\x13.converge.v1.RollupR\x06rollup\x121\n" +
 	"\bchildren\x18\a \x03(\v2\x15.converge.v1.TreeNodeR\bchildren\x12#\n" +
-	"\rmore_children\x18\b \x01(\x05R\fmoreChildren\"\xa8\x01\n" +
-	"\x17GetResourceGraphRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12'\n" +
+	"\rmore_children\x18\b \x01(\x05R\fmoreChildren\"\xb1\x01\n" +
+	"\x17GetResourceGraphRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12'\n" +
 	"\tmax_nodes\x18\x04 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\x90N(\x00R\bmaxNodes\"\xc7\x01\n" +
 	"\x18GetResourceGraphResponse\x12,\n" +
@@ -4410,9 +4425,9 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\tGraphFlow\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x12\n" +
 	"\x04expr\x18\x02 \x01(\tR\x04expr\x12\x0e\n" +
-	"\x02to\x18\x03 \x01(\tR\x02to\"\xda\x01\n" +
-	"\x17UpdateKindPolicyRequest\x12\x1d\n" +
-	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\"\xdd\x01\n" +
+	"\x17UpdateKindPolicyRequest\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x127\n" +
 	"\x06policy\x18\x03 \x01(\v2\x17.converge.v1.KindPolicyB\x06\xbaH\x03\xc8\x01\x01R\x06policy\x12;\n" +
 	"\vupdate_mask\x18\x04 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
@@ -4423,93 +4438,101 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigB\x06\xbaH\x03\xc8\x01\x01R\x06config\"j\n" +
 	"\x1bApplyProviderConfigResponse\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigR\x06config\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\tR\x06result\"\x84\x01\n" +
-	"\x18GetProviderConfigRequest\x12\x1d\n" +
-	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
-	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12\x1d\n" +
-	"\x04name\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"P\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\"\x8a\x01\n" +
+	"\x18GetProviderConfigRequest\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12 \n" +
+	"\x04name\x18\x03 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\"P\n" +
 	"\x19GetProviderConfigResponse\x123\n" +
-	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigR\x06config\"e\n" +
-	"\x1aListProviderConfigsRequest\x12\x1b\n" +
-	"\x04kind\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12*\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigR\x06config\"h\n" +
+	"\x1aListProviderConfigsRequest\x12\x1e\n" +
+	"\x04kind\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\vkindVersion\"T\n" +
 	"\x1bListProviderConfigsResponse\x125\n" +
-	"\aconfigs\x18\x01 \x03(\v2\x1b.converge.v1.ProviderConfigR\aconfigs\"\x87\x01\n" +
-	"\x1bDeleteProviderConfigRequest\x12\x1d\n" +
-	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12*\n" +
-	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12\x1d\n" +
-	"\x04name\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"\x1e\n" +
+	"\aconfigs\x18\x01 \x03(\v2\x1b.converge.v1.ProviderConfigR\aconfigs\"\x8d\x01\n" +
+	"\x1bDeleteProviderConfigRequest\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12 \n" +
+	"\x04name\x18\x03 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\"\x1e\n" +
 	"\x1cDeleteProviderConfigResponse\"[\n" +
 	"\x1aApplyReactorBindingRequest\x12=\n" +
 	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingB\x06\xbaH\x03\xc8\x01\x01R\abinding\"l\n" +
 	"\x1bApplyReactorBindingResponse\x125\n" +
 	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingR\abinding\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\tR\x06result\"9\n" +
-	"\x18GetReactorBindingRequest\x12\x1d\n" +
-	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"R\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\"<\n" +
+	"\x18GetReactorBindingRequest\x12 \n" +
+	"\x04name\x18\x01 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\"R\n" +
 	"\x19GetReactorBindingResponse\x125\n" +
-	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingR\abinding\"D\n" +
-	"\x1aListReactorBindingsRequest\x12&\n" +
+	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingR\abinding\"G\n" +
+	"\x1aListReactorBindingsRequest\x12)\n" +
 	"\n" +
-	"watch_kind\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\twatchKind\"V\n" +
+	"watch_kind\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\twatchKind\"V\n" +
 	"\x1bListReactorBindingsResponse\x127\n" +
-	"\bbindings\x18\x01 \x03(\v2\x1b.converge.v1.ReactorBindingR\bbindings\"<\n" +
-	"\x1bDeleteReactorBindingRequest\x12\x1d\n" +
-	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04name\"\x1e\n" +
-	"\x1cDeleteReactorBindingResponse\"\xd2\x01\n" +
-	"\x19GetResourceHistoryRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12&\n" +
+	"\bbindings\x18\x01 \x03(\v2\x1b.converge.v1.ReactorBindingR\bbindings\"?\n" +
+	"\x1bDeleteReactorBindingRequest\x12 \n" +
+	"\x04name\x18\x01 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\"\x1e\n" +
+	"\x1cDeleteReactorBindingResponse\"\xdb\x01\n" +
+	"\x19GetResourceHistoryRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12&\n" +
 	"\tpage_size\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x00R\bpageSize\x12'\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\tpageToken\"\x8d\x01\n" +
 	"\x1aGetResourceHistoryResponse\x123\n" +
 	"\trevisions\x18\x01 \x03(\v2\x15.converge.v1.RevisionR\trevisions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x12\n" +
-	"\x04keep\x18\x03 \x01(\x05R\x04keep\"\xca\x01\n" +
-	"\x17RollbackResourceRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12'\n" +
+	"\x04keep\x18\x03 \x01(\x05R\x04keep\"\xd3\x01\n" +
+	"\x17RollbackResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12'\n" +
 	"\n" +
 	"generation\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\n" +
 	"generation\x12 \n" +
 	"\x06reason\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"M\n" +
 	"\x18RollbackResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xa5\x01\n" +
-	"\x19QuarantineResourceRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12\"\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xae\x01\n" +
+	"\x19QuarantineResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12\"\n" +
 	"\x06reason\x18\x04 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x06reason\"O\n" +
 	"\x1aQuarantineResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xa5\x01\n" +
-	"\x1bUnquarantineResourceRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xae\x01\n" +
+	"\x1bUnquarantineResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
 	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"Q\n" +
 	"\x1cUnquarantineResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xa2\x01\n" +
-	"\x18ReconcileResourceRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xab\x01\n" +
+	"\x18ReconcileResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
 	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"N\n" +
 	"\x19ReconcileResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xee\x01\n" +
-	"\x16InvokeOperationRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12\x1d\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xf7\x01\n" +
+	"\x16InvokeOperationRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12\x1d\n" +
 	"\x04verb\x18\x04 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04verb\x12-\n" +
 	"\x05input\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05input\x12 \n" +
 	"\x06reason\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"O\n" +
@@ -4518,19 +4541,22 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x13GetOperationRequest\x12\x19\n" +
 	"\x02id\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x02id\"L\n" +
 	"\x14GetOperationResponse\x124\n" +
-	"\toperation\x18\x01 \x01(\v2\x16.converge.v1.OperationR\toperation\"}\n" +
-	"\x15ListOperationsRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1d\n" +
-	"\x04kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12\x1e\n" +
-	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\"P\n" +
+	"\toperation\x18\x01 \x01(\v2\x16.converge.v1.OperationR\toperation\"\x86\x01\n" +
+	"\x15ListOperationsRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\"P\n" +
 	"\x16ListOperationsResponse\x126\n" +
 	"\n" +
 	"operations\x18\x01 \x03(\v2\x16.converge.v1.OperationR\n" +
-	"operations\"\xe7\x01\n" +
-	"\x15CountResourcesRequest\x12%\n" +
-	"\tnamespace\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x18?R\tnamespace\x12\x1b\n" +
-	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12*\n" +
+	"operations\"\xed\x01\n" +
+	"\x15CountResourcesRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12\x1e\n" +
+	"\x04kind\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\vkindVersion\x12/\n" +
 	"\x0elabel_selector\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12-\n" +
 	"\rname_contains\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\fnameContains\"\xb2\x01\n" +
@@ -4842,6 +4868,7 @@ func file_converge_v1_control_proto_init() {
 	if File_converge_v1_control_proto != nil {
 		return
 	}
+	file_converge_v1_rules_proto_init()
 	file_converge_v1_types_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -1867,9 +1867,9 @@ var File_converge_v1_types_proto protoreflect.FileDescriptor
 
 const file_converge_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x17converge/v1/types.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9e\x06\n" +
-	"\fKindManifest\x12?\n" +
-	"\x04kind\x18\x01 \x01(\tB+\xbaH(r&\x10\x01\x18?2 ^[a-z][a-z0-9]*([.-][a-z0-9]+)*$R\x04kind\x12.\n" +
+	"\x17converge/v1/types.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x05\n" +
+	"\fKindManifest\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12.\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12*\n" +
 	"\vdescription\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\vdescription\x12\x1e\n" +
 	"\x05owner\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x05owner\x128\n" +
@@ -2018,11 +2018,11 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\x11synced_generation\x18\v \x01(\x03R\x10syncedGeneration\x12)\n" +
 	"\x10resource_version\x18\f \x01(\x03R\x0fresourceVersion\x12\x18\n" +
 	"\amessage\x18\r \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x90\x03\n" +
-	"\x0eProviderConfig\x12\x1d\n" +
-	"\x04kind\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\x04kind\x12.\n" +
-	"\fkind_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12@\n" +
-	"\x04name\x18\x03 \x01(\tB,\xbaH)r'\x10\x01\x18?2!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12/\n" +
+	"\x04time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xf3\x02\n" +
+	"\x0eProviderConfig\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12.\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12 \n" +
+	"\x04name\x18\x03 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\x12/\n" +
 	"\x06config\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06config\x12*\n" +
 	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\x12\x1a\n" +
 	"\brevision\x18\n" +
@@ -2030,15 +2030,15 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xe3\x04\n" +
-	"\x0eReactorBinding\x12@\n" +
-	"\x04name\x18\x01 \x01(\tB,\xbaH)r'\x10\x01\x18?2!^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$R\x04name\x12(\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xc9\x04\n" +
+	"\x0eReactorBinding\x12 \n" +
+	"\x04name\x18\x01 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\x12+\n" +
 	"\n" +
-	"watch_kind\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\twatchKind\x129\n" +
+	"watch_kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\twatchKind\x129\n" +
 	"\x12watch_kind_version\x18\x03 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x00R\x10watchKindVersion\x12^\n" +
 	"\vtransitions\x18\x04 \x03(\tB<\xbaH9\x92\x016\b\x01\x10\x05\x18\x01\".r,R\acreatedR\x06syncedR\bdegradedR\x06failedR\adeletedR\vtransitions\x12/\n" +
-	"\x0elabel_selector\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12,\n" +
-	"\freactor_kind\x18\x06 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18?R\vreactorKind\x12=\n" +
+	"\x0elabel_selector\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12/\n" +
+	"\freactor_kind\x18\x06 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\vreactorKind\x12=\n" +
 	"\x14reactor_kind_version\x18\a \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\x12reactorKindVersion\x12\x1a\n" +
 	"\bdisabled\x18\b \x01(\bR\bdisabled\x12\x1a\n" +
 	"\brevision\x18\n" +
@@ -2161,6 +2161,7 @@ func file_converge_v1_types_proto_init() {
 	if File_converge_v1_types_proto != nil {
 		return
 	}
+	file_converge_v1_rules_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
