@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -112,8 +113,14 @@ func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send 
 
 // ServeWatchNDJSON serves GET /api/v1/watch: the Watch stream as
 // newline-delimited JSON, one WatchResponse per line, for curl and other
-// plain HTTP clients.
-func (s *Service) ServeWatchNDJSON(w http.ResponseWriter, r *http.Request) {
+// plain HTTP clients. check is the validation every RPC request gets;
+// this route does not pass through the RPC handler, so it applies it
+// itself. A refusal has the REST routes' error shape.
+func (s *Service) ServeWatchNDJSON(check func(any) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveWatchNDJSON(w, r, check) })
+}
+
+func (s *Service) serveWatchNDJSON(w http.ResponseWriter, r *http.Request, check func(any) error) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -121,6 +128,10 @@ func (s *Service) ServeWatchNDJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	req := &convergev1.WatchRequest{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Name: q.Get("name"), Cursor: q.Get("cursor")}
+	if err := check(req); err != nil {
+		writeStatus(w, err)
+		return
+	}
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
@@ -141,12 +152,20 @@ func (s *Service) ServeWatchNDJSON(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil && !started {
-		code := http.StatusInternalServerError
-		if ce := new(connect.Error); errors.As(err, &ce) {
-			code = httpStatus(ce.Code())
-		}
-		http.Error(w, strings.TrimSpace(err.Error()), code)
+		writeStatus(w, err)
 	}
+}
+
+// writeStatus answers err as the REST routes do: the HTTP status of its
+// code and a google.rpc.Status body.
+func writeStatus(w http.ResponseWriter, err error) {
+	code, msg := connect.CodeUnknown, err.Error()
+	if ce := new(connect.Error); errors.As(err, &ce) {
+		code, msg = ce.Code(), ce.Message()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httpStatus(code))
+	_ = json.NewEncoder(w).Encode(map[string]any{"code": int(code), "message": strings.TrimSpace(msg), "details": []any{}})
 }
 
 // httpStatus maps a code the way REST transcoding does for the other routes.

@@ -238,6 +238,17 @@ func TestEveryRouteAnswersClientMistakesWith4xx(t *testing.T) {
 			case p.in == "path" && p.typ == "integer":
 				add("non-integer path "+p.name, send(t, base, op.method, op.target(map[string]string{p.name: "x1"}, ""), ct, bodyOf("{}")), 400, p.name)
 			}
+			// Values of the right type that break a naming rule.
+			switch {
+			case p.name == "namespace" && p.in == "query":
+				add("invalid namespace in query", send(t, base, op.method, op.target(nil, "namespace=Bad%20NS"), ct, bodyOf("{}")), 400, "namespace")
+			case p.name == "namespace" && p.in == "path":
+				add("invalid namespace in path", send(t, base, op.method, op.target(map[string]string{p.name: "Bad NS"}, ""), ct, bodyOf("{}")), 400, "namespace")
+			case p.name == "label_selector":
+				for _, sel := range []string{"a,,b", "%C3%A9=1", "a=b=c"} {
+					add("label selector "+sel, send(t, base, op.method, op.target(nil, "label_selector="+sel), ct, bodyOf("{}")), 400, "label")
+				}
+			}
 		}
 		if op.body == nil {
 			add("a body where none is taken", send(t, base, op.method, op.target(nil, ""), "application/json", `{"x":1}`), 400, "no request body")

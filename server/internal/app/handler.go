@@ -87,7 +87,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 			return nil, err
 		}
 		watchGate := restgate.New(restgate.Config{Routes: []*restgate.Route{watch}, MaxBodyBytes: limits.MaxRequestBytes, BodyTimeout: cl.BodyTimeout},
-			api.RequireRead(az, "Watch", http.HandlerFunc(svc.ServeWatchNDJSON)))
+			api.RequireRead(az, "Watch", svc.ServeWatchNDJSON(apiValidator.Check)))
 		mux.Handle("/api/v1/watch", guarded(watchGate))
 		mux.Handle("GET /openapi.json", guarded(openapi.Handler()))
 		// The UI takes every path nothing more specific claims; it calls
