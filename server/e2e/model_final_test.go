@@ -28,6 +28,7 @@ func (w *world) finish(t tb) {
 	t.Helper()
 	found, report := w.quiesce(t)
 	if len(found) == 0 {
+		w.checkExplain(t)
 		found, report = w.heal(t)
 	}
 	if len(found) > 0 {

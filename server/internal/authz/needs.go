@@ -7,7 +7,7 @@ var needs = map[string]Need{
 	"GetProviderConfig": NeedRead, "ListProviderConfigs": NeedRead,
 	"GetReactorBinding": NeedRead, "ListReactorBindings": NeedRead,
 	"GetResource": NeedRead, "ListResources": NeedRead,
-	"GetResourceTree": NeedRead, "GetResourceGraph": NeedRead,
+	"GetResourceTree": NeedRead, "GetResourceGraph": NeedRead, "ExplainResource": NeedRead,
 	"GetResourceHistory": NeedRead, "GetOperation": NeedRead,
 	"ListOperations": NeedRead, "ListEvents": NeedRead, "Watch": NeedRead,
 	"CountResources": NeedRead, "WhoAmI": NeedRead, "GetCluster": NeedRead,

@@ -44,6 +44,7 @@ type fakeControl struct {
 	graphs    map[string]*convergev1.GetResourceGraphResponse // whole graphs, cut to max_nodes
 	treeReqs  []*convergev1.GetResourceTreeRequest
 	graphReqs []*convergev1.GetResourceGraphRequest
+	explained map[string]*convergev1.ExplainResourceResponse
 
 	registered chan *convergev1.WatchRequest
 
@@ -58,6 +59,7 @@ func newFake(t *testing.T) (*fakeControl, string) {
 		subs:       map[int]chan *convergev1.Change{},
 		trees:      map[string]*convergev1.TreeNode{},
 		graphs:     map[string]*convergev1.GetResourceGraphResponse{},
+		explained:  map[string]*convergev1.ExplainResourceResponse{},
 		registered: make(chan *convergev1.WatchRequest, 16),
 		maxPage:    100,
 		lifecycle:  newLifecycle(),

@@ -1602,6 +1602,266 @@ func (x *TreeNode) GetMoreChildren() int32 {
 	return 0
 }
 
+type ExplainResourceRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Most root causes reported, 1..100 (default 20); the walk stops there.
+	MaxCauses     int32 `protobuf:"varint,4,opt,name=max_causes,json=maxCauses,proto3" json:"max_causes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResourceRequest) Reset() {
+	*x = ExplainResourceRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResourceRequest) ProtoMessage() {}
+
+func (x *ExplainResourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResourceRequest.ProtoReflect.Descriptor instead.
+func (*ExplainResourceRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ExplainResourceRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ExplainResourceRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ExplainResourceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ExplainResourceRequest) GetMaxCauses() int32 {
+	if x != nil {
+		return x.MaxCauses
+	}
+	return 0
+}
+
+type ExplainResourceResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *ResourceRef           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Phase    string                 `protobuf:"bytes,2,opt,name=phase,proto3" json:"phase,omitempty"`
+	// Empty when the resource is Ready.
+	Causes []*Cause `protobuf:"bytes,3,rep,name=causes,proto3" json:"causes,omitempty"`
+	// More causes were found than max_causes, or the walk reached its depth.
+	Truncated     bool `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResourceResponse) Reset() {
+	*x = ExplainResourceResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResourceResponse) ProtoMessage() {}
+
+func (x *ExplainResourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResourceResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResourceResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ExplainResourceResponse) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *ExplainResourceResponse) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *ExplainResourceResponse) GetCauses() []*Cause {
+	if x != nil {
+		return x.Causes
+	}
+	return nil
+}
+
+func (x *ExplainResourceResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// A root cause of a resource not being Ready.
+type Cause struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource that is blocked for a reason of its own.
+	Resource    *ResourceRef `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	KindVersion int32        `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Phase       string       `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	// How the explained resource reaches it: each step's resource, from the
+	// explained one (first) to the cause's parent in the walk (last); empty
+	// when the cause is the explained resource itself.
+	Path []*ResourceRef `protobuf:"bytes,4,rep,name=path,proto3" json:"path,omitempty"`
+	// How each step of path waits on the next: "dependency", "child" or
+	// "dependent" (one per step).
+	Via []string `protobuf:"bytes,5,rep,name=via,proto3" json:"via,omitempty"`
+	// The scheduler's reason (the reason of the condition that is False:
+	// TerminalError, ReconcileError, CapReached, NoWorker, NotReady, Pending,
+	// Reconciling, Quarantined, Orphaned, Waiting, Unhealthy, Unqueued, ...).
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The evidence, in words.
+	Message string `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	// What would unblock it.
+	Unblock string `protobuf:"bytes,8,opt,name=unblock,proto3" json:"unblock,omitempty"`
+	// When it resolves by itself, if it does (a retry, an orphan's grace).
+	Until         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=until,proto3" json:"until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cause) Reset() {
+	*x = Cause{}
+	mi := &file_converge_v1_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cause) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cause) ProtoMessage() {}
+
+func (x *Cause) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cause.ProtoReflect.Descriptor instead.
+func (*Cause) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Cause) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *Cause) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *Cause) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *Cause) GetPath() []*ResourceRef {
+	if x != nil {
+		return x.Path
+	}
+	return nil
+}
+
+func (x *Cause) GetVia() []string {
+	if x != nil {
+		return x.Via
+	}
+	return nil
+}
+
+func (x *Cause) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Cause) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Cause) GetUnblock() string {
+	if x != nil {
+		return x.Unblock
+	}
+	return ""
+}
+
+func (x *Cause) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
 type GetResourceGraphRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -1615,7 +1875,7 @@ type GetResourceGraphRequest struct {
 
 func (x *GetResourceGraphRequest) Reset() {
 	*x = GetResourceGraphRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[26]
+	mi := &file_converge_v1_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1887,7 @@ func (x *GetResourceGraphRequest) String() string {
 func (*GetResourceGraphRequest) ProtoMessage() {}
 
 func (x *GetResourceGraphRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[26]
+	mi := &file_converge_v1_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1900,7 @@ func (x *GetResourceGraphRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceGraphRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceGraphRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{26}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetResourceGraphRequest) GetNamespace() string {
@@ -1686,7 +1946,7 @@ type GetResourceGraphResponse struct {
 
 func (x *GetResourceGraphResponse) Reset() {
 	*x = GetResourceGraphResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[27]
+	mi := &file_converge_v1_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1698,7 +1958,7 @@ func (x *GetResourceGraphResponse) String() string {
 func (*GetResourceGraphResponse) ProtoMessage() {}
 
 func (x *GetResourceGraphResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[27]
+	mi := &file_converge_v1_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1711,7 +1971,7 @@ func (x *GetResourceGraphResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceGraphResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceGraphResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{27}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetResourceGraphResponse) GetNodes() []*GraphNode {
@@ -1756,7 +2016,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_converge_v1_control_proto_msgTypes[28]
+	mi := &file_converge_v1_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +2028,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[28]
+	mi := &file_converge_v1_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +2041,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{28}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GraphNode) GetResource() *ResourceRef {
@@ -1832,7 +2092,7 @@ type GraphEdge struct {
 
 func (x *GraphEdge) Reset() {
 	*x = GraphEdge{}
-	mi := &file_converge_v1_control_proto_msgTypes[29]
+	mi := &file_converge_v1_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +2104,7 @@ func (x *GraphEdge) String() string {
 func (*GraphEdge) ProtoMessage() {}
 
 func (x *GraphEdge) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[29]
+	mi := &file_converge_v1_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +2117,7 @@ func (x *GraphEdge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphEdge.ProtoReflect.Descriptor instead.
 func (*GraphEdge) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{29}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GraphEdge) GetDependent() *ResourceRef {
@@ -1899,7 +2159,7 @@ type GraphFlow struct {
 
 func (x *GraphFlow) Reset() {
 	*x = GraphFlow{}
-	mi := &file_converge_v1_control_proto_msgTypes[30]
+	mi := &file_converge_v1_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2171,7 @@ func (x *GraphFlow) String() string {
 func (*GraphFlow) ProtoMessage() {}
 
 func (x *GraphFlow) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[30]
+	mi := &file_converge_v1_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2184,7 @@ func (x *GraphFlow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphFlow.ProtoReflect.Descriptor instead.
 func (*GraphFlow) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{30}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GraphFlow) GetFrom() string {
@@ -1961,7 +2221,7 @@ type UpdateKindPolicyRequest struct {
 
 func (x *UpdateKindPolicyRequest) Reset() {
 	*x = UpdateKindPolicyRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[31]
+	mi := &file_converge_v1_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2233,7 @@ func (x *UpdateKindPolicyRequest) String() string {
 func (*UpdateKindPolicyRequest) ProtoMessage() {}
 
 func (x *UpdateKindPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[31]
+	mi := &file_converge_v1_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2246,7 @@ func (x *UpdateKindPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateKindPolicyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateKindPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{31}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateKindPolicyRequest) GetKind() string {
@@ -2026,7 +2286,7 @@ type UpdateKindPolicyResponse struct {
 
 func (x *UpdateKindPolicyResponse) Reset() {
 	*x = UpdateKindPolicyResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[32]
+	mi := &file_converge_v1_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2298,7 @@ func (x *UpdateKindPolicyResponse) String() string {
 func (*UpdateKindPolicyResponse) ProtoMessage() {}
 
 func (x *UpdateKindPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[32]
+	mi := &file_converge_v1_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2311,7 @@ func (x *UpdateKindPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateKindPolicyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateKindPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{32}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpdateKindPolicyResponse) GetManifest() *KindManifest {
@@ -2070,7 +2330,7 @@ type ApplyProviderConfigRequest struct {
 
 func (x *ApplyProviderConfigRequest) Reset() {
 	*x = ApplyProviderConfigRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[33]
+	mi := &file_converge_v1_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2342,7 @@ func (x *ApplyProviderConfigRequest) String() string {
 func (*ApplyProviderConfigRequest) ProtoMessage() {}
 
 func (x *ApplyProviderConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[33]
+	mi := &file_converge_v1_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2355,7 @@ func (x *ApplyProviderConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyProviderConfigRequest.ProtoReflect.Descriptor instead.
 func (*ApplyProviderConfigRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{33}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ApplyProviderConfigRequest) GetConfig() *ProviderConfig {
@@ -2116,7 +2376,7 @@ type ApplyProviderConfigResponse struct {
 
 func (x *ApplyProviderConfigResponse) Reset() {
 	*x = ApplyProviderConfigResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[34]
+	mi := &file_converge_v1_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +2388,7 @@ func (x *ApplyProviderConfigResponse) String() string {
 func (*ApplyProviderConfigResponse) ProtoMessage() {}
 
 func (x *ApplyProviderConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[34]
+	mi := &file_converge_v1_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +2401,7 @@ func (x *ApplyProviderConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyProviderConfigResponse.ProtoReflect.Descriptor instead.
 func (*ApplyProviderConfigResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{34}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ApplyProviderConfigResponse) GetConfig() *ProviderConfig {
@@ -2169,7 +2429,7 @@ type GetProviderConfigRequest struct {
 
 func (x *GetProviderConfigRequest) Reset() {
 	*x = GetProviderConfigRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[35]
+	mi := &file_converge_v1_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2181,7 +2441,7 @@ func (x *GetProviderConfigRequest) String() string {
 func (*GetProviderConfigRequest) ProtoMessage() {}
 
 func (x *GetProviderConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[35]
+	mi := &file_converge_v1_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2194,7 +2454,7 @@ func (x *GetProviderConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProviderConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetProviderConfigRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{35}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetProviderConfigRequest) GetKind() string {
@@ -2227,7 +2487,7 @@ type GetProviderConfigResponse struct {
 
 func (x *GetProviderConfigResponse) Reset() {
 	*x = GetProviderConfigResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[36]
+	mi := &file_converge_v1_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2499,7 @@ func (x *GetProviderConfigResponse) String() string {
 func (*GetProviderConfigResponse) ProtoMessage() {}
 
 func (x *GetProviderConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[36]
+	mi := &file_converge_v1_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2512,7 @@ func (x *GetProviderConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProviderConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetProviderConfigResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{36}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetProviderConfigResponse) GetConfig() *ProviderConfig {
@@ -2272,7 +2532,7 @@ type ListProviderConfigsRequest struct {
 
 func (x *ListProviderConfigsRequest) Reset() {
 	*x = ListProviderConfigsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[37]
+	mi := &file_converge_v1_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2544,7 @@ func (x *ListProviderConfigsRequest) String() string {
 func (*ListProviderConfigsRequest) ProtoMessage() {}
 
 func (x *ListProviderConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[37]
+	mi := &file_converge_v1_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2557,7 @@ func (x *ListProviderConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProviderConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListProviderConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{37}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListProviderConfigsRequest) GetKind() string {
@@ -2323,7 +2583,7 @@ type ListProviderConfigsResponse struct {
 
 func (x *ListProviderConfigsResponse) Reset() {
 	*x = ListProviderConfigsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[38]
+	mi := &file_converge_v1_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2595,7 @@ func (x *ListProviderConfigsResponse) String() string {
 func (*ListProviderConfigsResponse) ProtoMessage() {}
 
 func (x *ListProviderConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[38]
+	mi := &file_converge_v1_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2608,7 @@ func (x *ListProviderConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProviderConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListProviderConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{38}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListProviderConfigsResponse) GetConfigs() []*ProviderConfig {
@@ -2369,7 +2629,7 @@ type DeleteProviderConfigRequest struct {
 
 func (x *DeleteProviderConfigRequest) Reset() {
 	*x = DeleteProviderConfigRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[39]
+	mi := &file_converge_v1_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2641,7 @@ func (x *DeleteProviderConfigRequest) String() string {
 func (*DeleteProviderConfigRequest) ProtoMessage() {}
 
 func (x *DeleteProviderConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[39]
+	mi := &file_converge_v1_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2654,7 @@ func (x *DeleteProviderConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteProviderConfigRequest.ProtoReflect.Descriptor instead.
 func (*DeleteProviderConfigRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{39}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeleteProviderConfigRequest) GetKind() string {
@@ -2426,7 +2686,7 @@ type DeleteProviderConfigResponse struct {
 
 func (x *DeleteProviderConfigResponse) Reset() {
 	*x = DeleteProviderConfigResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[40]
+	mi := &file_converge_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2698,7 @@ func (x *DeleteProviderConfigResponse) String() string {
 func (*DeleteProviderConfigResponse) ProtoMessage() {}
 
 func (x *DeleteProviderConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[40]
+	mi := &file_converge_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2711,7 @@ func (x *DeleteProviderConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteProviderConfigResponse.ProtoReflect.Descriptor instead.
 func (*DeleteProviderConfigResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{40}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 type ApplyReactorBindingRequest struct {
@@ -2463,7 +2723,7 @@ type ApplyReactorBindingRequest struct {
 
 func (x *ApplyReactorBindingRequest) Reset() {
 	*x = ApplyReactorBindingRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[41]
+	mi := &file_converge_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2475,7 +2735,7 @@ func (x *ApplyReactorBindingRequest) String() string {
 func (*ApplyReactorBindingRequest) ProtoMessage() {}
 
 func (x *ApplyReactorBindingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[41]
+	mi := &file_converge_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2488,7 +2748,7 @@ func (x *ApplyReactorBindingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyReactorBindingRequest.ProtoReflect.Descriptor instead.
 func (*ApplyReactorBindingRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{41}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ApplyReactorBindingRequest) GetBinding() *ReactorBinding {
@@ -2508,7 +2768,7 @@ type ApplyReactorBindingResponse struct {
 
 func (x *ApplyReactorBindingResponse) Reset() {
 	*x = ApplyReactorBindingResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[42]
+	mi := &file_converge_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2780,7 @@ func (x *ApplyReactorBindingResponse) String() string {
 func (*ApplyReactorBindingResponse) ProtoMessage() {}
 
 func (x *ApplyReactorBindingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[42]
+	mi := &file_converge_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2793,7 @@ func (x *ApplyReactorBindingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyReactorBindingResponse.ProtoReflect.Descriptor instead.
 func (*ApplyReactorBindingResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ApplyReactorBindingResponse) GetBinding() *ReactorBinding {
@@ -2559,7 +2819,7 @@ type GetReactorBindingRequest struct {
 
 func (x *GetReactorBindingRequest) Reset() {
 	*x = GetReactorBindingRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[43]
+	mi := &file_converge_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2831,7 @@ func (x *GetReactorBindingRequest) String() string {
 func (*GetReactorBindingRequest) ProtoMessage() {}
 
 func (x *GetReactorBindingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[43]
+	mi := &file_converge_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2844,7 @@ func (x *GetReactorBindingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReactorBindingRequest.ProtoReflect.Descriptor instead.
 func (*GetReactorBindingRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetReactorBindingRequest) GetName() string {
@@ -2603,7 +2863,7 @@ type GetReactorBindingResponse struct {
 
 func (x *GetReactorBindingResponse) Reset() {
 	*x = GetReactorBindingResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[44]
+	mi := &file_converge_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2875,7 @@ func (x *GetReactorBindingResponse) String() string {
 func (*GetReactorBindingResponse) ProtoMessage() {}
 
 func (x *GetReactorBindingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[44]
+	mi := &file_converge_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2888,7 @@ func (x *GetReactorBindingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReactorBindingResponse.ProtoReflect.Descriptor instead.
 func (*GetReactorBindingResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetReactorBindingResponse) GetBinding() *ReactorBinding {
@@ -2647,7 +2907,7 @@ type ListReactorBindingsRequest struct {
 
 func (x *ListReactorBindingsRequest) Reset() {
 	*x = ListReactorBindingsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[45]
+	mi := &file_converge_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2659,7 +2919,7 @@ func (x *ListReactorBindingsRequest) String() string {
 func (*ListReactorBindingsRequest) ProtoMessage() {}
 
 func (x *ListReactorBindingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[45]
+	mi := &file_converge_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2672,7 +2932,7 @@ func (x *ListReactorBindingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReactorBindingsRequest.ProtoReflect.Descriptor instead.
 func (*ListReactorBindingsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListReactorBindingsRequest) GetWatchKind() string {
@@ -2691,7 +2951,7 @@ type ListReactorBindingsResponse struct {
 
 func (x *ListReactorBindingsResponse) Reset() {
 	*x = ListReactorBindingsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[46]
+	mi := &file_converge_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2963,7 @@ func (x *ListReactorBindingsResponse) String() string {
 func (*ListReactorBindingsResponse) ProtoMessage() {}
 
 func (x *ListReactorBindingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[46]
+	mi := &file_converge_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2976,7 @@ func (x *ListReactorBindingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReactorBindingsResponse.ProtoReflect.Descriptor instead.
 func (*ListReactorBindingsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListReactorBindingsResponse) GetBindings() []*ReactorBinding {
@@ -2735,7 +2995,7 @@ type DeleteReactorBindingRequest struct {
 
 func (x *DeleteReactorBindingRequest) Reset() {
 	*x = DeleteReactorBindingRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[47]
+	mi := &file_converge_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +3007,7 @@ func (x *DeleteReactorBindingRequest) String() string {
 func (*DeleteReactorBindingRequest) ProtoMessage() {}
 
 func (x *DeleteReactorBindingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[47]
+	mi := &file_converge_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +3020,7 @@ func (x *DeleteReactorBindingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReactorBindingRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReactorBindingRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeleteReactorBindingRequest) GetName() string {
@@ -2778,7 +3038,7 @@ type DeleteReactorBindingResponse struct {
 
 func (x *DeleteReactorBindingResponse) Reset() {
 	*x = DeleteReactorBindingResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[48]
+	mi := &file_converge_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +3050,7 @@ func (x *DeleteReactorBindingResponse) String() string {
 func (*DeleteReactorBindingResponse) ProtoMessage() {}
 
 func (x *DeleteReactorBindingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[48]
+	mi := &file_converge_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +3063,7 @@ func (x *DeleteReactorBindingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReactorBindingResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReactorBindingResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 type GetResourceHistoryRequest struct {
@@ -2820,7 +3080,7 @@ type GetResourceHistoryRequest struct {
 
 func (x *GetResourceHistoryRequest) Reset() {
 	*x = GetResourceHistoryRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[49]
+	mi := &file_converge_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +3092,7 @@ func (x *GetResourceHistoryRequest) String() string {
 func (*GetResourceHistoryRequest) ProtoMessage() {}
 
 func (x *GetResourceHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[49]
+	mi := &file_converge_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +3105,7 @@ func (x *GetResourceHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetResourceHistoryRequest) GetNamespace() string {
@@ -2896,7 +3156,7 @@ type GetResourceHistoryResponse struct {
 
 func (x *GetResourceHistoryResponse) Reset() {
 	*x = GetResourceHistoryResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[50]
+	mi := &file_converge_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2908,7 +3168,7 @@ func (x *GetResourceHistoryResponse) String() string {
 func (*GetResourceHistoryResponse) ProtoMessage() {}
 
 func (x *GetResourceHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[50]
+	mi := &file_converge_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2921,7 +3181,7 @@ func (x *GetResourceHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetResourceHistoryResponse) GetRevisions() []*Revision {
@@ -2959,7 +3219,7 @@ type RollbackResourceRequest struct {
 
 func (x *RollbackResourceRequest) Reset() {
 	*x = RollbackResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[51]
+	mi := &file_converge_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2971,7 +3231,7 @@ func (x *RollbackResourceRequest) String() string {
 func (*RollbackResourceRequest) ProtoMessage() {}
 
 func (x *RollbackResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[51]
+	mi := &file_converge_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2984,7 +3244,7 @@ func (x *RollbackResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResourceRequest.ProtoReflect.Descriptor instead.
 func (*RollbackResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RollbackResourceRequest) GetNamespace() string {
@@ -3031,7 +3291,7 @@ type RollbackResourceResponse struct {
 
 func (x *RollbackResourceResponse) Reset() {
 	*x = RollbackResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[52]
+	mi := &file_converge_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3303,7 @@ func (x *RollbackResourceResponse) String() string {
 func (*RollbackResourceResponse) ProtoMessage() {}
 
 func (x *RollbackResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[52]
+	mi := &file_converge_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3316,7 @@ func (x *RollbackResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResourceResponse.ProtoReflect.Descriptor instead.
 func (*RollbackResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RollbackResourceResponse) GetResource() *Resource {
@@ -3078,7 +3338,7 @@ type QuarantineResourceRequest struct {
 
 func (x *QuarantineResourceRequest) Reset() {
 	*x = QuarantineResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[53]
+	mi := &file_converge_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3350,7 @@ func (x *QuarantineResourceRequest) String() string {
 func (*QuarantineResourceRequest) ProtoMessage() {}
 
 func (x *QuarantineResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[53]
+	mi := &file_converge_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3363,7 @@ func (x *QuarantineResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantineResourceRequest.ProtoReflect.Descriptor instead.
 func (*QuarantineResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *QuarantineResourceRequest) GetNamespace() string {
@@ -3143,7 +3403,7 @@ type QuarantineResourceResponse struct {
 
 func (x *QuarantineResourceResponse) Reset() {
 	*x = QuarantineResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[54]
+	mi := &file_converge_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3415,7 @@ func (x *QuarantineResourceResponse) String() string {
 func (*QuarantineResourceResponse) ProtoMessage() {}
 
 func (x *QuarantineResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[54]
+	mi := &file_converge_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3428,7 @@ func (x *QuarantineResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantineResourceResponse.ProtoReflect.Descriptor instead.
 func (*QuarantineResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *QuarantineResourceResponse) GetResource() *Resource {
@@ -3190,7 +3450,7 @@ type UnquarantineResourceRequest struct {
 
 func (x *UnquarantineResourceRequest) Reset() {
 	*x = UnquarantineResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[55]
+	mi := &file_converge_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3202,7 +3462,7 @@ func (x *UnquarantineResourceRequest) String() string {
 func (*UnquarantineResourceRequest) ProtoMessage() {}
 
 func (x *UnquarantineResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[55]
+	mi := &file_converge_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3215,7 +3475,7 @@ func (x *UnquarantineResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnquarantineResourceRequest.ProtoReflect.Descriptor instead.
 func (*UnquarantineResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UnquarantineResourceRequest) GetNamespace() string {
@@ -3255,7 +3515,7 @@ type UnquarantineResourceResponse struct {
 
 func (x *UnquarantineResourceResponse) Reset() {
 	*x = UnquarantineResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[56]
+	mi := &file_converge_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3527,7 @@ func (x *UnquarantineResourceResponse) String() string {
 func (*UnquarantineResourceResponse) ProtoMessage() {}
 
 func (x *UnquarantineResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[56]
+	mi := &file_converge_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3540,7 @@ func (x *UnquarantineResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnquarantineResourceResponse.ProtoReflect.Descriptor instead.
 func (*UnquarantineResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *UnquarantineResourceResponse) GetResource() *Resource {
@@ -3302,7 +3562,7 @@ type ReconcileResourceRequest struct {
 
 func (x *ReconcileResourceRequest) Reset() {
 	*x = ReconcileResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[57]
+	mi := &file_converge_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +3574,7 @@ func (x *ReconcileResourceRequest) String() string {
 func (*ReconcileResourceRequest) ProtoMessage() {}
 
 func (x *ReconcileResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[57]
+	mi := &file_converge_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +3587,7 @@ func (x *ReconcileResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ReconcileResourceRequest) GetNamespace() string {
@@ -3367,7 +3627,7 @@ type ReconcileResourceResponse struct {
 
 func (x *ReconcileResourceResponse) Reset() {
 	*x = ReconcileResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[58]
+	mi := &file_converge_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3379,7 +3639,7 @@ func (x *ReconcileResourceResponse) String() string {
 func (*ReconcileResourceResponse) ProtoMessage() {}
 
 func (x *ReconcileResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[58]
+	mi := &file_converge_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3392,7 +3652,7 @@ func (x *ReconcileResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ReconcileResourceResponse) GetResource() *Resource {
@@ -3417,7 +3677,7 @@ type InvokeOperationRequest struct {
 
 func (x *InvokeOperationRequest) Reset() {
 	*x = InvokeOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[59]
+	mi := &file_converge_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3689,7 @@ func (x *InvokeOperationRequest) String() string {
 func (*InvokeOperationRequest) ProtoMessage() {}
 
 func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[59]
+	mi := &file_converge_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3702,7 @@ func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationRequest.ProtoReflect.Descriptor instead.
 func (*InvokeOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *InvokeOperationRequest) GetNamespace() string {
@@ -3496,7 +3756,7 @@ type InvokeOperationResponse struct {
 
 func (x *InvokeOperationResponse) Reset() {
 	*x = InvokeOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[60]
+	mi := &file_converge_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3768,7 @@ func (x *InvokeOperationResponse) String() string {
 func (*InvokeOperationResponse) ProtoMessage() {}
 
 func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[60]
+	mi := &file_converge_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3781,7 @@ func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationResponse.ProtoReflect.Descriptor instead.
 func (*InvokeOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *InvokeOperationResponse) GetOperation() *Operation {
@@ -3540,7 +3800,7 @@ type GetOperationRequest struct {
 
 func (x *GetOperationRequest) Reset() {
 	*x = GetOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[61]
+	mi := &file_converge_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3552,7 +3812,7 @@ func (x *GetOperationRequest) String() string {
 func (*GetOperationRequest) ProtoMessage() {}
 
 func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[61]
+	mi := &file_converge_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3565,7 +3825,7 @@ func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
 func (*GetOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetOperationRequest) GetId() string {
@@ -3584,7 +3844,7 @@ type GetOperationResponse struct {
 
 func (x *GetOperationResponse) Reset() {
 	*x = GetOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[62]
+	mi := &file_converge_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3856,7 @@ func (x *GetOperationResponse) String() string {
 func (*GetOperationResponse) ProtoMessage() {}
 
 func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[62]
+	mi := &file_converge_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3869,7 @@ func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationResponse.ProtoReflect.Descriptor instead.
 func (*GetOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetOperationResponse) GetOperation() *Operation {
@@ -3630,7 +3890,7 @@ type ListOperationsRequest struct {
 
 func (x *ListOperationsRequest) Reset() {
 	*x = ListOperationsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[63]
+	mi := &file_converge_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3902,7 @@ func (x *ListOperationsRequest) String() string {
 func (*ListOperationsRequest) ProtoMessage() {}
 
 func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[63]
+	mi := &file_converge_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3915,7 @@ func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
 func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListOperationsRequest) GetNamespace() string {
@@ -3689,7 +3949,7 @@ type ListOperationsResponse struct {
 
 func (x *ListOperationsResponse) Reset() {
 	*x = ListOperationsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[64]
+	mi := &file_converge_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3701,7 +3961,7 @@ func (x *ListOperationsResponse) String() string {
 func (*ListOperationsResponse) ProtoMessage() {}
 
 func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[64]
+	mi := &file_converge_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3714,7 +3974,7 @@ func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
 func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListOperationsResponse) GetOperations() []*Operation {
@@ -3741,7 +4001,7 @@ type CountResourcesRequest struct {
 
 func (x *CountResourcesRequest) Reset() {
 	*x = CountResourcesRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[65]
+	mi := &file_converge_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3753,7 +4013,7 @@ func (x *CountResourcesRequest) String() string {
 func (*CountResourcesRequest) ProtoMessage() {}
 
 func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[65]
+	mi := &file_converge_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3766,7 +4026,7 @@ func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesRequest.ProtoReflect.Descriptor instead.
 func (*CountResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CountResourcesRequest) GetNamespace() string {
@@ -3815,7 +4075,7 @@ type CountResourcesResponse struct {
 
 func (x *CountResourcesResponse) Reset() {
 	*x = CountResourcesResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[66]
+	mi := &file_converge_v1_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3827,7 +4087,7 @@ func (x *CountResourcesResponse) String() string {
 func (*CountResourcesResponse) ProtoMessage() {}
 
 func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[66]
+	mi := &file_converge_v1_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3840,7 +4100,7 @@ func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesResponse.ProtoReflect.Descriptor instead.
 func (*CountResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CountResourcesResponse) GetPhases() map[string]int64 {
@@ -3865,7 +4125,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[67]
+	mi := &file_converge_v1_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3877,7 +4137,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[67]
+	mi := &file_converge_v1_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3890,7 +4150,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{70}
 }
 
 type WhoAmIResponse struct {
@@ -3910,7 +4170,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[68]
+	mi := &file_converge_v1_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +4182,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[68]
+	mi := &file_converge_v1_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +4195,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{68}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WhoAmIResponse) GetIdentity() string {
@@ -3974,7 +4234,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[69]
+	mi := &file_converge_v1_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3986,7 +4246,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[69]
+	mi := &file_converge_v1_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +4259,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{69}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{72}
 }
 
 type GetClusterResponse struct {
@@ -4014,7 +4274,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[70]
+	mi := &file_converge_v1_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4286,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[70]
+	mi := &file_converge_v1_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4299,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{70}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetClusterResponse) GetMembers() []*ClusterMember {
@@ -4074,7 +4334,7 @@ type ClusterMember struct {
 
 func (x *ClusterMember) Reset() {
 	*x = ClusterMember{}
-	mi := &file_converge_v1_control_proto_msgTypes[71]
+	mi := &file_converge_v1_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4346,7 @@ func (x *ClusterMember) String() string {
 func (*ClusterMember) ProtoMessage() {}
 
 func (x *ClusterMember) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[71]
+	mi := &file_converge_v1_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4359,7 @@ func (x *ClusterMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterMember.ProtoReflect.Descriptor instead.
 func (*ClusterMember) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{71}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ClusterMember) GetId() string {
@@ -4178,7 +4438,7 @@ type ServedReaction struct {
 
 func (x *ServedReaction) Reset() {
 	*x = ServedReaction{}
-	mi := &file_converge_v1_control_proto_msgTypes[72]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4190,7 +4450,7 @@ func (x *ServedReaction) String() string {
 func (*ServedReaction) ProtoMessage() {}
 
 func (x *ServedReaction) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[72]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4203,7 +4463,7 @@ func (x *ServedReaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServedReaction.ProtoReflect.Descriptor instead.
 func (*ServedReaction) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{72}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ServedReaction) GetKind() string {
@@ -4395,6 +4655,29 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x06rollup\x18\x06 \x01(\v2\x13.converge.v1.RollupR\x06rollup\x121\n" +
 	"\bchildren\x18\a \x03(\v2\x15.converge.v1.TreeNodeR\bchildren\x12#\n" +
 	"\rmore_children\x18\b \x01(\x05R\fmoreChildren\"\xb1\x01\n" +
+	"\x16ExplainResourceRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12(\n" +
+	"\n" +
+	"max_causes\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x00R\tmaxCauses\"\xaf\x01\n" +
+	"\x17ExplainResourceResponse\x124\n" +
+	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12\x14\n" +
+	"\x05phase\x18\x02 \x01(\tR\x05phase\x12*\n" +
+	"\x06causes\x18\x03 \x03(\v2\x12.converge.v1.CauseR\x06causes\x12\x1c\n" +
+	"\ttruncated\x18\x04 \x01(\bR\ttruncated\"\xb4\x02\n" +
+	"\x05Cause\x124\n" +
+	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x12,\n" +
+	"\x04path\x18\x04 \x03(\v2\x18.converge.v1.ResourceRefR\x04path\x12\x10\n" +
+	"\x03via\x18\x05 \x03(\tR\x03via\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\x12\x18\n" +
+	"\aunblock\x18\b \x01(\tR\aunblock\x120\n" +
+	"\x05until\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"\xb1\x01\n" +
 	"\x17GetResourceGraphRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -4594,7 +4877,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\bcapacity\x18\x05 \x01(\x05R\bcapacity\x12\x1b\n" +
 	"\tnot_ready\x18\x06 \x01(\tR\bnotReady\x12\x19\n" +
 	"\bshard_lo\x18\a \x01(\x05R\ashardLo\x12\x19\n" +
-	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\xec$\n" +
+	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\x93&\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -4615,7 +4898,8 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\vGetResource\x12\x1f.converge.v1.GetResourceRequest\x1a .converge.v1.GetResourceResponse\">\x82\xd3\xe4\x93\x028\x126/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12q\n" +
 	"\rListResources\x12!.converge.v1.ListResourcesRequest\x1a\".converge.v1.ListResourcesResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/resources\x12\x99\x01\n" +
 	"\x0eDeleteResource\x12\".converge.v1.DeleteResourceRequest\x1a#.converge.v1.DeleteResourceResponse\">\x82\xd3\xe4\x93\x028*6/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12\xa1\x01\n" +
-	"\x0fGetResourceTree\x12#.converge.v1.GetResourceTreeRequest\x1a$.converge.v1.GetResourceTreeResponse\"C\x82\xd3\xe4\x93\x02=\x12;/api/v1/namespaces/{namespace}/resources/{kind}/{name}/tree\x12\xa5\x01\n" +
+	"\x0fGetResourceTree\x12#.converge.v1.GetResourceTreeRequest\x1a$.converge.v1.GetResourceTreeResponse\"C\x82\xd3\xe4\x93\x02=\x12;/api/v1/namespaces/{namespace}/resources/{kind}/{name}/tree\x12\xa4\x01\n" +
+	"\x0fExplainResource\x12#.converge.v1.ExplainResourceRequest\x1a$.converge.v1.ExplainResourceResponse\"F\x82\xd3\xe4\x93\x02@\x12>/api/v1/namespaces/{namespace}/resources/{kind}/{name}/explain\x12\xa5\x01\n" +
 	"\x10GetResourceGraph\x12$.converge.v1.GetResourceGraphRequest\x1a%.converge.v1.GetResourceGraphResponse\"D\x82\xd3\xe4\x93\x02>\x12</api/v1/namespaces/{namespace}/resources/{kind}/{name}/graph\x12\xad\x01\n" +
 	"\x12GetResourceHistory\x12&.converge.v1.GetResourceHistoryRequest\x1a'.converge.v1.GetResourceHistoryResponse\"F\x82\xd3\xe4\x93\x02@\x12>/api/v1/namespaces/{namespace}/resources/{kind}/{name}/history\x12\xab\x01\n" +
 	"\x10RollbackResource\x12$.converge.v1.RollbackResourceRequest\x1a%.converge.v1.RollbackResourceResponse\"J\x82\xd3\xe4\x93\x02D:\x01*\"?/api/v1/namespaces/{namespace}/resources/{kind}/{name}/rollback\x12\xb3\x01\n" +
@@ -4646,7 +4930,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -4674,193 +4958,203 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*GetResourceTreeRequest)(nil),       // 23: converge.v1.GetResourceTreeRequest
 	(*GetResourceTreeResponse)(nil),      // 24: converge.v1.GetResourceTreeResponse
 	(*TreeNode)(nil),                     // 25: converge.v1.TreeNode
-	(*GetResourceGraphRequest)(nil),      // 26: converge.v1.GetResourceGraphRequest
-	(*GetResourceGraphResponse)(nil),     // 27: converge.v1.GetResourceGraphResponse
-	(*GraphNode)(nil),                    // 28: converge.v1.GraphNode
-	(*GraphEdge)(nil),                    // 29: converge.v1.GraphEdge
-	(*GraphFlow)(nil),                    // 30: converge.v1.GraphFlow
-	(*UpdateKindPolicyRequest)(nil),      // 31: converge.v1.UpdateKindPolicyRequest
-	(*UpdateKindPolicyResponse)(nil),     // 32: converge.v1.UpdateKindPolicyResponse
-	(*ApplyProviderConfigRequest)(nil),   // 33: converge.v1.ApplyProviderConfigRequest
-	(*ApplyProviderConfigResponse)(nil),  // 34: converge.v1.ApplyProviderConfigResponse
-	(*GetProviderConfigRequest)(nil),     // 35: converge.v1.GetProviderConfigRequest
-	(*GetProviderConfigResponse)(nil),    // 36: converge.v1.GetProviderConfigResponse
-	(*ListProviderConfigsRequest)(nil),   // 37: converge.v1.ListProviderConfigsRequest
-	(*ListProviderConfigsResponse)(nil),  // 38: converge.v1.ListProviderConfigsResponse
-	(*DeleteProviderConfigRequest)(nil),  // 39: converge.v1.DeleteProviderConfigRequest
-	(*DeleteProviderConfigResponse)(nil), // 40: converge.v1.DeleteProviderConfigResponse
-	(*ApplyReactorBindingRequest)(nil),   // 41: converge.v1.ApplyReactorBindingRequest
-	(*ApplyReactorBindingResponse)(nil),  // 42: converge.v1.ApplyReactorBindingResponse
-	(*GetReactorBindingRequest)(nil),     // 43: converge.v1.GetReactorBindingRequest
-	(*GetReactorBindingResponse)(nil),    // 44: converge.v1.GetReactorBindingResponse
-	(*ListReactorBindingsRequest)(nil),   // 45: converge.v1.ListReactorBindingsRequest
-	(*ListReactorBindingsResponse)(nil),  // 46: converge.v1.ListReactorBindingsResponse
-	(*DeleteReactorBindingRequest)(nil),  // 47: converge.v1.DeleteReactorBindingRequest
-	(*DeleteReactorBindingResponse)(nil), // 48: converge.v1.DeleteReactorBindingResponse
-	(*GetResourceHistoryRequest)(nil),    // 49: converge.v1.GetResourceHistoryRequest
-	(*GetResourceHistoryResponse)(nil),   // 50: converge.v1.GetResourceHistoryResponse
-	(*RollbackResourceRequest)(nil),      // 51: converge.v1.RollbackResourceRequest
-	(*RollbackResourceResponse)(nil),     // 52: converge.v1.RollbackResourceResponse
-	(*QuarantineResourceRequest)(nil),    // 53: converge.v1.QuarantineResourceRequest
-	(*QuarantineResourceResponse)(nil),   // 54: converge.v1.QuarantineResourceResponse
-	(*UnquarantineResourceRequest)(nil),  // 55: converge.v1.UnquarantineResourceRequest
-	(*UnquarantineResourceResponse)(nil), // 56: converge.v1.UnquarantineResourceResponse
-	(*ReconcileResourceRequest)(nil),     // 57: converge.v1.ReconcileResourceRequest
-	(*ReconcileResourceResponse)(nil),    // 58: converge.v1.ReconcileResourceResponse
-	(*InvokeOperationRequest)(nil),       // 59: converge.v1.InvokeOperationRequest
-	(*InvokeOperationResponse)(nil),      // 60: converge.v1.InvokeOperationResponse
-	(*GetOperationRequest)(nil),          // 61: converge.v1.GetOperationRequest
-	(*GetOperationResponse)(nil),         // 62: converge.v1.GetOperationResponse
-	(*ListOperationsRequest)(nil),        // 63: converge.v1.ListOperationsRequest
-	(*ListOperationsResponse)(nil),       // 64: converge.v1.ListOperationsResponse
-	(*CountResourcesRequest)(nil),        // 65: converge.v1.CountResourcesRequest
-	(*CountResourcesResponse)(nil),       // 66: converge.v1.CountResourcesResponse
-	(*WhoAmIRequest)(nil),                // 67: converge.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 68: converge.v1.WhoAmIResponse
-	(*GetClusterRequest)(nil),            // 69: converge.v1.GetClusterRequest
-	(*GetClusterResponse)(nil),           // 70: converge.v1.GetClusterResponse
-	(*ClusterMember)(nil),                // 71: converge.v1.ClusterMember
-	(*ServedReaction)(nil),               // 72: converge.v1.ServedReaction
-	nil,                                  // 73: converge.v1.ApplyResourceRequest.LabelsEntry
-	nil,                                  // 74: converge.v1.CountResourcesResponse.PhasesEntry
-	(*KindManifest)(nil),                 // 75: converge.v1.KindManifest
-	(*structpb.Struct)(nil),              // 76: google.protobuf.Struct
-	(*Resource)(nil),                     // 77: converge.v1.Resource
-	(*Event)(nil),                        // 78: converge.v1.Event
-	(*Change)(nil),                       // 79: converge.v1.Change
-	(*ResourceRef)(nil),                  // 80: converge.v1.ResourceRef
-	(*Rollup)(nil),                       // 81: converge.v1.Rollup
-	(*Culprit)(nil),                      // 82: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 83: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 84: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 85: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 86: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 87: converge.v1.Revision
-	(*Operation)(nil),                    // 88: converge.v1.Operation
-	(*timestamppb.Timestamp)(nil),        // 89: google.protobuf.Timestamp
+	(*ExplainResourceRequest)(nil),       // 26: converge.v1.ExplainResourceRequest
+	(*ExplainResourceResponse)(nil),      // 27: converge.v1.ExplainResourceResponse
+	(*Cause)(nil),                        // 28: converge.v1.Cause
+	(*GetResourceGraphRequest)(nil),      // 29: converge.v1.GetResourceGraphRequest
+	(*GetResourceGraphResponse)(nil),     // 30: converge.v1.GetResourceGraphResponse
+	(*GraphNode)(nil),                    // 31: converge.v1.GraphNode
+	(*GraphEdge)(nil),                    // 32: converge.v1.GraphEdge
+	(*GraphFlow)(nil),                    // 33: converge.v1.GraphFlow
+	(*UpdateKindPolicyRequest)(nil),      // 34: converge.v1.UpdateKindPolicyRequest
+	(*UpdateKindPolicyResponse)(nil),     // 35: converge.v1.UpdateKindPolicyResponse
+	(*ApplyProviderConfigRequest)(nil),   // 36: converge.v1.ApplyProviderConfigRequest
+	(*ApplyProviderConfigResponse)(nil),  // 37: converge.v1.ApplyProviderConfigResponse
+	(*GetProviderConfigRequest)(nil),     // 38: converge.v1.GetProviderConfigRequest
+	(*GetProviderConfigResponse)(nil),    // 39: converge.v1.GetProviderConfigResponse
+	(*ListProviderConfigsRequest)(nil),   // 40: converge.v1.ListProviderConfigsRequest
+	(*ListProviderConfigsResponse)(nil),  // 41: converge.v1.ListProviderConfigsResponse
+	(*DeleteProviderConfigRequest)(nil),  // 42: converge.v1.DeleteProviderConfigRequest
+	(*DeleteProviderConfigResponse)(nil), // 43: converge.v1.DeleteProviderConfigResponse
+	(*ApplyReactorBindingRequest)(nil),   // 44: converge.v1.ApplyReactorBindingRequest
+	(*ApplyReactorBindingResponse)(nil),  // 45: converge.v1.ApplyReactorBindingResponse
+	(*GetReactorBindingRequest)(nil),     // 46: converge.v1.GetReactorBindingRequest
+	(*GetReactorBindingResponse)(nil),    // 47: converge.v1.GetReactorBindingResponse
+	(*ListReactorBindingsRequest)(nil),   // 48: converge.v1.ListReactorBindingsRequest
+	(*ListReactorBindingsResponse)(nil),  // 49: converge.v1.ListReactorBindingsResponse
+	(*DeleteReactorBindingRequest)(nil),  // 50: converge.v1.DeleteReactorBindingRequest
+	(*DeleteReactorBindingResponse)(nil), // 51: converge.v1.DeleteReactorBindingResponse
+	(*GetResourceHistoryRequest)(nil),    // 52: converge.v1.GetResourceHistoryRequest
+	(*GetResourceHistoryResponse)(nil),   // 53: converge.v1.GetResourceHistoryResponse
+	(*RollbackResourceRequest)(nil),      // 54: converge.v1.RollbackResourceRequest
+	(*RollbackResourceResponse)(nil),     // 55: converge.v1.RollbackResourceResponse
+	(*QuarantineResourceRequest)(nil),    // 56: converge.v1.QuarantineResourceRequest
+	(*QuarantineResourceResponse)(nil),   // 57: converge.v1.QuarantineResourceResponse
+	(*UnquarantineResourceRequest)(nil),  // 58: converge.v1.UnquarantineResourceRequest
+	(*UnquarantineResourceResponse)(nil), // 59: converge.v1.UnquarantineResourceResponse
+	(*ReconcileResourceRequest)(nil),     // 60: converge.v1.ReconcileResourceRequest
+	(*ReconcileResourceResponse)(nil),    // 61: converge.v1.ReconcileResourceResponse
+	(*InvokeOperationRequest)(nil),       // 62: converge.v1.InvokeOperationRequest
+	(*InvokeOperationResponse)(nil),      // 63: converge.v1.InvokeOperationResponse
+	(*GetOperationRequest)(nil),          // 64: converge.v1.GetOperationRequest
+	(*GetOperationResponse)(nil),         // 65: converge.v1.GetOperationResponse
+	(*ListOperationsRequest)(nil),        // 66: converge.v1.ListOperationsRequest
+	(*ListOperationsResponse)(nil),       // 67: converge.v1.ListOperationsResponse
+	(*CountResourcesRequest)(nil),        // 68: converge.v1.CountResourcesRequest
+	(*CountResourcesResponse)(nil),       // 69: converge.v1.CountResourcesResponse
+	(*WhoAmIRequest)(nil),                // 70: converge.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 71: converge.v1.WhoAmIResponse
+	(*GetClusterRequest)(nil),            // 72: converge.v1.GetClusterRequest
+	(*GetClusterResponse)(nil),           // 73: converge.v1.GetClusterResponse
+	(*ClusterMember)(nil),                // 74: converge.v1.ClusterMember
+	(*ServedReaction)(nil),               // 75: converge.v1.ServedReaction
+	nil,                                  // 76: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 77: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 78: converge.v1.KindManifest
+	(*structpb.Struct)(nil),              // 79: google.protobuf.Struct
+	(*Resource)(nil),                     // 80: converge.v1.Resource
+	(*Event)(nil),                        // 81: converge.v1.Event
+	(*Change)(nil),                       // 82: converge.v1.Change
+	(*ResourceRef)(nil),                  // 83: converge.v1.ResourceRef
+	(*Rollup)(nil),                       // 84: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 85: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 86: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 87: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 88: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 89: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 90: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 91: converge.v1.Revision
+	(*Operation)(nil),                    // 92: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	75, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	75, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	75, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	75, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	73, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	76, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	77, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	78, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	78, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	78, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	78, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	76, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	79, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	80, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
 	8,  // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12, // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	77, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	77, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	77, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	78, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	79, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	80, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	80, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	80, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	81, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	82, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
 	25, // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	80, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	81, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	83, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	84, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
 	25, // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	28, // 18: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
-	29, // 19: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	82, // 20: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	80, // 21: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	80, // 22: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	80, // 23: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
-	30, // 24: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	83, // 25: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	84, // 26: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	75, // 27: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	85, // 28: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	85, // 29: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	85, // 30: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	85, // 31: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	86, // 32: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	86, // 33: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	86, // 34: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	86, // 35: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	87, // 36: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	77, // 37: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	77, // 38: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	77, // 39: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	77, // 40: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	76, // 41: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	88, // 42: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	88, // 43: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	88, // 44: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	74, // 45: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
-	71, // 46: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	89, // 47: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	89, // 48: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
-	72, // 49: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	0,  // 50: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,  // 51: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,  // 52: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,  // 53: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	31, // 54: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	33, // 55: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	35, // 56: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	37, // 57: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	39, // 58: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	41, // 59: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	43, // 60: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	45, // 61: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	47, // 62: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,  // 63: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10, // 64: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13, // 65: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15, // 66: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17, // 67: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23, // 68: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26, // 69: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	49, // 70: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	51, // 71: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	53, // 72: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	55, // 73: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	57, // 74: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	59, // 75: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	61, // 76: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	63, // 77: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19, // 78: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21, // 79: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	65, // 80: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	67, // 81: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	69, // 82: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	1,  // 83: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,  // 84: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,  // 85: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,  // 86: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	32, // 87: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	34, // 88: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	36, // 89: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	38, // 90: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	40, // 91: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	42, // 92: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	44, // 93: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	46, // 94: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	48, // 95: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,  // 96: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11, // 97: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14, // 98: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16, // 99: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18, // 100: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24, // 101: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27, // 102: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	50, // 103: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	52, // 104: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	54, // 105: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	56, // 106: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	58, // 107: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	60, // 108: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	62, // 109: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	64, // 110: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20, // 111: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22, // 112: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	66, // 113: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	68, // 114: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	70, // 115: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	83, // [83:116] is the sub-list for method output_type
-	50, // [50:83] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	83, // 18: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	28, // 19: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
+	83, // 20: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	83, // 21: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	85, // 22: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	31, // 23: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
+	32, // 24: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
+	86, // 25: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	83, // 26: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	83, // 27: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	83, // 28: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	33, // 29: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
+	87, // 30: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	88, // 31: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	78, // 32: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	89, // 33: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	89, // 34: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	89, // 35: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	89, // 36: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	90, // 37: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	90, // 38: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	90, // 39: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	90, // 40: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	91, // 41: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	80, // 42: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	80, // 43: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	80, // 44: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	80, // 45: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	79, // 46: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	92, // 47: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	92, // 48: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	92, // 49: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	77, // 50: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	74, // 51: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	85, // 52: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	85, // 53: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	75, // 54: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	0,  // 55: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,  // 56: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,  // 57: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,  // 58: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	34, // 59: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	36, // 60: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	38, // 61: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	40, // 62: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	42, // 63: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	44, // 64: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	46, // 65: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	48, // 66: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	50, // 67: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,  // 68: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10, // 69: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13, // 70: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15, // 71: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17, // 72: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23, // 73: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26, // 74: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	29, // 75: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	52, // 76: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	54, // 77: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	56, // 78: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	58, // 79: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	60, // 80: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	62, // 81: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	64, // 82: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	66, // 83: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19, // 84: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21, // 85: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	68, // 86: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	70, // 87: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	72, // 88: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	1,  // 89: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,  // 90: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,  // 91: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,  // 92: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	35, // 93: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	37, // 94: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	39, // 95: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	41, // 96: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	43, // 97: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	45, // 98: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	47, // 99: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	49, // 100: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	51, // 101: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,  // 102: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11, // 103: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14, // 104: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16, // 105: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18, // 106: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24, // 107: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27, // 108: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	30, // 109: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	53, // 110: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	55, // 111: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	57, // 112: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	59, // 113: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	61, // 114: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	63, // 115: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	65, // 116: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	67, // 117: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20, // 118: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22, // 119: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	69, // 120: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	71, // 121: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	73, // 122: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	89, // [89:123] is the sub-list for method output_type
+	55, // [55:89] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -4876,7 +5170,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   75,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

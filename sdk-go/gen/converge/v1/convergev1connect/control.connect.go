@@ -89,6 +89,9 @@ const (
 	// ControlServiceGetResourceTreeProcedure is the fully-qualified name of the ControlService's
 	// GetResourceTree RPC.
 	ControlServiceGetResourceTreeProcedure = "/converge.v1.ControlService/GetResourceTree"
+	// ControlServiceExplainResourceProcedure is the fully-qualified name of the ControlService's
+	// ExplainResource RPC.
+	ControlServiceExplainResourceProcedure = "/converge.v1.ControlService/ExplainResource"
 	// ControlServiceGetResourceGraphProcedure is the fully-qualified name of the ControlService's
 	// GetResourceGraph RPC.
 	ControlServiceGetResourceGraphProcedure = "/converge.v1.ControlService/GetResourceGraph"
@@ -162,6 +165,10 @@ type ControlServiceClient interface {
 	DeleteResource(context.Context, *v1.DeleteResourceRequest) (*v1.DeleteResourceResponse, error)
 	// A composite and its descendants as a tree, with phases and culprits.
 	GetResourceTree(context.Context, *v1.GetResourceTreeRequest) (*v1.GetResourceTreeResponse, error)
+	// Why a resource is not Ready: what it waits on, followed through its
+	// dependencies, children and dependents down to the root causes, each
+	// with the scheduler's own reason, its evidence and what would unblock it.
+	ExplainResource(context.Context, *v1.ExplainResourceRequest) (*v1.ExplainResourceResponse, error)
 	// A composite's children and the dependency edges among them, with their
 	// value flows: what a UI draws.
 	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
@@ -318,6 +325,12 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("GetResourceTree")),
 			connect.WithClientOptions(opts...),
 		),
+		explainResource: connect.NewClient[v1.ExplainResourceRequest, v1.ExplainResourceResponse](
+			httpClient,
+			baseURL+ControlServiceExplainResourceProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ExplainResource")),
+			connect.WithClientOptions(opts...),
+		),
 		getResourceGraph: connect.NewClient[v1.GetResourceGraphRequest, v1.GetResourceGraphResponse](
 			httpClient,
 			baseURL+ControlServiceGetResourceGraphProcedure,
@@ -426,6 +439,7 @@ type controlServiceClient struct {
 	listResources        *connect.Client[v1.ListResourcesRequest, v1.ListResourcesResponse]
 	deleteResource       *connect.Client[v1.DeleteResourceRequest, v1.DeleteResourceResponse]
 	getResourceTree      *connect.Client[v1.GetResourceTreeRequest, v1.GetResourceTreeResponse]
+	explainResource      *connect.Client[v1.ExplainResourceRequest, v1.ExplainResourceResponse]
 	getResourceGraph     *connect.Client[v1.GetResourceGraphRequest, v1.GetResourceGraphResponse]
 	getResourceHistory   *connect.Client[v1.GetResourceHistoryRequest, v1.GetResourceHistoryResponse]
 	rollbackResource     *connect.Client[v1.RollbackResourceRequest, v1.RollbackResourceResponse]
@@ -613,6 +627,15 @@ func (c *controlServiceClient) GetResourceTree(ctx context.Context, req *v1.GetR
 	return nil, err
 }
 
+// ExplainResource calls converge.v1.ControlService.ExplainResource.
+func (c *controlServiceClient) ExplainResource(ctx context.Context, req *v1.ExplainResourceRequest) (*v1.ExplainResourceResponse, error) {
+	response, err := c.explainResource.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // GetResourceGraph calls converge.v1.ControlService.GetResourceGraph.
 func (c *controlServiceClient) GetResourceGraph(ctx context.Context, req *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error) {
 	response, err := c.getResourceGraph.CallUnary(ctx, connect.NewRequest(req))
@@ -766,6 +789,10 @@ type ControlServiceHandler interface {
 	DeleteResource(context.Context, *v1.DeleteResourceRequest) (*v1.DeleteResourceResponse, error)
 	// A composite and its descendants as a tree, with phases and culprits.
 	GetResourceTree(context.Context, *v1.GetResourceTreeRequest) (*v1.GetResourceTreeResponse, error)
+	// Why a resource is not Ready: what it waits on, followed through its
+	// dependencies, children and dependents down to the root causes, each
+	// with the scheduler's own reason, its evidence and what would unblock it.
+	ExplainResource(context.Context, *v1.ExplainResourceRequest) (*v1.ExplainResourceResponse, error)
 	// A composite's children and the dependency edges among them, with their
 	// value flows: what a UI draws.
 	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
@@ -918,6 +945,12 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("GetResourceTree")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceExplainResourceHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceExplainResourceProcedure,
+		svc.ExplainResource,
+		connect.WithSchema(controlServiceMethods.ByName("ExplainResource")),
+		connect.WithHandlerOptions(opts...),
+	)
 	controlServiceGetResourceGraphHandler := connect.NewUnaryHandlerSimple(
 		ControlServiceGetResourceGraphProcedure,
 		svc.GetResourceGraph,
@@ -1042,6 +1075,8 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceDeleteResourceHandler.ServeHTTP(w, r)
 		case ControlServiceGetResourceTreeProcedure:
 			controlServiceGetResourceTreeHandler.ServeHTTP(w, r)
+		case ControlServiceExplainResourceProcedure:
+			controlServiceExplainResourceHandler.ServeHTTP(w, r)
 		case ControlServiceGetResourceGraphProcedure:
 			controlServiceGetResourceGraphHandler.ServeHTTP(w, r)
 		case ControlServiceGetResourceHistoryProcedure:
@@ -1153,6 +1188,10 @@ func (UnimplementedControlServiceHandler) DeleteResource(context.Context, *v1.De
 
 func (UnimplementedControlServiceHandler) GetResourceTree(context.Context, *v1.GetResourceTreeRequest) (*v1.GetResourceTreeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetResourceTree is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ExplainResource(context.Context, *v1.ExplainResourceRequest) (*v1.ExplainResourceResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ExplainResource is not implemented"))
 }
 
 func (UnimplementedControlServiceHandler) GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error) {
