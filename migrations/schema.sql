@@ -27,6 +27,15 @@ CREATE TABLE changes (
 ) WITH (autovacuum_vacuum_scale_factor=0.02);
 ALTER TABLE changes ADD CONSTRAINT changes_pkey PRIMARY KEY (xid, seq);
 
+CREATE TABLE cluster_settings (
+    name text NOT NULL,
+    value text NOT NULL,
+    set_by text NOT NULL,
+    set_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE cluster_settings ADD CONSTRAINT cluster_settings_name CHECK ((name = 'log_level'::text));
+ALTER TABLE cluster_settings ADD CONSTRAINT cluster_settings_pkey PRIMARY KEY (name);
+
 CREATE TABLE config_requeues (
     id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
     kind text NOT NULL,

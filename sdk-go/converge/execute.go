@@ -1,7 +1,9 @@
 package converge
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 )
@@ -59,8 +61,26 @@ func (w *Worker) execute(ex *execution) {
 		} else if !returned {
 			res, err = nil, fmt.Errorf("converge: handler for kind %q version %d reaction %q exited without returning", t.Kind, t.KindVersion, t.Reaction)
 		}
-		w.launch(w.ledger.finish(ex, buildResult(ex.task, res, err)))
+		rep := buildResult(ex.task, res, err)
+		w.logFailure(t, rep)
+		w.launch(w.ledger.finish(ex, rep))
 	}()
 	res, err = ex.handler(ex.ctx, t)
 	returned = true
+}
+
+// logFailure logs a failed task once, where the worker's operator looks
+// first, with what identifies the attempt; the server logs it too.
+func (w *Worker) logFailure(t *Task, rep *report) {
+	f := rep.result.GetError()
+	if f == nil {
+		return
+	}
+	level := slog.LevelWarn
+	if f.GetTerminal() {
+		level = slog.LevelError
+	}
+	w.log.Log(context.Background(), level, "converge: task failed", "kind", t.Kind, "version", t.KindVersion,
+		"reaction", t.Reaction, "namespace", t.Namespace, "name", t.Name, "generation", t.Generation,
+		"attempt", t.Attempt, "terminal", f.GetTerminal(), "err", f.GetMessage())
 }

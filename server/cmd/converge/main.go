@@ -47,17 +47,21 @@ func main() {
 	}
 }
 
-func newLogger(level, format string) (*slog.Logger, error) {
+func newLogger(level, format string) (*slog.Logger, *slog.LevelVar, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+		return nil, nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: l}
+	// A LevelVar, so an admin can change the level while the server runs
+	// (SetLogLevel).
+	v := new(slog.LevelVar)
+	v.Set(l)
+	opts := &slog.HandlerOptions{Level: v}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), v, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), v, nil
 	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+	return nil, nil, fmt.Errorf("--log-format %q: use text or json", format)
 }

@@ -91,7 +91,7 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.DurationVar(&f.retryMax, "retry-max", 5*time.Minute, "longest retry delay after transient failures")
 	fs.DurationVar(&f.changeRetain, "change-retention", time.Hour, "how long the change feed behind Watch keeps entries")
 	fs.Float64Var(&f.notifyBudget, "notify-budget", app.DefaultNotifyBudget, "cross-replica wake-ups (PostgreSQL NOTIFY) per second for the whole cluster, shared equally among the live replicas")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; an admin can change every replica's level while it runs (conctl log-level)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address, plaintext and apart from the API (e.g. :9090); off by default")
@@ -111,7 +111,7 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 }
 
 func (f *serverFlags) config(databaseURL string) (app.Config, error) {
-	log, err := newLogger(f.logLevel, f.logFormat)
+	log, level, err := newLogger(f.logLevel, f.logFormat)
 	if err != nil {
 		return app.Config{}, err
 	}
@@ -159,6 +159,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		Clients:       f.clients,
 		Version:       version,
 		Log:           log,
+		LogLevel:      level,
 	}, nil
 }
 

@@ -56,7 +56,7 @@ func (s *Service) WhoAmI(ctx context.Context, _ *convergev1.WhoAmIRequest) (*con
 
 // GetCluster lists the live replicas as of this replica's last heartbeat,
 // with what their workers serve and their shard tile of each kind version.
-func (s *Service) GetCluster(context.Context, *convergev1.GetClusterRequest) (*convergev1.GetClusterResponse, error) {
+func (s *Service) GetCluster(ctx context.Context, _ *convergev1.GetClusterRequest) (*convergev1.GetClusterResponse, error) {
 	if s.members == nil {
 		return nil, connect.NewError(connect.CodeUnavailable, errNoMembers)
 	}
@@ -86,6 +86,9 @@ func (s *Service) GetCluster(context.Context, *convergev1.GetClusterRequest) (*c
 			return a.Reaction < b.Reaction
 		})
 		out.Members = append(out.Members, cm)
+	}
+	if err := s.clusterLogLevel(ctx, out); err != nil {
+		return nil, storeError(err)
 	}
 	return out, nil
 }

@@ -25,6 +25,8 @@ type Service struct {
 	bus     *notify.Bus
 	members *members.Tracker
 	log     *slog.Logger
+	// onLogLevel applies a level SetLogLevel stored to this replica.
+	onLogLevel func(context.Context)
 }
 
 // New returns the service.

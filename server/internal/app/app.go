@@ -84,6 +84,10 @@ type Config struct {
 	Authz   *authz.Policy
 	Version string
 	Log     *slog.Logger
+	// LogLevel, if set, is the level Log's handler reads: the replica then
+	// follows the cluster's log level (SetLogLevel), its value at start
+	// being the level it returns to on a reset.
+	LogLevel *slog.LevelVar
 }
 
 // App is a running server.
@@ -193,9 +197,16 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		b.OnServedChange(tracker.Changed)
 	}
 
+	var levels *logLevel
+	if cfg.LogLevel != nil {
+		levels = newLogLevel(st, cfg.LogLevel, cfg.Log)
+	}
 	var svc *api.Service
 	if control {
 		svc = api.New(st, reg, bus, tracker, cfg.Log)
+		if levels != nil {
+			svc.OnLogLevel(levels.sync)
+		}
 	}
 	cfg.Clients = cfg.Clients.withDefaults()
 	handler, err := newHandler(svc, b, pool, tc, m, cfg.Authz, cfg.Clients, cfg.Log)
@@ -234,6 +245,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 
 	duties, err := a.duties(control, st, reg, bus, tracker, b, m, pool)
+	if levels != nil {
+		duties = append(duties, levels)
+	}
 	if err != nil {
 		ln.Close()
 		a.closePools()

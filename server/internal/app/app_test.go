@@ -197,7 +197,9 @@ func TestStatusMustConformToStatusSchema(t *testing.T) {
 // database cannot store (a NUL character) fails its task terminally,
 // naming where, and the server goes on serving others.
 func TestUnstorableStatusFailsTheTask(t *testing.T) {
-	_, ctl, wrk := server(t)
+	var logs testkit.Buffer
+	base, _, ctl := serverWith(t, func(c *app.Config) { c.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+	wrk := convergev1connect.NewWorkerServiceClient(testkit.H2C(), base)
 	applyGreeting(t, ctl)
 	applyResource(t, ctl, "hello", map[string]any{"name": "world"})
 	w, _ := connectWorker(t, wrk, 1)
@@ -207,6 +209,16 @@ func TestUnstorableStatusFailsTheTask(t *testing.T) {
 	r := waitPhase(t, ctl, "hello", "Failed")
 	if msg := r.GetFailure().GetMessage(); !strings.Contains(msg, "status.message") || !strings.Contains(msg, "NUL") || !r.GetFailure().GetTerminal() {
 		t.Fatalf("failure = %v; want a terminal failure naming status.message and the NUL", r.GetFailure())
+	}
+	// The server logs the failure once, naming the attempt.
+	testkit.Eventually(t, "the failure logged", func() bool { return strings.Contains(logs.String(), `msg="task failed"`) })
+	for _, want := range []string{"level=ERROR", "kind=greeting", "name=hello", "generation=1", "attempt=1", "terminal=true"} {
+		if line := logs.String(); !strings.Contains(line, want) {
+			t.Errorf("the failure's log line lacks %s:\n%s", want, line)
+		}
+	}
+	if n := strings.Count(logs.String(), `msg="task failed"`); n != 1 {
+		t.Errorf("the failure was logged %d times, want once", n)
 	}
 	applyResource(t, ctl, "next", map[string]any{"name": "you"})
 	next := w.Task()

@@ -21,6 +21,14 @@ var needs = map[string]Need{
 	"DeleteResource": NeedResourceWrite, "RollbackResource": NeedResourceWrite,
 	"QuarantineResource": NeedResourceWrite, "UnquarantineResource": NeedResourceWrite,
 	"ReconcileResource": NeedResourceWrite, "InvokeOperation": NeedResourceWrite,
+
+	"SetLogLevel": NeedAdmin,
+}
+
+// Listed reports whether method has an entry in the needs map.
+func Listed(method string) bool {
+	_, ok := needs[method]
+	return ok
 }
 
 // NeedOf returns what the ControlService method named method (short name,

@@ -144,8 +144,11 @@ type lease struct {
 	attested time.Time
 	// done: a result (or a deadline failure) is on its way to the applier.
 	done bool
-	// namespace is the resource's, for a composer's references.
+	// namespace is the resource's, for a composer's references; name and
+	// attempt identify the attempt in the log of a failure.
 	namespace string
+	name      string
+	attempt   int32
 	// parts of a composer's answer received so far, with their child count;
 	// overflow: too many children, or parts out of order.
 	parts        []*convergev1.Composition

@@ -204,7 +204,7 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 		}
 		l := &lease{
 			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
-			task: task,
+			name: c.Name, attempt: c.Attempt, task: task,
 		}
 		b.leases[c.TaskID] = l
 		if s := b.pickSession(k.kind, k.version, reaction); s != nil {

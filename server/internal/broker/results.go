@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -324,6 +325,7 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 			case res[i].Applied:
 				applied, reason = true, ""
 				outcome = outcomeOf(r.out, res[i])
+				b.logFailure(r)
 				if !res[i].RetryAt.IsZero() {
 					select {
 					case b.retryAt <- res[i].RetryAt:
@@ -347,6 +349,26 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 	// Applying results may have queued work: a requeued task, or (by the
 	// database's triggers) a rollup, a gate or a teardown.
 	b.bus.Publish(notify.Tasks)
+}
+
+// logFailure logs an applied failure once, naming the attempt; the
+// worker's SDK logs it on its side too.
+func (b *Broker) logFailure(r *result) {
+	if !r.out.Failed {
+		return
+	}
+	level := slog.LevelWarn
+	if r.out.Terminal {
+		level = slog.LevelError
+	}
+	worker, session := "", ""
+	if r.session != nil {
+		worker, session = r.session.name, r.session.id
+	}
+	b.log.Log(context.Background(), level, "task failed", "kind", r.lease.key.kind, "version", r.lease.key.version,
+		"trigger", r.lease.key.trigger, "namespace", r.lease.namespace, "name", r.lease.name,
+		"generation", r.out.Lease.Generation, "attempt", r.lease.attempt, "terminal", r.out.Terminal,
+		"worker", worker, "session", session, "err", r.out.Message)
 }
 
 // outcomeOf classifies an applied outcome for the completions metric. A

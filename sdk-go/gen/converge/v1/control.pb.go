@@ -4267,7 +4267,13 @@ type GetClusterResponse struct {
 	// Live replicas, by id.
 	Members []*ClusterMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
 	// The number of logical shards tiled among replicas.
-	Shards        int32 `protobuf:"varint,2,opt,name=shards,proto3" json:"shards,omitempty"`
+	Shards int32 `protobuf:"varint,2,opt,name=shards,proto3" json:"shards,omitempty"`
+	// The log level set for every replica (SetLogLevel); empty: each
+	// replica logs at its --log-level.
+	LogLevel string `protobuf:"bytes,3,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
+	// Who set log_level, and when.
+	LogLevelSetBy string                 `protobuf:"bytes,4,opt,name=log_level_set_by,json=logLevelSetBy,proto3" json:"log_level_set_by,omitempty"`
+	LogLevelSetAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=log_level_set_at,json=logLevelSetAt,proto3" json:"log_level_set_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4316,6 +4322,126 @@ func (x *GetClusterResponse) GetShards() int32 {
 	return 0
 }
 
+func (x *GetClusterResponse) GetLogLevel() string {
+	if x != nil {
+		return x.LogLevel
+	}
+	return ""
+}
+
+func (x *GetClusterResponse) GetLogLevelSetBy() string {
+	if x != nil {
+		return x.LogLevelSetBy
+	}
+	return ""
+}
+
+func (x *GetClusterResponse) GetLogLevelSetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LogLevelSetAt
+	}
+	return nil
+}
+
+type SetLogLevelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// debug, info, warn or error; empty resets every replica to its flag.
+	Level         string `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLogLevelRequest) Reset() {
+	*x = SetLogLevelRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLogLevelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLogLevelRequest) ProtoMessage() {}
+
+func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLogLevelRequest.ProtoReflect.Descriptor instead.
+func (*SetLogLevelRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *SetLogLevelRequest) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+type SetLogLevelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The level now set ("" after a reset).
+	Level string `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
+	// The level set before ("" if none was).
+	Previous      string `protobuf:"bytes,2,opt,name=previous,proto3" json:"previous,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLogLevelResponse) Reset() {
+	*x = SetLogLevelResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLogLevelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLogLevelResponse) ProtoMessage() {}
+
+func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLogLevelResponse.ProtoReflect.Descriptor instead.
+func (*SetLogLevelResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *SetLogLevelResponse) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *SetLogLevelResponse) GetPrevious() string {
+	if x != nil {
+		return x.Previous
+	}
+	return ""
+}
+
 type ClusterMember struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -4334,7 +4460,7 @@ type ClusterMember struct {
 
 func (x *ClusterMember) Reset() {
 	*x = ClusterMember{}
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4346,7 +4472,7 @@ func (x *ClusterMember) String() string {
 func (*ClusterMember) ProtoMessage() {}
 
 func (x *ClusterMember) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4359,7 +4485,7 @@ func (x *ClusterMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterMember.ProtoReflect.Descriptor instead.
 func (*ClusterMember) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ClusterMember) GetId() string {
@@ -4438,7 +4564,7 @@ type ServedReaction struct {
 
 func (x *ServedReaction) Reset() {
 	*x = ServedReaction{}
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4450,7 +4576,7 @@ func (x *ServedReaction) String() string {
 func (*ServedReaction) ProtoMessage() {}
 
 func (x *ServedReaction) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4463,7 +4589,7 @@ func (x *ServedReaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServedReaction.ProtoReflect.Descriptor instead.
 func (*ServedReaction) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ServedReaction) GetKind() string {
@@ -4855,10 +4981,18 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x15authorization_enabled\x18\x02 \x01(\bR\x14authorizationEnabled\x12\x14\n" +
 	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x14\n" +
 	"\x05teams\x18\x04 \x03(\tR\x05teams\"\x13\n" +
-	"\x11GetClusterRequest\"b\n" +
+	"\x11GetClusterRequest\"\xed\x01\n" +
 	"\x12GetClusterResponse\x124\n" +
 	"\amembers\x18\x01 \x03(\v2\x1a.converge.v1.ClusterMemberR\amembers\x12\x16\n" +
-	"\x06shards\x18\x02 \x01(\x05R\x06shards\"\xac\x02\n" +
+	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
+	"\tlog_level\x18\x03 \x01(\tR\blogLevel\x12'\n" +
+	"\x10log_level_set_by\x18\x04 \x01(\tR\rlogLevelSetBy\x12C\n" +
+	"\x10log_level_set_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlogLevelSetAt\"M\n" +
+	"\x12SetLogLevelRequest\x127\n" +
+	"\x05level\x18\x01 \x01(\tB!\xbaH\x1er\x1cR\x00R\x05debugR\x04infoR\x04warnR\x05errorR\x05level\"G\n" +
+	"\x13SetLogLevelResponse\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\tR\x05level\x12\x1a\n" +
+	"\bprevious\x18\x02 \x01(\tR\bprevious\"\xac\x02\n" +
 	"\rClusterMember\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\x12\x1a\n" +
@@ -4877,7 +5011,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\bcapacity\x18\x05 \x01(\x05R\bcapacity\x12\x1b\n" +
 	"\tnot_ready\x18\x06 \x01(\tR\bnotReady\x12\x19\n" +
 	"\bshard_lo\x18\a \x01(\x05R\ashardLo\x12\x19\n" +
-	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\x93&\n" +
+	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\x8a'\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -4915,7 +5049,8 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x0eCountResources\x12\".converge.v1.CountResourcesRequest\x1a#.converge.v1.CountResourcesResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/api/v1/resourcecounts\x12Y\n" +
 	"\x06WhoAmI\x12\x1a.converge.v1.WhoAmIRequest\x1a\x1b.converge.v1.WhoAmIResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/whoami\x12f\n" +
 	"\n" +
-	"GetCluster\x12\x1e.converge.v1.GetClusterRequest\x1a\x1f.converge.v1.GetClusterResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/api/v1/clusterB\xae\x01\n" +
+	"GetCluster\x12\x1e.converge.v1.GetClusterRequest\x1a\x1f.converge.v1.GetClusterResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/api/v1/cluster\x12u\n" +
+	"\vSetLogLevel\x12\x1f.converge.v1.SetLogLevelRequest\x1a .converge.v1.SetLogLevelResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\x1a\x18/api/v1/cluster/loglevelB\xae\x01\n" +
 	"\x0fcom.converge.v1B\fControlProtoP\x01Z@github.com/convergehq/converge/sdk-go/gen/converge/v1;convergev1\xa2\x02\x03CXX\xaa\x02\vConverge.V1\xca\x02\vConverge\\V1\xe2\x02\x17Converge\\V1\\GPBMetadata\xea\x02\fConverge::V1b\x06proto3"
 
 var (
@@ -4930,7 +5065,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -5006,155 +5141,160 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*WhoAmIResponse)(nil),               // 71: converge.v1.WhoAmIResponse
 	(*GetClusterRequest)(nil),            // 72: converge.v1.GetClusterRequest
 	(*GetClusterResponse)(nil),           // 73: converge.v1.GetClusterResponse
-	(*ClusterMember)(nil),                // 74: converge.v1.ClusterMember
-	(*ServedReaction)(nil),               // 75: converge.v1.ServedReaction
-	nil,                                  // 76: converge.v1.ApplyResourceRequest.LabelsEntry
-	nil,                                  // 77: converge.v1.CountResourcesResponse.PhasesEntry
-	(*KindManifest)(nil),                 // 78: converge.v1.KindManifest
-	(*structpb.Struct)(nil),              // 79: google.protobuf.Struct
-	(*Resource)(nil),                     // 80: converge.v1.Resource
-	(*Event)(nil),                        // 81: converge.v1.Event
-	(*Change)(nil),                       // 82: converge.v1.Change
-	(*ResourceRef)(nil),                  // 83: converge.v1.ResourceRef
-	(*Rollup)(nil),                       // 84: converge.v1.Rollup
-	(*timestamppb.Timestamp)(nil),        // 85: google.protobuf.Timestamp
-	(*Culprit)(nil),                      // 86: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 87: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 88: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 89: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 90: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 91: converge.v1.Revision
-	(*Operation)(nil),                    // 92: converge.v1.Operation
+	(*SetLogLevelRequest)(nil),           // 74: converge.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 75: converge.v1.SetLogLevelResponse
+	(*ClusterMember)(nil),                // 76: converge.v1.ClusterMember
+	(*ServedReaction)(nil),               // 77: converge.v1.ServedReaction
+	nil,                                  // 78: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 79: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 80: converge.v1.KindManifest
+	(*structpb.Struct)(nil),              // 81: google.protobuf.Struct
+	(*Resource)(nil),                     // 82: converge.v1.Resource
+	(*Event)(nil),                        // 83: converge.v1.Event
+	(*Change)(nil),                       // 84: converge.v1.Change
+	(*ResourceRef)(nil),                  // 85: converge.v1.ResourceRef
+	(*Rollup)(nil),                       // 86: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 87: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 88: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 89: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 90: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 91: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 92: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 93: converge.v1.Revision
+	(*Operation)(nil),                    // 94: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	78, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	78, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	78, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	78, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	76, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	79, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	80, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	80, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	80, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	80, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	80, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	78, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	81, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	82, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
 	8,  // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12, // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	80, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	80, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	80, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	81, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	82, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	82, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	82, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	82, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	83, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	84, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
 	25, // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	83, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	84, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	85, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	86, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
 	25, // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	83, // 18: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	85, // 18: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
 	28, // 19: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	83, // 20: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	83, // 21: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	85, // 22: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	85, // 20: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	85, // 21: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	87, // 22: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
 	31, // 23: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
 	32, // 24: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	86, // 25: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	83, // 26: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	83, // 27: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	83, // 28: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	88, // 25: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	85, // 26: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	85, // 27: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	85, // 28: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
 	33, // 29: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	87, // 30: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	88, // 31: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	78, // 32: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	89, // 33: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	89, // 34: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	89, // 35: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	89, // 36: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	90, // 37: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	90, // 38: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	90, // 39: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	90, // 40: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	91, // 41: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	80, // 42: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	80, // 43: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	80, // 44: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	80, // 45: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	79, // 46: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	92, // 47: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	92, // 48: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	92, // 49: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	77, // 50: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
-	74, // 51: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	85, // 52: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	85, // 53: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
-	75, // 54: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	0,  // 55: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,  // 56: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,  // 57: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,  // 58: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	34, // 59: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	36, // 60: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	38, // 61: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	40, // 62: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	42, // 63: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	44, // 64: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	46, // 65: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	48, // 66: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	50, // 67: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,  // 68: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10, // 69: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13, // 70: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15, // 71: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17, // 72: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23, // 73: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26, // 74: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	29, // 75: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	52, // 76: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	54, // 77: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	56, // 78: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	58, // 79: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	60, // 80: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	62, // 81: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	64, // 82: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	66, // 83: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19, // 84: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21, // 85: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	68, // 86: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	70, // 87: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	72, // 88: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	1,  // 89: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,  // 90: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,  // 91: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,  // 92: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	35, // 93: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	37, // 94: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	39, // 95: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	41, // 96: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	43, // 97: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	45, // 98: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	47, // 99: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	49, // 100: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	51, // 101: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,  // 102: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11, // 103: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14, // 104: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16, // 105: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18, // 106: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24, // 107: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27, // 108: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	30, // 109: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	53, // 110: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	55, // 111: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	57, // 112: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	59, // 113: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	61, // 114: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	63, // 115: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	65, // 116: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	67, // 117: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20, // 118: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22, // 119: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	69, // 120: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	71, // 121: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	73, // 122: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	89, // [89:123] is the sub-list for method output_type
-	55, // [55:89] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	89, // 30: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	90, // 31: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	80, // 32: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	91, // 33: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	91, // 34: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	91, // 35: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	91, // 36: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	92, // 37: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	92, // 38: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	92, // 39: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	92, // 40: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	93, // 41: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	82, // 42: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	82, // 43: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	82, // 44: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	82, // 45: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	81, // 46: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	94, // 47: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	94, // 48: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	94, // 49: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	79, // 50: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	76, // 51: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	87, // 52: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	87, // 53: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	87, // 54: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	77, // 55: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	0,  // 56: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,  // 57: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,  // 58: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,  // 59: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	34, // 60: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	36, // 61: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	38, // 62: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	40, // 63: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	42, // 64: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	44, // 65: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	46, // 66: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	48, // 67: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	50, // 68: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,  // 69: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10, // 70: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13, // 71: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15, // 72: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17, // 73: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23, // 74: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26, // 75: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	29, // 76: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	52, // 77: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	54, // 78: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	56, // 79: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	58, // 80: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	60, // 81: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	62, // 82: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	64, // 83: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	66, // 84: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19, // 85: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21, // 86: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	68, // 87: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	70, // 88: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	72, // 89: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	74, // 90: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	1,  // 91: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,  // 92: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,  // 93: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,  // 94: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	35, // 95: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	37, // 96: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	39, // 97: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	41, // 98: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	43, // 99: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	45, // 100: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	47, // 101: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	49, // 102: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	51, // 103: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,  // 104: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11, // 105: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14, // 106: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16, // 107: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18, // 108: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24, // 109: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27, // 110: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	30, // 111: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	53, // 112: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	55, // 113: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	57, // 114: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	59, // 115: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	61, // 116: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	63, // 117: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	65, // 118: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	67, // 119: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20, // 120: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22, // 121: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	69, // 122: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	71, // 123: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	73, // 124: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	75, // 125: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	91, // [91:126] is the sub-list for method output_type
+	56, // [56:91] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -5170,7 +5310,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   78,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

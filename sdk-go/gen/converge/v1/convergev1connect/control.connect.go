@@ -132,6 +132,9 @@ const (
 	// ControlServiceGetClusterProcedure is the fully-qualified name of the ControlService's GetCluster
 	// RPC.
 	ControlServiceGetClusterProcedure = "/converge.v1.ControlService/GetCluster"
+	// ControlServiceSetLogLevelProcedure is the fully-qualified name of the ControlService's
+	// SetLogLevel RPC.
+	ControlServiceSetLogLevelProcedure = "/converge.v1.ControlService/SetLogLevel"
 )
 
 // ControlServiceClient is a client for the converge.v1.ControlService service.
@@ -198,6 +201,9 @@ type ControlServiceClient interface {
 	WhoAmI(context.Context, *v1.WhoAmIRequest) (*v1.WhoAmIResponse, error)
 	// The live server replicas, their shard tiles and connected workers.
 	GetCluster(context.Context, *v1.GetClusterRequest) (*v1.GetClusterResponse, error)
+	// Set the log level of every replica at once, until it is set again or
+	// reset (an empty level: each replica's --log-level). Admins only.
+	SetLogLevel(context.Context, *v1.SetLogLevelRequest) (*v1.SetLogLevelResponse, error)
 }
 
 // NewControlServiceClient constructs a client for the converge.v1.ControlService service. By
@@ -415,6 +421,12 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("GetCluster")),
 			connect.WithClientOptions(opts...),
 		),
+		setLogLevel: connect.NewClient[v1.SetLogLevelRequest, v1.SetLogLevelResponse](
+			httpClient,
+			baseURL+ControlServiceSetLogLevelProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("SetLogLevel")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -454,6 +466,7 @@ type controlServiceClient struct {
 	countResources       *connect.Client[v1.CountResourcesRequest, v1.CountResourcesResponse]
 	whoAmI               *connect.Client[v1.WhoAmIRequest, v1.WhoAmIResponse]
 	getCluster           *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
+	setLogLevel          *connect.Client[v1.SetLogLevelRequest, v1.SetLogLevelResponse]
 }
 
 // ApplyKind calls converge.v1.ControlService.ApplyKind.
@@ -758,6 +771,15 @@ func (c *controlServiceClient) GetCluster(ctx context.Context, req *v1.GetCluste
 	return nil, err
 }
 
+// SetLogLevel calls converge.v1.ControlService.SetLogLevel.
+func (c *controlServiceClient) SetLogLevel(ctx context.Context, req *v1.SetLogLevelRequest) (*v1.SetLogLevelResponse, error) {
+	response, err := c.setLogLevel.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ControlServiceHandler is an implementation of the converge.v1.ControlService service.
 type ControlServiceHandler interface {
 	// Create or update a kind manifest.
@@ -822,6 +844,9 @@ type ControlServiceHandler interface {
 	WhoAmI(context.Context, *v1.WhoAmIRequest) (*v1.WhoAmIResponse, error)
 	// The live server replicas, their shard tiles and connected workers.
 	GetCluster(context.Context, *v1.GetClusterRequest) (*v1.GetClusterResponse, error)
+	// Set the log level of every replica at once, until it is set again or
+	// reset (an empty level: each replica's --log-level). Admins only.
+	SetLogLevel(context.Context, *v1.SetLogLevelRequest) (*v1.SetLogLevelResponse, error)
 }
 
 // NewControlServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1035,6 +1060,12 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("GetCluster")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceSetLogLevelHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceSetLogLevelProcedure,
+		svc.SetLogLevel,
+		connect.WithSchema(controlServiceMethods.ByName("SetLogLevel")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/converge.v1.ControlService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ControlServiceApplyKindProcedure:
@@ -1105,6 +1136,8 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceWhoAmIHandler.ServeHTTP(w, r)
 		case ControlServiceGetClusterProcedure:
 			controlServiceGetClusterHandler.ServeHTTP(w, r)
+		case ControlServiceSetLogLevelProcedure:
+			controlServiceSetLogLevelHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1248,4 +1281,8 @@ func (UnimplementedControlServiceHandler) WhoAmI(context.Context, *v1.WhoAmIRequ
 
 func (UnimplementedControlServiceHandler) GetCluster(context.Context, *v1.GetClusterRequest) (*v1.GetClusterResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetCluster is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) SetLogLevel(context.Context, *v1.SetLogLevelRequest) (*v1.SetLogLevelResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.SetLogLevel is not implemented"))
 }
