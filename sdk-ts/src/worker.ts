@@ -15,6 +15,7 @@ import { Backoff } from "./backoff.js";
 import { ConfigStore } from "./config.js";
 import { terminal } from "./errors.js";
 import { hasConfig } from "./json.js";
+import type { Report } from "./chunk.js";
 import { Ledger, keyOf, notAccepted, type Execution } from "./ledger.js";
 import { checkKind, checkKindVersion, checkReactionName } from "./names.js";
 import { settings, type Settings, type WorkerOptions } from "./options.js";
@@ -401,7 +402,27 @@ export class Worker {
       // buildResult does not throw; this keeps a bug in it from losing the task.
       rep = buildResult(ex.task, undefined, e, true);
     }
+    this.logFailure(ex.task, rep);
     this.launch(this.ledger.finish(ex, rep));
+  }
+
+  /** logFailure logs a failed task once, with what identifies the attempt; the server logs it too. */
+  private logFailure(t: Execution["task"], rep: Report): void {
+    const o = rep.result.outcome;
+    if (o.case !== "error") return;
+    const fields = {
+      kind: t.kind,
+      version: t.kindVersion,
+      reaction: t.reaction,
+      namespace: t.resource?.namespace,
+      name: t.resource?.name,
+      generation: t.resource?.generation,
+      attempt: t.attempt,
+      terminal: o.value.terminal,
+      error: o.value.message,
+    };
+    if (o.value.terminal) this.s.logger.error("converge: task failed", fields);
+    else this.s.logger.warn("converge: task failed", fields);
   }
 
   /** drain stops taking tasks and waits, bounded, for running handlers and the acknowledgement of their results. */

@@ -79,6 +79,29 @@ describe("Worker", () => {
     assert.deepEqual(seen, { name: "r1", ns: "default", spec: { name: "world" }, attempt: 1, token: "tok-1", gen: 1 });
   });
 
+  it("logs a failed task once, naming the attempt; a success is not logged", async () => {
+    const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
+    const rec = (level: string) => (msg: string, fields?: Record<string, unknown>) => lines.push({ level, msg, fields });
+    const w = worker(fake, { logger: { debug: rec("debug"), info: rec("info"), warn: rec("warn"), error: rec("error") } });
+    w.handle("greeting", 1, "reconcile", (t) => {
+      if (t.name === "r1") throw terminal(new Error("no such region"));
+      if (t.name === "r2") throw new Error("try later");
+      return {};
+    });
+    start(w);
+    const s = await fake.session(0);
+    s.send({ case: "tasks", value: { tasks: [task(1), task(2), task(3)] } });
+    await Promise.all([1, 2, 3].map((id) => result(s, id)));
+    const failed = lines.filter((l) => l.msg === "converge: task failed");
+    assert.deepEqual(
+      failed.map((l) => [l.level, l.fields?.name, l.fields?.terminal, l.fields?.error, l.fields?.attempt, l.fields?.kind]).sort(),
+      [
+        ["error", "r1", true, "no such region", 1, "greeting"],
+        ["warn", "r2", false, "try later", 1, "greeting"],
+      ],
+    );
+  });
+
   it("reports thrown errors: terminal() as terminal, others as transient", async () => {
     const w = worker(fake);
     w.handle("greeting", 1, "reconcile", (t) => {
