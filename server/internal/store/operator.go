@@ -271,7 +271,9 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 		}
 		// A queued task is replaced, not re-armed: the forced run is a new
 		// piece of work, with a new task id and so a new dedup token. A
-		// running one keeps its claim, and its result counts.
+		// running one is left as it is: it is the forced run, its result
+		// counts, and its attempt count stands, so a retry after it is the
+		// next attempt, never one already run under the same token.
 		if _, err := tx.Exec(ctx, `DELETE FROM tasks WHERE resource_id = $1 AND trigger = $2 AND key = '' AND claimed_by IS NULL`,
 			row.id, trigger.SpecChange); err != nil {
 			return err
@@ -279,9 +281,7 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 			SELECT id, $2, kind, kind_version, shard, generation FROM resources WHERE id = $1
-			ON CONFLICT (resource_id, trigger, key) DO UPDATE SET
-			    generation = EXCLUDED.generation, kind_version = EXCLUDED.kind_version,
-			    not_before = now(), attempts = 0`, row.id, trigger.SpecChange); err != nil {
+			ON CONFLICT (resource_id, trigger, key) DO NOTHING`, row.id, trigger.SpecChange); err != nil {
 			return err
 		}
 		if err := insertEvent(ctx, tx, row, "Normal", "ReconcileRequested", msg, actor); err != nil {

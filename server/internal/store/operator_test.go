@@ -353,6 +353,29 @@ func TestForcedReconcileClearsFailures(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Name != "b" || got[0].Attempt != 1 || got[0].TaskID == first {
 		t.Fatalf("claim b after reconcile = %+v, %v; want attempt 1 of a new task (not %d)", got, err, first)
 	}
+
+	// A running task is the forced run: a transient failure of it is
+	// retried as the next attempt of the same task, never as an attempt
+	// that already ran under its dedup token.
+	running := got[0]
+	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: running.Lease, Failed: true, Message: "timeout"}}, fast); err != nil {
+		t.Fatal(err)
+	}
+	second := waitClaim(t, s)
+	if second.TaskID != running.TaskID || second.Attempt != 2 {
+		t.Fatalf("retry = task %d attempt %d; want task %d attempt 2", second.TaskID, second.Attempt, running.TaskID)
+	}
+	if _, err := s.ReconcileResource(ctx, "dave", leafKey("b"), "while it runs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: second.Lease, Failed: true, Message: "timeout"}}, fast); err != nil {
+		t.Fatal(err)
+	}
+	third := waitClaim(t, s)
+	if third.TaskID != running.TaskID || third.Attempt != 3 {
+		t.Fatalf("retry after a reconcile forced while attempt 2 ran = task %d attempt %d; want task %d attempt 3",
+			third.TaskID, third.Attempt, running.TaskID)
+	}
 }
 
 func TestForcedReconcileRefusals(t *testing.T) {
