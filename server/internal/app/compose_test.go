@@ -267,3 +267,63 @@ func TestCELFlows(t *testing.T) {
 		t.Fatalf("the composite is Ready while late waits")
 	}
 }
+
+// TestStaleRecomposeIsDropped: a resync's composition answers for the
+// generation it observed; when the spec moves on while it composes, its
+// lease ends, its answer is refused, and the children the new
+// generation's composer gave up stay given up.
+func TestStaleRecomposeIsDropped(t *testing.T) {
+	_, ctl, wrk := server(t)
+	ctx := context.Background()
+	for _, m := range []*convergev1.KindManifest{
+		{Kind: "stack", KindVersion: 1, SpecSchema: mustStruct(t, map[string]any{"type": "object"}),
+			Reactions: []*convergev1.Reaction{{Name: "compose", Trigger: "specChange", Emits: []string{"children", "edges", "status"}}},
+			Policy:    &convergev1.KindPolicy{ResyncIntervalSeconds: 1, ResyncRecomposes: true}},
+		{Kind: "part", KindVersion: 1, SpecSchema: mustStruct(t, map[string]any{"type": "object"}),
+			Reactions: []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}}}},
+	} {
+		if _, err := ctl.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	w := stackWorker(t, wrk)
+	first := w.Task()
+	w.Compose(first.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("s-a", `{}`)}})
+	w.Ack()
+	a := w.Task()
+	w.Result(a.GetLease(), `{}`)
+	w.Ack()
+	// The resync's recompose arrives and is held while the spec changes.
+	var resync *convergev1.Task
+	for resync == nil {
+		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "resync" {
+			resync = tk
+		}
+	}
+	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s",
+		Spec: mustStruct(t, map[string]any{"v": 2})}); err != nil {
+		t.Fatal(err)
+	}
+	var gen2 *convergev1.Task
+	for gen2 == nil {
+		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "specChange" {
+			gen2 = tk
+		}
+	}
+	w.Compose(gen2.GetLease(), &convergev1.Composition{})
+	w.Ack()
+	testkit.Eventually(t, "s-a gone after the new generation dropped it", func() bool {
+		_, err := ctl.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "part", Name: "s-a"})
+		return err != nil
+	})
+	w.Compose(resync.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("s-a", `{}`)}})
+	if ack := w.Ack(); ack.GetApplied() {
+		t.Fatalf("the stale recompose was applied: %v", ack)
+	}
+	if _, err := ctl.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "part", Name: "s-a"}); err == nil {
+		t.Fatal("the stale recompose brought s-a back")
+	}
+}
