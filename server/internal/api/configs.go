@@ -38,7 +38,7 @@ func (s *Service) ApplyProviderConfig(ctx context.Context, req *convergev1.Apply
 		return nil, err
 	}
 	if result != "unchanged" {
-		s.bus.Publish(notify.Kinds)
+		s.refreshConfigs(ctx)
 	}
 	return &convergev1.ApplyProviderConfigResponse{Config: toProviderConfig(row), Result: result}, nil
 }
@@ -77,8 +77,19 @@ func (s *Service) DeleteProviderConfig(ctx context.Context, req *convergev1.Dele
 	if err != nil {
 		return nil, err
 	}
-	s.bus.Publish(notify.Kinds)
+	s.refreshConfigs(ctx)
 	return &convergev1.DeleteProviderConfigResponse{}, nil
+}
+
+// refreshConfigs reloads this replica's view of the configs before the
+// caller hears back, as applying a kind does: a resource applied right
+// after its default config is claimed with that config, not the one
+// before. Other replicas reload on the wake.
+func (s *Service) refreshConfigs(ctx context.Context) {
+	if err := s.kinds.Refresh(ctx); err != nil {
+		s.log.Warn("refreshing kinds after a provider config change failed; replicas see it at their next poll", "err", err)
+	}
+	s.bus.Publish(notify.Kinds)
 }
 
 // withConfigValidator runs write with a validator for the kind version's
