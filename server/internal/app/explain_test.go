@@ -154,20 +154,7 @@ func TestExplainWorkersNotReady(t *testing.T) {
 	w, _ := connectWorkerServing(t, wrk, 4, cloudReactions)
 	w.NextConfig()
 	ready(w, "reconcile", false, "no credentials for the cloud yet")
-	testkit.Eventually(t, "the cluster to show the worker not ready", func() bool {
-		res, err := ctl.GetCluster(ctx, &convergev1.GetClusterRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range res.GetMembers() {
-			for _, s := range m.GetServed() {
-				if s.GetReaction() == "reconcile" && s.GetNotReady() != "" {
-					return true
-				}
-			}
-		}
-		return false
-	})
+	waitNotReady(t, ctl, "reconcile", "no credentials for the cloud yet")
 	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "cloud", KindVersion: 1, Name: "a",
 		Spec: mustStruct(t, map[string]any{})}); err != nil {
 		t.Fatal(err)

@@ -51,6 +51,28 @@ func ready(w *rawWorker, reaction string, ok bool, reason string) {
 	}}})
 }
 
+// waitNotReady waits until the cluster shows a worker not ready for
+// reaction, saying why: the readiness message travels apart from later
+// applies, and until the broker has taken it in, it may still claim
+// tasks for the worker.
+func waitNotReady(t *testing.T, ctl convergev1connect.ControlServiceClient, reaction, why string) {
+	t.Helper()
+	testkit.Eventually(t, "the cluster to show the worker not ready", func() bool {
+		res, err := ctl.GetCluster(context.Background(), &convergev1.GetClusterRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.GetMembers() {
+			for _, s := range m.GetServed() {
+				if s.GetReaction() == reaction && s.GetNotReady() == why {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
 // TestProviderConfigsReachWorkersAndReadinessParks: a worker not ready for
 // want of a default config gets no tasks and the resource says why; the
 // default, once applied, is pushed to it; tasks carry the effective
@@ -64,22 +86,7 @@ func TestProviderConfigsReachWorkersAndReadinessParks(t *testing.T) {
 		t.Fatalf("first pushed config = %v; want cloud v1 with none yet", c)
 	}
 	ready(w, "reconcile", false, "no default provider config yet")
-	// The readiness message travels apart from the apply below: until the
-	// broker has taken it in, it may still claim the task for the worker.
-	testkit.Eventually(t, "the cluster to show the worker not ready", func() bool {
-		res, err := ctl.GetCluster(ctx, &convergev1.GetClusterRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range res.GetMembers() {
-			for _, s := range m.GetServed() {
-				if s.GetReaction() == "reconcile" && s.GetNotReady() == "no default provider config yet" {
-					return true
-				}
-			}
-		}
-		return false
-	})
+	waitNotReady(t, ctl, "reconcile", "no default provider config yet")
 	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "cloud", KindVersion: 1, Name: "a",
 		Spec: mustStruct(t, map[string]any{})}); err != nil {
 		t.Fatal(err)
