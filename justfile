@@ -22,7 +22,7 @@ gen:
 # Lint the protos.
 lint:
     npx buf lint
-    go vet ./...
+    go vet ./... ./sdk-go/... ./sdk-go/examples/...
 
 # Build the binaries into ./bin.
 build:

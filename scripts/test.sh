@@ -51,8 +51,13 @@ fi
 command -v jq >/dev/null || die "jq is needed by the catalog's example programs (catalog/*/*/*.sh); install it (Debian/Ubuntu: apt-get install jq; macOS: brew install jq)"
 jq --version
 
+# The repository is a Go workspace (go.work): the root module (server,
+# stdworker, tools), the SDK's own module in sdk-go/ and its examples'.
+# ./... stops at a nested module, so each is named.
+gopkgs=(./... ./sdk-go/... ./sdk-go/examples/...)
+
 say "go vet, gofmt"
-go vet ./...
+go vet "${gopkgs[@]}"
 unformatted=$(gofmt -l server stdworker sdk-go scripts)
 [ -z "$unformatted" ] || die "these files are not gofmt-formatted (run gofmt -w on them): $unformatted"
 
@@ -67,7 +72,7 @@ go run ./server/cmd/conctl catalog check catalog ${catalog_base:+--base "$catalo
 say "go test -race"
 start=$(date +%s)
 set +e
-go test -race -count=1 -timeout 25m "$@" ./... 2>&1 | tee /tmp/converge-test.log
+go test -race -count=1 -timeout 25m "$@" "${gopkgs[@]}" 2>&1 | tee /tmp/converge-test.log
 status=${PIPESTATUS[0]}
 set -e
 passed=$(grep -c '^ok ' /tmp/converge-test.log || true)

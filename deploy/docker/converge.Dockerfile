@@ -7,7 +7,10 @@ ARG GO_VERSION=1.26.8
 
 FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
+# The SDK is its own module, which go.mod replaces with ./sdk-go: its go.mod
+# is needed to download the dependencies. The image builds without go.work.
 COPY go.mod go.sum ./
+COPY sdk-go/go.mod sdk-go/go.sum ./sdk-go/
 RUN go mod download
 COPY migrations ./migrations
 COPY sdk-go ./sdk-go

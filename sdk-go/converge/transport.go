@@ -70,7 +70,7 @@ func defaultName() string {
 // sdkVersion names this SDK and, when the binary records it, the version of
 // the module it was built from.
 func sdkVersion() string {
-	const module = "github.com/convergehq/converge"
+	const module = "github.com/convergehq/converge/sdk-go"
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "converge-go"

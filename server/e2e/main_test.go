@@ -150,12 +150,16 @@ type listedPackage struct {
 	GoFiles    []string
 	CgoFiles   []string
 	EmbedFiles []string
-	Module     *struct{ Main bool }
+	Module     *struct {
+		Main  bool
+		GoMod string
+	}
 }
 
 // moduleSources lists the files of this module that the binaries are built
 // from: the Go files and embedded files of every dependency in the main
-// module, plus go.mod and go.sum (which pin everything else).
+// module, plus go.work and the go.mod and go.sum of each workspace module they come
+// from (which pin everything else).
 func moduleSources(goTool, root string) ([]string, error) {
 	cmd := exec.Command(goTool, append([]string{"list", "-deps", "-json"}, mainPackages...)...)
 	cmd.Dir = root
@@ -165,7 +169,8 @@ func moduleSources(goTool, root string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go list -deps: %w\n%s", err, stderr.Bytes())
 	}
-	files := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
+	files := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"), filepath.Join(root, "go.work"), filepath.Join(root, "go.work.sum")}
+	mods := map[string]bool{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p listedPackage
@@ -176,6 +181,10 @@ func moduleSources(goTool, root string) ([]string, error) {
 		}
 		if p.Module == nil || !p.Module.Main {
 			continue
+		}
+		if gm := p.Module.GoMod; gm != "" && !mods[gm] {
+			mods[gm] = true
+			files = append(files, gm, strings.TrimSuffix(gm, ".mod")+".sum")
 		}
 		for _, group := range [][]string{p.GoFiles, p.CgoFiles, p.EmbedFiles} {
 			for _, f := range group {
