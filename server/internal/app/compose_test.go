@@ -327,3 +327,64 @@ func TestStaleRecomposeIsDropped(t *testing.T) {
 		t.Fatal("the stale recompose brought s-a back")
 	}
 }
+
+// A childrenSettled answer held while the spec moves on answers for the
+// generation it saw: it is dropped, as a stale resync is, and neither
+// winds the synced generation back nor writes its status.
+func TestStaleChildrenSettledIsDropped(t *testing.T) {
+	_, ctl, wrk := server(t)
+	ctx := context.Background()
+	for _, m := range []*convergev1.KindManifest{
+		{Kind: "stack", KindVersion: 1, SpecSchema: mustStruct(t, map[string]any{"type": "object"}),
+			Reactions: []*convergev1.Reaction{
+				{Name: "compose", Trigger: "specChange", Emits: []string{"children", "edges", "status"}},
+				{Name: "settled", Trigger: "childrenSettled", Emits: []string{"status"}},
+			}},
+		{Kind: "part", KindVersion: 1, SpecSchema: mustStruct(t, map[string]any{"type": "object"}),
+			Reactions: []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}}}},
+	} {
+		if _, err := ctl.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := connectWorkerServing(t, wrk, 16, []*convergev1.ReactionRef{
+		{Kind: "stack", KindVersion: 1, Reaction: "compose"},
+		{Kind: "stack", KindVersion: 1, Reaction: "settled"},
+		{Kind: "part", KindVersion: 1, Reaction: "reconcile"},
+	})
+	first := w.Task()
+	w.Compose(first.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("s-a", `{}`)}})
+	w.Ack()
+	a := w.Task()
+	w.Result(a.GetLease(), `{}`)
+	w.Ack()
+	var settled *convergev1.Task
+	for settled == nil {
+		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "childrenSettled" {
+			settled = tk
+		}
+	}
+	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s",
+		Spec: mustStruct(t, map[string]any{"v": 2})}); err != nil {
+		t.Fatal(err)
+	}
+	var gen2 *convergev1.Task
+	for gen2 == nil {
+		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "specChange" {
+			gen2 = tk
+		}
+	}
+	w.Succeed(gen2.GetLease(), &convergev1.Success{Status: []byte(`{"gen":2}`), Composition: &convergev1.Composition{}})
+	w.Ack()
+	w.Result(settled.GetLease(), `{"gen":1}`)
+	if ack := w.Ack(); ack.GetApplied() {
+		t.Fatalf("the stale childrenSettled answer was applied: %v", ack)
+	}
+	r := get(t, ctl, "stack", "s")
+	if r.GetSyncedGeneration() != 2 || r.GetStatus().GetFields()["gen"].GetNumberValue() != 2 {
+		t.Fatalf("after the stale answer: synced generation %d, status %v; want 2 and gen 2", r.GetSyncedGeneration(), r.GetStatus())
+	}
+}

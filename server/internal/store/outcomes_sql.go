@@ -48,9 +48,9 @@ const escalates = `(k.max_transient_attempts > 0 AND t.attempts + 1 >= k.max_tra
 const nextResync = `CASE WHEN done.resync_ms > 0
 	    THEN now() + done.resync_ms * (0.9 + random() * 0.2) * interval '1 millisecond' END`
 
-// applySuccessSQL applies reconcile results. A resync answers for the
-// generation it observed: if the spec moved on meanwhile, it is dropped
-// (the specChange task for the new generation reports instead).
+// applySuccessSQL applies reconcile results. Every reconcile task follows
+// its resource's generation (scheduleReconcileSQL), so the fence alone
+// keeps an answer about an older spec out.
 const applySuccessSQL = `
 	WITH o AS (
 	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::jsonb[], $5::bool[], $6::jsonb[], $7::bigint[])
@@ -75,7 +75,6 @@ const applySuccessSQL = `
 	        updated_at = now()
 	    FROM done, resources old
 	    WHERE r.id = done.resource_id AND old.id = done.resource_id
-	      AND (done.trigger <> 'resync' OR r.generation = done.generation)
 	    RETURNING done.task_id, r.id, r.namespace, r.kind, r.name, r.generation, r.health_ok,
 	        old.failure_attempts AS prev_attempts, old.health_ok AS prev_health
 	), ev AS (

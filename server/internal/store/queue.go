@@ -21,7 +21,19 @@ func queueReconcile(from, filter string) string {
 // among $1 (ascending ids). A queued or running task for an older
 // generation is re-pointed to the new one: a running handler keeps its
 // lease, its stale result is discarded, and the task runs again.
-var scheduleReconcileSQL = queueReconcile(`resources r`, `r.id = ANY($1::bigint[])`) + `
+//
+// The resources' other reconcile work (childrenSettled, resync) moves to
+// the new generation too, so a handler still running for the old one
+// holds a superseded lease: its answer, about a spec that is gone, is
+// dropped (releaseSupersededSQL) instead of winding the synced
+// generation back or bringing back children the new spec dropped.
+var scheduleReconcileSQL = `
+	WITH moved AS (
+	    UPDATE tasks t SET generation = r.generation
+	    FROM resources r
+	    WHERE r.id = ANY($1::bigint[]) AND t.resource_id = r.id
+	      AND t.trigger IN ('childrenSettled', 'resync') AND t.generation <> r.generation
+	)` + queueReconcile(`resources r`, `r.id = ANY($1::bigint[])`) + `
 	ON CONFLICT (resource_id, trigger, key) DO UPDATE SET
 	    generation = EXCLUDED.generation,
 	    kind_version = EXCLUDED.kind_version,
