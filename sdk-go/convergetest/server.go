@@ -24,10 +24,9 @@ import (
 // does not retry failed tasks or apply results: a test sends what it
 // wants run.
 //
-// One worker at a time gets tasks: the one that subscribed last. After a
-// stream ends, the tasks it was running go to the next stream that
-// subscribes, adopted if the worker resumes them and sent again (a new
-// lease) if not. Methods that wait take a context and fail the test
+// One worker at a time gets tasks: the one that subscribed last. When a
+// stream ends, the tasks it was running are adopted by the worker's next
+// stream if it resumes them, and sent again under a new lease if not. Methods that wait take a context and fail the test
 // (t.Fatalf, so call them from the test's goroutine) when the context
 // ends or the server's wait bound ([WithWait]) passes first.
 type Server struct {

@@ -142,19 +142,36 @@ func (s *Server) Connect(ctx context.Context, st *bidi) error {
 		}
 	}
 	s.mu.Lock()
-	ss.closed = true
-	if s.live == ss {
-		s.live = nil
-	}
-	s.changedLocked()
+	s.endLocked(ss)
 	s.mu.Unlock()
 	return ret
 }
 
+// endLocked retires an ended stream: the tasks it was running go back to
+// the front of the queue, to be adopted by the worker's next stream if it
+// resumes them, and dispatched again otherwise.
+func (s *Server) endLocked(ss *session) {
+	ss.closed = true
+	if s.live == ss {
+		s.live = nil
+	}
+	var again []*dispatch
+	for id := int64(1); id <= s.nextID; id++ {
+		if d := s.byID[id]; d.on == ss && !d.done {
+			d.on = nil
+			again = append(again, d)
+		}
+	}
+	ss.running = 0
+	s.queue = append(again, s.queue...)
+	s.dispatchLocked()
+	s.changedLocked()
+}
+
 // subscribe answers a new stream's Subscribe: it adopts the resumed leases
-// that are still current and names the rest lost, hands the new stream
-// the tasks earlier streams left running, and makes it the live one. It
-// reports false, doing nothing, once the server is stopping.
+// that are still current, wherever their tasks are, names the rest lost,
+// and makes the stream the live one. It reports false, doing nothing,
+// once the server is stopping.
 func (s *Server) subscribe(ss *session) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,25 +188,19 @@ func (s *Server) subscribe(ss *session) bool {
 	}
 	for _, l := range ss.sub.GetResumed() {
 		d := s.byID[l.GetTaskId()]
-		if d == nil || d.done || d.on == nil || d.epoch != l.GetEpoch() {
+		if d == nil || d.done || d.epoch != l.GetEpoch() {
 			reply.Lost = append(reply.Lost, l)
 			continue
 		}
-		d.on.running--
+		if d.on == nil {
+			s.unqueueLocked(d) // its stream ended before this one came
+		} else {
+			d.on.running-- // its stream has not noticed its end yet
+		}
 		d.on = ss
 		ss.running++
 		reply.Adopted = append(reply.Adopted, l)
 	}
-	// Tasks left on ended streams and not resumed go out again, first.
-	var again []*dispatch
-	for id := int64(1); id <= s.nextID; id++ {
-		if d := s.byID[id]; d != nil && !d.done && d.on != nil && d.on.closed {
-			d.on.running--
-			d.on = nil
-			again = append(again, d)
-		}
-	}
-	s.queue = append(again, s.queue...)
 	ss.push(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Subscribed{Subscribed: reply}})
 	ss.push(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Configs{Configs: &convergev1.Configs{
 		Configs: append([]*convergev1.KindConfig(nil), s.configs...)}}})
