@@ -22,7 +22,17 @@
 //
 // A handler's error is transient (the server retries it with backoff) unless
 // it is wrapped with [Terminal], which pins the resource as Failed until its
-// spec changes.
+// spec changes. A panic is recovered and reported as a [PanicError]:
+// transient for the first [PanicRetries] attempts, then terminal.
+//
+// [WithMiddleware] wraps handlers in [Middleware], for logging, tracing or
+// metrics around every task.
+//
+// [CheckResult] and [RunHandler] put a handler's result through exactly the
+// checks the worker applies before sending it, so a unit test sees the
+// failure a live worker would report; package convergetest builds on them,
+// with tasks made from a kind's manifest and an in-process server to test
+// a whole worker against.
 //
 // A composer (a specChange reaction that emits children) returns its
 // composite's whole desired set of children in [Result.Children], with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 )
 
@@ -44,9 +43,10 @@ func (w *Worker) runner(ex *execution) {
 	}
 }
 
-// execute runs one handler and records its result. A panic, or a handler
-// that ends its goroutine without returning (runtime.Goexit), is reported as
-// a transient failure; the worker goes on either way (a Goexit ends that
+// execute runs one handler and records its result. A panic, in the
+// handler or in middleware, is reported as [PanicError] says; a handler
+// that ends its goroutine without returning (runtime.Goexit) as a
+// transient failure. The worker goes on either way (a Goexit ends that
 // handler goroutine, and later tasks start on others).
 func (w *Worker) execute(ex *execution) {
 	t := newTask(ex.task)
@@ -54,18 +54,14 @@ func (w *Worker) execute(ex *execution) {
 	var err error
 	returned := false
 	defer func() {
-		if v := recover(); v != nil {
-			w.log.Error("converge: handler panicked", "kind", t.Kind, "version", t.KindVersion,
-				"reaction", t.Reaction, "namespace", t.Namespace, "name", t.Name, "panic", v, "stack", string(debug.Stack()))
-			res, err = nil, fmt.Errorf("converge: handler for kind %q version %d reaction %q panicked: %v", t.Kind, t.KindVersion, t.Reaction, v)
-		} else if !returned {
+		if !returned {
 			res, err = nil, fmt.Errorf("converge: handler for kind %q version %d reaction %q exited without returning", t.Kind, t.KindVersion, t.Reaction)
 		}
 		rep := buildResult(ex.task, res, err)
 		w.logFailure(t, rep)
 		w.launch(w.ledger.finish(ex, rep))
 	}()
-	res, err = ex.handler(ex.ctx, t)
+	res, err = call(ex.ctx, ex.handler, t, w.logPanic)
 	returned = true
 }
 

@@ -40,6 +40,7 @@ type config struct {
 	backoffMin   time.Duration
 	backoffMax   time.Duration
 	onConfig     func(kind string, version int, config json.RawMessage)
+	middleware   []Middleware
 	err          error
 }
 
@@ -142,4 +143,5 @@ func (f handlerOptionFunc) applyHandler(r *registration) { f(r) }
 type registration struct {
 	handler     HandlerFunc
 	needsConfig bool
+	middleware  []Middleware
 }

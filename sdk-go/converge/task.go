@@ -16,7 +16,8 @@ import (
 // ctx is cancelled when the server cancels the task (or, after a reconnect,
 // reports its lease lost), when the task's deadline passes, and when a drain
 // outlasts the drain timeout. A handler that panics is reported as a
-// transient failure carrying the panic value; the worker keeps running.
+// [PanicError], terminal after [PanicRetries] retries; the worker keeps
+// running.
 type HandlerFunc func(ctx context.Context, t *Task) (*Result, error)
 
 // Task is one unit of work the server asks a handler to do: run a reaction

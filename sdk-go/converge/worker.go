@@ -50,6 +50,7 @@ type Worker struct {
 	ledger    *ledger
 	configs   *configStore
 	readiness *readiness
+	panics    panicLog
 
 	// idle hands a task to a handler goroutine waiting for one (see launch);
 	// quit, closed when Run returns, lets waiting handler goroutines go.
@@ -105,8 +106,8 @@ func NewWorker(serverURL string, opts ...Option) *Worker {
 }
 
 // Handle registers h to run the reaction named reaction of version version
-// of kind, configured by opts (see [NeedsConfig]). The worker subscribes to
-// exactly the registered reactions.
+// of kind, configured by opts (see [NeedsConfig] and [WithMiddleware]). The
+// worker subscribes to exactly the registered reactions.
 //
 // Handle panics if h is nil, if the reaction is already registered, or if
 // Run has been called: these are programming errors, as with
@@ -129,6 +130,7 @@ func (w *Worker) Handle(kind string, version int, reaction string, h HandlerFunc
 			o.applyHandler(reg)
 		}
 	}
+	reg.handler = w.wrap(h, reg.middleware)
 	w.handlers[key] = reg
 	w.configs.serve(kindVersion{kind, version})
 	w.readiness.add(key, reg.needsConfig)
@@ -251,18 +253,18 @@ func (w *Worker) handler(t *convergev1.Task) HandlerFunc {
 	w.mu.Unlock()
 	switch {
 	case reg == nil:
-		return func(context.Context, *Task) (*Result, error) {
+		return w.wrap(func(context.Context, *Task) (*Result, error) {
 			return nil, Terminal(fmt.Errorf("converge: worker %q has no handler for kind %q version %d reaction %q",
 				w.cfg.name, key.kind, key.version, key.reaction))
-		}
+		}, nil)
 	case reg.needsConfig && !hasConfig(t.GetConfig()):
 		// The task raced the readiness report, or the server does not
 		// honour it: the handler was promised a config, so the server is
 		// asked to retry later instead.
-		return func(context.Context, *Task) (*Result, error) {
+		return w.wrap(func(context.Context, *Task) (*Result, error) {
 			return nil, fmt.Errorf("converge: kind %q version %d reaction %q needs a provider config (NeedsConfig) and the task carries none: %s",
 				key.kind, key.version, key.reaction, NoConfigReason)
-		}
+		}, reg.middleware)
 	}
 	return reg.handler
 }

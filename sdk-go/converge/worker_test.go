@@ -154,7 +154,7 @@ func TestResults(t *testing.T) {
 		}, failure("bad \uFFFD byte", false)},
 		{"panic", func(context.Context, *Task) (*Result, error) {
 			panic("kaboom")
-		}, failure("panicked: kaboom", false)},
+		}, failure("panic: kaboom", false)},
 		{"goexit", func(context.Context, *Task) (*Result, error) {
 			runtime.Goexit()
 			return nil, nil

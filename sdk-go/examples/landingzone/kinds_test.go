@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,26 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/convergehq/converge/sdk-go/converge"
+	"github.com/convergehq/converge/sdk-go/convergetest"
 )
-
-// manifest is what these tests read of a kind manifest in kinds.yaml.
-type manifest struct {
-	Kind        string `json:"kind"`
-	KindVersion int    `json:"kind_version"`
-	Reactions   []struct {
-		Name    string   `json:"name"`
-		Trigger string   `json:"trigger"`
-		Emits   []string `json:"emits"`
-	} `json:"reactions"`
-	SpecSchema   json.RawMessage `json:"spec_schema"`
-	StatusSchema json.RawMessage `json:"status_schema"`
-
-	spec, status *jsonschema.Schema
-}
 
 // readDocuments returns the YAML documents of a file, as JSON.
 func readDocuments(t *testing.T, path string) []json.RawMessage {
@@ -56,89 +40,30 @@ func readDocuments(t *testing.T, path string) []json.RawMessage {
 	}
 }
 
-// compileSchema compiles a JSON Schema 2020-12 document, asserting formats
-// as the server does.
-func compileSchema(t *testing.T, name string, doc json.RawMessage) *jsonschema.Schema {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource(name, v); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	s, err := c.Compile(name)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return s
-}
-
-// loadKinds reads kinds.yaml, keyed by kind.
-func loadKinds(t *testing.T) map[string]*manifest {
-	t.Helper()
-	kinds := map[string]*manifest{}
-	for i, raw := range readDocuments(t, "kinds.yaml") {
-		var m manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatalf("kinds.yaml: document %d: %v", i+1, err)
-		}
-		m.spec = compileSchema(t, m.Kind+".spec_schema", m.SpecSchema)
-		m.status = compileSchema(t, m.Kind+".status_schema", m.StatusSchema)
-		kinds[m.Kind] = &m
-	}
-	return kinds
-}
-
-// validate checks v, encoded as JSON, against s.
-func validate(t *testing.T, what string, s *jsonschema.Schema, v any) {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if err := s.Validate(inst); err != nil {
-		t.Errorf("%s %s does not match its schema: %v", what, raw, err)
-	}
-}
-
 func TestKindsDeclareTheServedReactions(t *testing.T) {
-	kinds := loadKinds(t)
+	kinds := manifests(t)
 	h := &handlers{}
 	served := h.reactions()
 	if len(kinds) != len(served) {
 		t.Errorf("kinds.yaml declares %d kinds; the worker serves %d", len(kinds), len(served))
 	}
-	for _, r := range served {
-		m := kinds[r.kind]
-		if m == nil {
-			t.Errorf("kinds.yaml does not declare kind %s", r.kind)
-			continue
-		}
-		if m.KindVersion != kindVersion || len(m.Reactions) != 1 || m.Reactions[0].Name != r.name || m.Reactions[0].Trigger != "specChange" {
-			t.Errorf("kind %s: version %d, reactions %+v; want version %d with one specChange reaction %q",
-				r.kind, m.KindVersion, m.Reactions, kindVersion, r.name)
-		}
-	}
 	wantEmits := map[string][]string{
 		kindZone: {"children", "edges", "status"}, kindAccount: {"status"}, kindVPC: {"status"}, kindRoute: {"status"},
 	}
-	for kind, want := range wantEmits {
-		if m := kinds[kind]; m != nil && len(m.Reactions) == 1 && !slices.Equal(m.Reactions[0].Emits, want) {
-			t.Errorf("kind %s emits %v; want %v", kind, m.Reactions[0].Emits, want)
+	for _, r := range served {
+		reactions := kinds.Get(t, r.kind, kindVersion).Proto().GetReactions()
+		if len(reactions) != 1 || reactions[0].GetName() != r.name || reactions[0].GetTrigger() != "specChange" {
+			t.Errorf("kind %s: reactions %v; want one specChange reaction %q", r.kind, reactions, r.name)
+			continue
+		}
+		if got := reactions[0].GetEmits(); !slices.Equal(got, wantEmits[r.kind]) {
+			t.Errorf("kind %s emits %v; want %v", r.kind, got, wantEmits[r.kind])
 		}
 	}
 }
 
 func TestSchemasRefuseWhatTheyShould(t *testing.T) {
-	kinds := loadKinds(t)
+	kinds := manifests(t)
 	for _, c := range []struct {
 		kind, doc string
 	}{
@@ -150,11 +75,7 @@ func TestSchemasRefuseWhatTheyShould(t *testing.T) {
 		{kindZone, `{"accounts":3}`},
 		{kindAccount, `{"email":"not-an-email","index":0}`},
 	} {
-		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(c.doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if kinds[c.kind].spec.Validate(inst) == nil {
+		if kinds.Get(t, c.kind, kindVersion).ValidateSpec(json.RawMessage(c.doc)) == nil {
 			t.Errorf("the spec_schema of %s accepts %s", c.kind, c.doc)
 		}
 	}
@@ -162,10 +83,11 @@ func TestSchemasRefuseWhatTheyShould(t *testing.T) {
 
 // A simulated engine: apply zone.yaml's landing zone, run its composer,
 // then run every child once its dependencies have run, flowing values
-// along the edges as the server does. Every spec and status on the way
-// must match its kind's schemas.
+// along the edges as the server does. Every handler runs as the worker
+// runs it (convergetest.Run), and every spec and status on the way must
+// match its kind's schemas.
 func TestLandingZoneConvergesInASimulatedEngine(t *testing.T) {
-	kinds := loadKinds(t)
+	kinds := manifests(t)
 	h := &handlers{}
 	served := map[string]converge.HandlerFunc{}
 	for _, r := range h.reactions() {
@@ -189,14 +111,15 @@ func TestLandingZoneConvergesInASimulatedEngine(t *testing.T) {
 	if zone.Type != "resource" || zone.Kind != kindZone || zone.KindVersion != kindVersion || zone.Name != "demo" {
 		t.Fatalf("zone.yaml holds %s %s v%d %q; want resource landingzone v1 \"demo\"", zone.Type, zone.Kind, zone.KindVersion, zone.Name)
 	}
-	validate(t, "zone spec", kinds[kindZone].spec, zone.Spec)
 
-	ctx := context.Background()
-	res, err := served[kindZone](ctx, &converge.Task{Kind: kindZone, KindVersion: 1, Namespace: "default", Name: zone.Name, Spec: zone.Spec})
+	root := kinds.Get(t, kindZone, kindVersion)
+	res, err := convergetest.Run(t, served[kindZone], convergetest.NewTask(t, root, "compose", zone.Spec, convergetest.WithName(zone.Name)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	validate(t, "zone status", kinds[kindZone].status, res.Status)
+	if err := root.ValidateStatus(res.Status); err != nil {
+		t.Error(err)
+	}
 	if len(res.Children) != 9 || len(res.Edges) != 6 {
 		t.Fatalf("demo composed %d children and %d edges; want 9 and 6", len(res.Children), len(res.Edges))
 	}
@@ -208,11 +131,10 @@ func TestLandingZoneConvergesInASimulatedEngine(t *testing.T) {
 	statuses := map[converge.Ref]map[string]any{}
 	// Children run in the order emitted, which puts every dependency first.
 	for _, c := range res.Children {
-		m := kinds[c.Kind]
-		if m == nil || m.KindVersion != c.KindVersion {
-			t.Fatalf("child %s: kind %s v%d is not in kinds.yaml", c.Name, c.Kind, c.KindVersion)
+		m := kinds.Get(t, c.Kind, c.KindVersion)
+		if err := m.ValidateSpec(c.Spec.(json.RawMessage)); err != nil {
+			t.Errorf("composed spec of %s: %v", c.Name, err)
 		}
-		validate(t, "composed spec of "+c.Name, m.spec, c.Spec)
 		spec := asObject(t, c.Spec)
 		for _, e := range incoming[c.Ref()] {
 			upstream, ok := statuses[e.Dependency]
@@ -223,13 +145,14 @@ func TestLandingZoneConvergesInASimulatedEngine(t *testing.T) {
 				spec[strings.TrimPrefix(f.To, "/")] = upstream[strings.TrimPrefix(f.From, "/")]
 			}
 		}
-		validate(t, "flowed spec of "+c.Name, m.spec, spec)
-		raw, _ := json.Marshal(spec)
-		out, err := served[c.Kind](ctx, &converge.Task{Kind: c.Kind, KindVersion: c.KindVersion, Namespace: "default", Name: c.Name, Spec: raw})
+		// NewTask checks the flowed spec against the kind's spec_schema.
+		out, err := convergetest.Run(t, served[c.Kind], convergetest.NewTask(t, m, "reconcile", spec, convergetest.WithName(c.Name)))
 		if err != nil {
 			t.Fatalf("child %s: %v", c.Name, err)
 		}
-		validate(t, "status of "+c.Name, m.status, out.Status)
+		if err := m.ValidateStatus(out.Status); err != nil {
+			t.Errorf("status of %s: %v", c.Name, err)
+		}
 		statuses[c.Ref()] = asObject(t, out.Status)
 	}
 

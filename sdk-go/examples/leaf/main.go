@@ -48,8 +48,13 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	w := converge.NewWorker(*server, converge.WithCapacity(*capacity))
-	w.Handle("greeting", 1, "reconcile", g.reconcile)
+	g.register(w)
 	return w.Run(ctx)
+}
+
+// register serves kind greeting v1's reconcile reaction on w.
+func (g greeter) register(w *converge.Worker) {
+	w.Handle("greeting", 1, "reconcile", g.reconcile)
 }
 
 // greetingSpec is the spec of kind greeting v1.

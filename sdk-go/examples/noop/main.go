@@ -46,11 +46,16 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	w := converge.NewWorker(*server, converge.WithCapacity(*capacity))
-	h := handler(*delay)
+	register(w, reactions, *delay)
+	return w.Run(ctx)
+}
+
+// register serves every reaction on w with one handler.
+func register(w *converge.Worker, reactions []reaction, delay time.Duration) {
+	h := handler(delay)
 	for _, r := range reactions {
 		w.Handle(r.kind, r.version, r.name, h)
 	}
-	return w.Run(ctx)
 }
 
 // okStatus is every task's status, encoded once.
