@@ -56,8 +56,13 @@ jq --version
 # ./... stops at a nested module, so each is named.
 gopkgs=(./... ./sdk-go/... ./sdk-go/examples/...)
 
-say "go vet, gofmt"
+say "go vet, gofmt, go mod tidy"
 go vet "${gopkgs[@]}"
+# Each module's go.mod must stand alone (as the SDK's does for its users),
+# so tidiness is checked without the workspace.
+for mod in . sdk-go sdk-go/examples; do
+  (cd "$mod" && GOWORK=off go mod tidy -diff >/dev/null) || die "$mod/go.mod or go.sum is not tidy; run: (cd $mod && GOWORK=off go mod tidy)"
+done
 unformatted=$(gofmt -l server stdworker sdk-go scripts)
 [ -z "$unformatted" ] || die "these files are not gofmt-formatted (run gofmt -w on them): $unformatted"
 
