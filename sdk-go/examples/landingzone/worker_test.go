@@ -99,7 +99,10 @@ func TestWorkerServesTheLandingZone(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	w := converge.NewWorker(srv.URL, converge.WithLogger(slog.New(slog.DiscardHandler)), converge.WithCapacity(defaultCapacity))
+	w, err := converge.NewWorker(srv.URL, converge.WithLogger(slog.New(slog.DiscardHandler)), converge.WithCapacity(defaultCapacity))
+	if err != nil {
+		t.Fatal(err)
+	}
 	(&handlers{}).register(w)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
