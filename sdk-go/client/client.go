@@ -18,10 +18,11 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/sdk-go/internal/endpoint"
 )
 
 // DefaultBaseURL is where a local server listens by default.
-const DefaultBaseURL = "http://localhost:7070"
+const DefaultBaseURL = endpoint.DefaultURL
 
 // Client calls a Converge server's control API. It embeds the generated
 // ControlServiceClient, so every RPC (ApplyKind, GetResource, Watch, …) is a
@@ -30,8 +31,14 @@ type Client struct {
 	convergev1connect.ControlServiceClient
 }
 
-// Option configures a Client.
-type Option func(*config)
+// An Option configures a Client.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	httpClient  connect.HTTPClient
@@ -41,21 +48,26 @@ type config struct {
 
 // WithHTTPClient sets the HTTP client used for every call. The default is
 // http.DefaultClient. It must not set an overall request timeout, because
-// Watch streams stay open; bound calls with contexts instead.
+// Watch streams stay open; bound calls with contexts instead. A nil client
+// keeps the default.
 func WithHTTPClient(c connect.HTTPClient) Option {
-	return func(cfg *config) { cfg.httpClient = c }
+	return optionFunc(func(cfg *config) {
+		if c != nil {
+			cfg.httpClient = c
+		}
+	})
 }
 
 // WithHeader adds a header to every request, streams included (for example
 // an Authorization header). Repeating a key adds another value.
 func WithHeader(key, value string) Option {
-	return func(cfg *config) { cfg.header.Add(key, value) }
+	return optionFunc(func(cfg *config) { cfg.header.Add(key, value) })
 }
 
 // WithConnectOptions passes options to the underlying connect client, for
 // example connect.WithGRPC() or connect.WithProtoJSON().
 func WithConnectOptions(opts ...connect.ClientOption) Option {
-	return func(cfg *config) { cfg.connectOpts = append(cfg.connectOpts, opts...) }
+	return optionFunc(func(cfg *config) { cfg.connectOpts = append(cfg.connectOpts, opts...) })
 }
 
 // New returns a Client for the server at baseURL, e.g. "http://localhost:7070".
@@ -63,7 +75,9 @@ func WithConnectOptions(opts ...connect.ClientOption) Option {
 func New(baseURL string, opts ...Option) *Client {
 	cfg := config{httpClient: http.DefaultClient, header: make(http.Header)}
 	for _, opt := range opts {
-		opt(&cfg)
+		if opt != nil {
+			opt.apply(&cfg)
+		}
 	}
 	connectOpts := cfg.connectOpts
 	if len(cfg.header) > 0 {

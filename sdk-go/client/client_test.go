@@ -206,3 +206,14 @@ func TestSettledAndIsReady(t *testing.T) {
 		t.Error("a nil resource must be neither ready nor settled")
 	}
 }
+
+// TestNilOptionsKeepTheDefaults: a nil option and a nil HTTP client are
+// ignored rather than breaking the first call.
+func TestNilOptionsKeepTheDefaults(t *testing.T) {
+	f, url := newFake(t)
+	f.put(resource("hello", client.PhaseReady))
+	c := client.New(url, nil, client.WithHTTPClient(nil))
+	if _, err := c.WaitFor(testContext(t), "", "greeting", "hello", client.IsReady, nil); err != nil {
+		t.Fatalf("WaitFor: %v", err)
+	}
+}

@@ -18,8 +18,14 @@ const DefaultNamespace = "default"
 // later gaps double up to the poll interval.
 const firstPollDelay = 100 * time.Millisecond
 
-// WaitOption configures WaitFor and WaitForOperation.
-type WaitOption func(*waitConfig)
+// A WaitOption configures WaitFor and WaitForOperation.
+type WaitOption interface {
+	applyWait(*waitConfig)
+}
+
+type waitOptionFunc func(*waitConfig)
+
+func (f waitOptionFunc) applyWait(c *waitConfig) { f(c) }
 
 type waitConfig struct {
 	pollInterval time.Duration
@@ -36,17 +42,19 @@ type waitConfig struct {
 // WaitForOperation, which can only poll, the default is 2s. A d of zero or
 // less keeps the default.
 func WithPollInterval(d time.Duration) WaitOption {
-	return func(c *waitConfig) {
+	return waitOptionFunc(func(c *waitConfig) {
 		if d > 0 {
 			c.pollInterval = d
 		}
-	}
+	})
 }
 
 func newWaitConfig(defaultInterval time.Duration, opts []WaitOption) waitConfig {
 	cfg := waitConfig{pollInterval: defaultInterval}
 	for _, opt := range opts {
-		opt(&cfg)
+		if opt != nil {
+			opt.applyWait(&cfg)
+		}
 	}
 	return cfg
 }

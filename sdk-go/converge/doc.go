@@ -5,9 +5,28 @@
 // bidirectional stream, and runs a handler for every task the server pushes
 // to it:
 //
-//	w := converge.NewWorker("http://localhost:7070", converge.WithCapacity(16))
+//	w, err := converge.NewWorker("http://localhost:7070", converge.WithCapacity(16))
+//	if err != nil {
+//		return err // an invalid option or URL
+//	}
 //	w.Handle("greeting", 1, "reconcile", reconcileGreeting)
-//	err := w.Run(ctx) // returns nil after a graceful drain once ctx is done
+//	err = w.Run(ctx) // returns nil after a graceful drain once ctx is done
+//
+// An empty URL dials the server named by the CONVERGE_SERVER environment
+// variable, as conctl and stdworker do, or http://localhost:7070.
+//
+// Handlers can be typed: [Handle] registers a [TypedHandlerFunc], which
+// gets the spec decoded into a Go type ([TypedTask]) and reports a status
+// of a Go type ([TypedResult], [StatusResult]). A spec that does not fit
+// the type is a terminal failure naming the field, e.g. "spec.replicas:
+// want integer, got string", and the handler is not called. The
+// converge-go-types command (server/cmd/converge-go-types) generates the
+// types from kind manifests, with constants for the kind, version,
+// reactions and triggers and a typed Handle function per reaction:
+//
+//	HandleGreetingV1Reconcile(w, func(ctx context.Context, t *converge.TypedTask[GreetingV1Spec]) (*converge.TypedResult[GreetingV1Status], error) {
+//		return converge.StatusResult(GreetingV1Status{Message: new("Hello, " + t.Spec.Name)}), nil
+//	})
 //
 // The SDK takes care of the protocol: it subscribes with the registered
 // reactions, never runs more than the configured capacity of handlers at

@@ -17,11 +17,15 @@ import (
 
 // A worker serving one reaction: it reads the spec and reports a status.
 func ExampleWorker() {
-	w := converge.NewWorker("http://localhost:7070",
+	w, err := converge.NewWorker("http://localhost:7070",
 		converge.WithCapacity(16),
 		converge.WithName("greeter"),
 		converge.WithLogger(slog.Default()),
 	)
+	if err != nil {
+		slog.Error("bad worker settings", "error", err)
+		return
+	}
 	w.Handle("greeting", 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
 		var spec struct {
 			Name string `json:"name"`
@@ -150,15 +154,20 @@ func ExampleRollup() {
 // the kind version's default config, the worker reports the reaction not
 // ready and the server parks its resources instead of failing them.
 func ExampleNeedsConfig() {
-	w := converge.NewWorker("http://localhost:7070")
+	w, err := converge.NewWorker("") // $CONVERGE_SERVER, else http://localhost:7070
+	if err != nil {
+		slog.Error("bad worker settings", "error", err)
+		return
+	}
+	type bucketConfig struct {
+		Region string `json:"region"`
+	}
 	w.Handle("bucket", 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
 		// The effective config: the default, with the keys of the
 		// resource's named config on top.
-		var cfg struct {
-			Region string `json:"region"`
-		}
-		if err := t.DecodeConfig(&cfg); err != nil {
-			return nil, converge.Terminal(err)
+		cfg, err := converge.ConfigAs[bucketConfig](t)
+		if err != nil {
+			return nil, err // transient: fixing the config fixes the retry
 		}
 		return &converge.Result{Status: map[string]any{"region": cfg.Region}}, nil
 	}, converge.NeedsConfig())
@@ -176,7 +185,7 @@ func ExampleWithOnConfig() {
 	type storageClient struct{ region string }
 	var client atomic.Pointer[storageClient]
 
-	w := converge.NewWorker("http://localhost:7070",
+	w, err := converge.NewWorker("http://localhost:7070",
 		converge.WithOnConfig(func(kind string, version int, config json.RawMessage) {
 			var cfg struct {
 				Region string `json:"region"`
@@ -187,6 +196,10 @@ func ExampleWithOnConfig() {
 			}
 			client.Store(&storageClient{region: cfg.Region})
 		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	w.Handle("bucket", 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
 		c := client.Load()
 		if c == nil {
@@ -204,7 +217,11 @@ func ExampleWithOnConfig() {
 // ready while the service is down, so the server parks the kind's
 // resources instead of burning their retries.
 func ExampleWorker_SetReady() {
-	w := converge.NewWorker("http://localhost:7070")
+	w, err := converge.NewWorker("http://localhost:7070")
+	if err != nil {
+		slog.Error("bad worker settings", "error", err)
+		return
+	}
 	w.Handle("dns-record", 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
 		return nil, nil // create or update the record
 	})
@@ -292,4 +309,34 @@ func ExampleReactorEvent() {
 		}
 	}
 	// Output: paging: db orders went failed (phase Failed)
+}
+
+// A typed handler: the spec arrives decoded, the status is a Go type. A
+// spec that does not fit greetingSpec fails terminally, naming the field.
+func ExampleHandle() {
+	type greetingSpec struct {
+		Name string `json:"name"`
+	}
+	type greetingStatus struct {
+		Message string `json:"message"`
+	}
+	w, err := converge.NewWorker("http://localhost:7070")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	reconcile := func(ctx context.Context, t *converge.TypedTask[greetingSpec]) (*converge.TypedResult[greetingStatus], error) {
+		return converge.StatusResult(greetingStatus{Message: "Hello, " + t.Spec.Name}), nil
+	}
+	converge.Handle(w, "greeting", 1, "reconcile", reconcile)
+
+	// What the worker does with a task, shown without a server:
+	h := converge.Typed(reconcile)
+	res, _ := h(context.Background(), &converge.Task{Spec: []byte(`{"name":"world"}`)})
+	fmt.Println(res.Status.(*greetingStatus).Message)
+	_, err = h(context.Background(), &converge.Task{Spec: []byte(`{"name":42}`)})
+	fmt.Println(converge.IsTerminal(err), err)
+	// Output:
+	// Hello, world
+	// true converge: decode spec into converge_test.greetingSpec: spec.name: want string, got number
 }

@@ -355,7 +355,10 @@ func newTestWorker(f *fakeServer, opts ...Option) *testWorker {
 		// Tests leave handlers blocked; the drain at cleanup cancels them.
 		WithDrainTimeout(100 * time.Millisecond),
 	}, opts...)
-	w := NewWorker(f.url, opts...)
+	w, err := NewWorker(f.url, opts...)
+	if err != nil {
+		panic(err) // a test gave an invalid option
+	}
 	w.waits = waits{
 		drainGrace:  time.Second,
 		drainAcks:   200 * time.Millisecond,

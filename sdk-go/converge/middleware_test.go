@@ -125,7 +125,10 @@ func TestMiddlewareShapesTheResult(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := NewWorker("http://unused", WithMiddleware(c.mw))
+			w, err := NewWorker("http://unused", WithMiddleware(c.mw))
+			if err != nil {
+				t.Fatal(err)
+			}
 			h := c.handler
 			if h == nil {
 				h = func(context.Context, *Task) (*Result, error) { return nil, nil }

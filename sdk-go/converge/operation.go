@@ -30,10 +30,7 @@ type Operation struct {
 // DecodeInput unmarshals the operation's input into v, as [json.Unmarshal]
 // does. An empty input leaves v unchanged.
 func (o *Operation) DecodeInput(v any) error {
-	if len(o.Input) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(o.Input, v); err != nil {
+	if err := decodeJSON("input", o.Input, v); err != nil {
 		return fmt.Errorf("converge: decode input of operation %s (verb %q): %w", o.ID, o.Verb, err)
 	}
 	return nil

@@ -86,7 +86,7 @@ func TestOperationResults(t *testing.T) {
 			func(_ context.Context, task *Task) (*Result, error) {
 				var in backupInput
 				return nil, Terminal(task.Operation.DecodeInput(&in))
-			}, `error terminal=true: converge: decode input of operation op-7 (verb "backup"): json:`},
+			}, `error terminal=true: converge: decode input of operation op-7 (verb "backup"): input.target: want string, got number`},
 		{"transient", func(id int64, r string) *convergev1.Task { return operationTask(id, r, ``) },
 			func(context.Context, *Task) (*Result, error) { return nil, errors.New("snapshot busy") },
 			`error terminal=false: snapshot busy`},

@@ -2,11 +2,16 @@ package converge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
 // Defaults for the options below.
@@ -30,7 +35,7 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // config is a Worker's settings after options are applied. err holds the
-// first invalid option; Run reports it.
+// first invalid option; NewWorker reports it.
 type config struct {
 	capacity     int
 	name         string
@@ -64,7 +69,7 @@ func WithCapacity(n int) Option {
 }
 
 // WithName sets the worker's display name, shown in server logs and
-// diagnostics; at most 253 characters. The default, also used for an
+// diagnostics; at most 253 characters (NewWorker refuses a longer one). The default, also used for an
 // empty name, is "<hostname>-<pid>". The name is not an identity: the
 // server identifies workers by their connection.
 func WithName(name string) Option {
@@ -145,3 +150,29 @@ type registration struct {
 	needsConfig bool
 	middleware  []Middleware
 }
+
+// checkSubscription checks the settings the protocol bounds (the worker's
+// name, its capacity) by the Subscribe message's own rules, so they are
+// refused by NewWorker rather than by Run. The reactions are checked by
+// Run, once they are registered.
+func (c *config) checkSubscription() error {
+	sub := &convergev1.Subscribe{WorkerName: c.name, Capacity: clampInt32(c.capacity)}
+	reactions := sub.ProtoReflect().Descriptor().Fields().ByName("reactions")
+	skipReactions := protovalidate.FilterFunc(func(_ protoreflect.Message, d protoreflect.Descriptor) bool {
+		return d != reactions
+	})
+	err := protovalidate.Validate(sub, protovalidate.WithFilter(skipReactions))
+	var verr *protovalidate.ValidationError
+	if errors.As(err, &verr) && len(verr.Violations) > 0 {
+		v := verr.Violations[0].Proto
+		field := protovalidate.FieldPathString(v.GetField())
+		return fmt.Errorf("converge: %s: %s %s", optionOf[field], field, v.GetMessage())
+	}
+	if err != nil {
+		return fmt.Errorf("converge: invalid options: %w", err)
+	}
+	return nil
+}
+
+// optionOf names the option that sets a Subscribe field.
+var optionOf = map[string]string{"worker_name": "WithName", "capacity": "WithCapacity"}

@@ -54,10 +54,7 @@ type ReactorEvent struct {
 // DecodeWatchedStatus unmarshals the watched resource's status into v, as
 // [json.Unmarshal] does. An empty status leaves v unchanged.
 func (e *ReactorEvent) DecodeWatchedStatus(v any) error {
-	if len(e.WatchedStatus) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(e.WatchedStatus, v); err != nil {
+	if err := decodeJSON("status", e.WatchedStatus, v); err != nil {
 		return fmt.Errorf("converge: decode watched status of %s (binding %q): %w", describeRef(e.Watched), e.Binding, err)
 	}
 	return nil

@@ -80,7 +80,9 @@ type Task struct {
 }
 
 // DecodeSpec unmarshals the task's spec into v, as [json.Unmarshal] does.
-// An empty spec leaves v unchanged.
+// An empty spec leaves v unchanged. An error names the path of the value
+// that does not fit v (it wraps a [*DecodeError]). [Typed] handlers get
+// the spec decoded.
 func (t *Task) DecodeSpec(v any) error {
 	return t.decode("spec", t.Spec, v)
 }
@@ -100,10 +102,7 @@ func (t *Task) DecodeConfig(v any) error {
 }
 
 func (t *Task) decode(field string, data json.RawMessage, v any) error {
-	if len(data) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := decodeJSON(field, data, v); err != nil {
 		return fmt.Errorf("converge: decode %s of %s %s/%s: %w", field, t.Kind, t.Namespace, t.Name, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package converge
 import (
 	"crypto/tls"
 	"net/http"
+	"strings"
 
 	"github.com/convergehq/converge/sdk-go/tlsfiles"
 )
@@ -54,10 +55,19 @@ const (
 	EnvTLSKey  = "CONVERGE_TLS_KEY"
 )
 
-// tlsFromEnv applies WithTLS with the files the environment names, if any.
+// tlsFromEnv applies WithTLS with the files the environment names, if any;
+// an error names the variables.
 func tlsFromEnv(c *config, getenv func(string) string) {
 	ca, cert, key := getenv(EnvTLSCA), getenv(EnvTLSCert), getenv(EnvTLSKey)
-	if ca != "" || cert != "" || key != "" {
-		WithTLS(cert, key, ca).apply(c)
+	if ca == "" && cert == "" && key == "" {
+		return
 	}
+	var tc config
+	WithTLS(cert, key, ca).apply(&tc)
+	if tc.err != nil {
+		c.fail("TLS files from %s=%q %s=%q %s=%q: %s", EnvTLSCA, ca, EnvTLSCert, cert, EnvTLSKey, key,
+			strings.TrimPrefix(tc.err.Error(), "converge: WithTLS: "))
+		return
+	}
+	c.httpClient = tc.httpClient
 }

@@ -1,7 +1,6 @@
 package converge
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -60,10 +59,8 @@ func TestWithTLSRejectsBadFiles(t *testing.T) {
 		{"key mismatch", WithTLS(certFile, certFile, ""), "WithTLS: certificate"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := NewWorker("https://localhost:1", c.opt, WithLogger(slog.New(slog.DiscardHandler)))
-			w.Handle("k", 1, "reconcile", nop)
-			if err := w.Run(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Run = %v; want an error containing %q", err, c.want)
+			if _, err := NewWorker("https://localhost:1", c.opt, WithLogger(slog.New(slog.DiscardHandler))); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("NewWorker = %v; want an error containing %q", err, c.want)
 			}
 		})
 	}
@@ -78,7 +75,7 @@ func TestTLSFromEnvironment(t *testing.T) {
 	env := map[string]string{EnvTLSCert: certFile, EnvTLSKey: keyFile, EnvTLSCA: filepath.Join(dir, "nope.pem")}
 	var c config
 	tlsFromEnv(&c, func(k string) string { return env[k] })
-	if c.err == nil || !strings.Contains(c.err.Error(), "WithTLS: CA file") {
+	if c.err == nil || !strings.Contains(c.err.Error(), "TLS files from CONVERGE_TLS_CA=") || !strings.Contains(c.err.Error(), ": CA file") {
 		t.Fatalf("files from the environment were not used: httpClient %v, err %v", c.httpClient, c.err)
 	}
 	env[EnvTLSCA] = certFile

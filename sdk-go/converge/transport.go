@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/convergehq/converge/sdk-go/internal/endpoint"
 )
 
 // Liveness of an idle connection: with no frame from the server for
@@ -20,17 +23,45 @@ const (
 	pingTimeout = 10 * time.Second
 )
 
+// Where a worker given no server URL finds one.
+const (
+	// EnvServer names the environment variable NewWorker reads the
+	// server's URL from when it is given none.
+	EnvServer = endpoint.Env
+	// DefaultServerURL is the URL NewWorker dials when it is given none
+	// and EnvServer is unset: a local server's default address.
+	DefaultServerURL = endpoint.DefaultURL
+)
+
+// serverURLFrom picks the URL a worker dials, and checks it.
+func serverURLFrom(arg string, getenv func(string) string) (string, error) {
+	raw, source := arg, "given to NewWorker"
+	if raw == "" {
+		raw, source = getenv(EnvServer), "from $"+EnvServer
+	}
+	if raw == "" {
+		return DefaultServerURL, nil
+	}
+	if err := checkServerURL(raw); err != nil {
+		return "", fmt.Errorf("converge: server URL %q (%s): %w", raw, source, err)
+	}
+	return raw, nil
+}
+
 // checkServerURL accepts an absolute http:// or https:// URL with a host.
 func checkServerURL(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("converge: server URL %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("converge: server URL %q: scheme must be http or https", raw)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("converge: server URL %q: host is missing", raw)
+	switch {
+	case err != nil:
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return err
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("scheme must be http or https")
+	case u.Host == "":
+		return errors.New("host is missing")
 	}
 	return nil
 }

@@ -74,9 +74,23 @@ type reactionKey struct {
 }
 
 // NewWorker returns a worker that dials the server at serverURL (http:// for
-// cleartext HTTP/2, https:// for TLS), configured by opts. Invalid options
-// and an invalid URL are reported by [Worker.Run].
-func NewWorker(serverURL string, opts ...Option) *Worker {
+// cleartext HTTP/2, https:// for TLS), configured by opts. An empty
+// serverURL means the URL in the environment variable [EnvServer]
+// (CONVERGE_SERVER, as conctl and stdworker read it), or
+// [DefaultServerURL] when that is unset too.
+//
+// It returns an error, naming the option or where the URL came from, for
+// an invalid option or URL. [Worker.Run] reports what can only be checked
+// once the handlers are registered.
+func NewWorker(serverURL string, opts ...Option) (*Worker, error) {
+	return newWorker(serverURL, os.Getenv, opts)
+}
+
+func newWorker(serverURL string, getenv func(string) string, opts []Option) (*Worker, error) {
+	url, err := serverURLFrom(serverURL, getenv)
+	if err != nil {
+		return nil, err
+	}
 	cfg := config{
 		capacity:     DefaultCapacity,
 		name:         defaultName(),
@@ -86,13 +100,21 @@ func NewWorker(serverURL string, opts ...Option) *Worker {
 		backoffMax:   DefaultReconnectMax,
 	}
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if cfg.httpClient == nil {
-		tlsFromEnv(&cfg, os.Getenv)
+		tlsFromEnv(&cfg, getenv)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if err := cfg.checkSubscription(); err != nil {
+		return nil, err
 	}
 	return &Worker{
-		url:       serverURL,
+		url:       url,
 		cfg:       cfg,
 		waits:     defaultWaits,
 		log:       cfg.logger.With("worker", cfg.name),
@@ -102,7 +124,7 @@ func NewWorker(serverURL string, opts ...Option) *Worker {
 		handlers:  make(map[reactionKey]*registration),
 		idle:      make(chan *execution),
 		quit:      make(chan struct{}),
-	}
+	}, nil
 }
 
 // Handle registers h to run the reaction named reaction of version version
@@ -142,8 +164,9 @@ func (w *Worker) Handle(kind string, version int, reaction string, h HandlerFunc
 // Connection failures never end Run: the worker logs them and reconnects
 // with backoff (see [WithReconnectBackoff]); running handlers keep running
 // and their results are delivered on the next stream. Run returns an error
-// only for a configuration it cannot run: no handler registered, an invalid
-// server URL, an invalid option, or a second call.
+// only for a configuration it cannot run: no handler registered, a
+// reaction Handle was given an invalid name or version for, or a second
+// call. (NewWorker has checked the URL and the options.)
 //
 // Draining, once ctx is done: the worker tells the server to stop sending
 // tasks, waits for running handlers (see [WithDrainTimeout]; after it, their
@@ -201,14 +224,8 @@ func (w *Worker) prepare() error {
 		return errors.New("converge: Run called more than once")
 	}
 	w.started = true
-	if w.cfg.err != nil {
-		return w.cfg.err
-	}
 	if len(w.handlers) == 0 {
 		return errors.New("converge: no handler registered: call Handle before Run")
-	}
-	if err := checkServerURL(w.url); err != nil {
-		return err
 	}
 	for k := range w.handlers {
 		w.reactions = append(w.reactions, &convergev1.ReactionRef{Kind: k.kind, KindVersion: clampInt32(k.version), Reaction: k.reaction})
@@ -223,7 +240,7 @@ func (w *Worker) prepare() error {
 	}
 	w.sdk = sdkVersion()
 	if err := protovalidate.Validate(w.subscribe(nil)); err != nil {
-		return fmt.Errorf("converge: invalid subscription (check the options): %w", err)
+		return fmt.Errorf("converge: invalid subscription: %w", err)
 	}
 	httpClient := w.cfg.httpClient
 	if httpClient == nil {

@@ -224,36 +224,78 @@ func TestDeadlineCancelsHandler(t *testing.T) {
 	}
 }
 
-func TestRunRejectsBadConfiguration(t *testing.T) {
+func TestNewWorkerRejectsBadOptionsAndURLs(t *testing.T) {
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
 	cases := []struct {
-		name  string
-		url   string
-		opts  []Option
-		setup func(*Worker)
-		want  string
+		name string
+		url  string
+		env  map[string]string
+		opts []Option
+		want string
 	}{
-		{"no handler", "http://localhost:1", nil, func(*Worker) {}, "no handler registered"},
-		{"bad scheme", "ftp://localhost:1", nil, nil, "scheme must be http or https"},
-		{"no host", "http://", nil, nil, "host is missing"},
-		{"unparsable", "http://[::1", nil, nil, "server URL"},
-		{"capacity", "http://localhost:1", []Option{WithCapacity(0)}, nil, "WithCapacity(0)"},
-		{"drain timeout", "http://localhost:1", []Option{WithDrainTimeout(-time.Second)}, nil, "WithDrainTimeout(-1s)"},
-		{"backoff", "http://localhost:1", []Option{WithReconnectBackoff(time.Second, time.Millisecond)}, nil, "WithReconnectBackoff"},
-		{"http client", "http://localhost:1", []Option{WithHTTPClient(nil)}, nil, "WithHTTPClient(nil)"},
-		{"name", "http://localhost:1", []Option{WithName(strings.Repeat("n", 254))}, nil, "worker_name"},
-		{"kind", "http://localhost:1", nil, func(w *Worker) { w.Handle("", 1, "reconcile", nop) }, `Handle("", 1, "reconcile"): `},
-		{"version", "http://localhost:1", nil, func(w *Worker) { w.Handle("k", 0, "reconcile", nop) }, "kind_version"},
-		{"huge version", "http://localhost:1", nil, func(w *Worker) { w.Handle("k", 1<<40, "reconcile", nop) }, "kind_version"},
-		{"reaction", "http://localhost:1", nil, func(w *Worker) { w.Handle("k", 1, strings.Repeat("r", 64), nop) }, "reaction"},
+		{"bad scheme", "ftp://localhost:1", nil, nil, `server URL "ftp://localhost:1" (given to NewWorker): scheme must be http or https`},
+		{"no host", "http://", nil, nil, `server URL "http://" (given to NewWorker): host is missing`},
+		{"unparsable", "http://[::1", nil, nil, `server URL "http://[::1" (given to NewWorker): missing ']' in host`},
+		{"bad env", "", map[string]string{EnvServer: "localhost:7070"}, nil, `server URL "localhost:7070" (from $CONVERGE_SERVER): scheme must be http or https`},
+		{"capacity", "http://localhost:1", nil, []Option{WithCapacity(0)}, "WithCapacity(0)"},
+		{"drain timeout", "http://localhost:1", nil, []Option{WithDrainTimeout(-time.Second)}, "WithDrainTimeout(-1s)"},
+		{"backoff", "http://localhost:1", nil, []Option{WithReconnectBackoff(time.Second, time.Millisecond)}, "WithReconnectBackoff"},
+		{"http client", "http://localhost:1", nil, []Option{WithHTTPClient(nil)}, "WithHTTPClient(nil)"},
+		{"on config", "http://localhost:1", nil, []Option{WithOnConfig(nil)}, "WithOnConfig(nil)"},
+		{"name", "http://localhost:1", nil, []Option{WithName(strings.Repeat("n", 254))}, "converge: WithName: worker_name must be at most 253 characters"},
+		{"tls env", "https://localhost:1", map[string]string{EnvTLSCert: "/nonexistent/tls.crt"}, nil, `TLS files from CONVERGE_TLS_CA="" CONVERGE_TLS_CERT="/nonexistent/tls.crt" CONVERGE_TLS_KEY="": give both certFile and keyFile`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := NewWorker(c.url, append(c.opts, WithLogger(slog.New(slog.DiscardHandler)))...)
-			if c.setup != nil {
-				c.setup(w)
-			} else {
-				w.Handle("k", 1, "reconcile", nop)
+			w, err := newWorker(c.url, func(k string) string { return c.env[k] }, append(c.opts, quiet))
+			if w != nil || err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("NewWorker = %v, %v; want an error containing %q", w, err, c.want)
 			}
+		})
+	}
+}
+
+// TestNewWorkerServerURL: the argument wins, then CONVERGE_SERVER, then the
+// default, which is conctl's and the client's.
+func TestNewWorkerServerURL(t *testing.T) {
+	for _, c := range []struct {
+		arg, env, want string
+	}{
+		{"https://a.example:7070", "http://b.example:7070", "https://a.example:7070"},
+		{"", "http://b.example:7070", "http://b.example:7070"},
+		{"", "", "http://localhost:7070"},
+	} {
+		w, err := newWorker(c.arg, func(k string) string {
+			if k == EnvServer {
+				return c.env
+			}
+			return ""
+		}, []Option{nil})
+		if err != nil || w.url != c.want {
+			t.Errorf("NewWorker(%q) with %s=%q: url %v, err %v; want %q", c.arg, EnvServer, c.env, w, err, c.want)
+		}
+	}
+	if EnvServer != "CONVERGE_SERVER" || DefaultServerURL != "http://localhost:7070" {
+		t.Errorf("EnvServer %q, DefaultServerURL %q: conctl and stdworker use CONVERGE_SERVER and http://localhost:7070", EnvServer, DefaultServerURL)
+	}
+}
+
+func TestRunRejectsBadConfiguration(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(*Worker)
+		want  string
+	}{
+		{"no handler", func(*Worker) {}, "no handler registered"},
+		{"kind", func(w *Worker) { w.Handle("", 1, "reconcile", nop) }, `Handle("", 1, "reconcile"): `},
+		{"version", func(w *Worker) { w.Handle("k", 0, "reconcile", nop) }, "kind_version"},
+		{"huge version", func(w *Worker) { w.Handle("k", 1<<40, "reconcile", nop) }, "kind_version"},
+		{"reaction", func(w *Worker) { w.Handle("k", 1, strings.Repeat("r", 64), nop) }, "reaction"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := mustWorker(t, "http://localhost:1", WithLogger(slog.New(slog.DiscardHandler)))
+			c.setup(w)
 			err := w.Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Run = %v; want an error containing %q", err, c.want)
@@ -263,7 +305,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	w := NewWorker("http://localhost:1", WithLogger(slog.New(slog.DiscardHandler)))
+	w := mustWorker(t, "http://localhost:1", WithLogger(slog.New(slog.DiscardHandler)))
 	w.Handle("k", 1, "reconcile", nop)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -276,7 +318,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestHandlePanicsOnMisuse(t *testing.T) {
-	w := NewWorker("http://localhost:1")
+	w := mustWorker(t, "http://localhost:1")
 	w.Handle("k", 1, "reconcile", nop)
 	mustPanic(t, "duplicate", func() { w.Handle("k", 1, "reconcile", nop) })
 	mustPanic(t, "nil handler", func() { w.Handle("k", 1, "other", nil) })
@@ -286,6 +328,15 @@ func TestHandlePanicsOnMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPanic(t, "after Run", func() { w.Handle("k", 2, "reconcile", nop) })
+}
+
+func mustWorker(t *testing.T, url string, opts ...Option) *Worker {
+	t.Helper()
+	w, err := NewWorker(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func mustPanic(t *testing.T, what string, f func()) {

@@ -25,7 +25,7 @@
 // and fails the test for any message the real server would refuse:
 //
 //	srv := convergetest.NewServer(t)
-//	w := converge.NewWorker(srv.URL(), convergetest.WorkerOptions(t)...)
+//	w := convergetest.NewWorker(t, srv)
 //	w.Handle("greeting", 1, "reconcile", reconcile)
 //	convergetest.RunWorker(t, w)
 //	srv.Send(task)

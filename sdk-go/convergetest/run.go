@@ -68,6 +68,17 @@ func WorkerOptions(t testing.TB) []converge.Option {
 	}
 }
 
+// NewWorker is [converge.NewWorker] for a worker under test that talks to
+// srv: [WorkerOptions], then opts; an invalid option fails the test.
+func NewWorker(t testing.TB, srv *Server, opts ...converge.Option) *converge.Worker {
+	t.Helper()
+	w, err := converge.NewWorker(srv.URL(), append(WorkerOptions(t), opts...)...)
+	if err != nil {
+		t.Fatalf("converge.NewWorker: %v", err)
+	}
+	return w
+}
+
 // stopWait bounds how long a stop waits for Run to return: the drain
 // timeout, then the SDK's few seconds of grace and acknowledgement waits.
 const stopWait = time.Minute

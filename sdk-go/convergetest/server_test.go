@@ -33,7 +33,7 @@ func TestRunFailsAsTheWorkerReports(t *testing.T) {
 	}
 
 	srv := convergetest.NewServer(t)
-	w := converge.NewWorker(srv.URL(), convergetest.WorkerOptions(t)...)
+	w := convergetest.NewWorker(t, srv)
 	w.Handle("zone", 2, "compose", composeBadChild)
 	convergetest.RunWorker(t, w)
 	srv.Send(task)
@@ -93,8 +93,8 @@ func TestServerDispatchesWithinCapacity(t *testing.T) {
 	logs := &lockedBuffer{}
 	srv := convergetest.NewServer(t)
 	b := newBlocker()
-	w := converge.NewWorker(srv.URL(), append(convergetest.WorkerOptions(t),
-		converge.WithCapacity(2), converge.WithName("w1"), converge.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))...)
+	w := convergetest.NewWorker(t, srv,
+		converge.WithCapacity(2), converge.WithName("w1"), converge.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	w.Handle("zone", 2, "compose", b.handle)
 	stop := convergetest.RunWorker(t, w)
 
@@ -136,7 +136,7 @@ func TestServerCancelsAndSurvivesReconnects(t *testing.T) {
 	zone := convergetest.ReadManifests(t, "testdata/kinds.json").Get(t, "zone", 2)
 	srv := convergetest.NewServer(t)
 	b := newBlocker()
-	w := converge.NewWorker(srv.URL(), convergetest.WorkerOptions(t)...)
+	w := convergetest.NewWorker(t, srv)
 	w.Handle("zone", 2, "compose", b.handle)
 	convergetest.RunWorker(t, w)
 
@@ -175,7 +175,7 @@ func TestServerCancelsAndSurvivesReconnects(t *testing.T) {
 // ready until the server pushes its kind's default config.
 func TestServerPushesConfigsAndSeesReadiness(t *testing.T) {
 	srv := convergetest.NewServer(t)
-	w := converge.NewWorker(srv.URL(), convergetest.WorkerOptions(t)...)
+	w := convergetest.NewWorker(t, srv)
 	w.Handle("zone", 2, "compose", func(context.Context, *converge.Task) (*converge.Result, error) { return nil, nil }, converge.NeedsConfig())
 	convergetest.RunWorker(t, w)
 	srv.Subscription(t.Context())
@@ -281,7 +281,7 @@ func TestServerSendsAgainWhatAStreamLeft(t *testing.T) {
 	_ = st.CloseRequest()
 	_ = st.CloseResponse()
 
-	w := converge.NewWorker(srv.URL(), convergetest.WorkerOptions(t)...)
+	w := convergetest.NewWorker(t, srv)
 	w.Handle("zone", 2, "compose", func(context.Context, *converge.Task) (*converge.Result, error) { return nil, nil })
 	convergetest.RunWorker(t, w)
 	r := srv.ResultFor(t.Context(), task)

@@ -88,6 +88,40 @@ describe("converge-ts-types", () => {
     }
   });
 
+  it("declares the kind's version, reactions, triggers and verbs as constants", () => {
+    const [m] = manifestsFromYAML(
+      [
+        "type: manifest",
+        "kind: demo.app",
+        "kind_version: 2",
+        "reactions:",
+        "  - {name: reconcile, trigger: specChange, emits: [status]}",
+        "  - {name: on-delete, trigger: deleteRequested, emits: [finalizer]}",
+        "  - {name: rotate, trigger: operation, verb: rotate-keys, emits: [operationOutput]}",
+        "operations:",
+        "  - {verb: rotate-keys}",
+      ].join("\n"),
+    );
+    assert.deepEqual(m.reactions, [
+      { name: "reconcile", trigger: "specChange", verb: undefined },
+      { name: "on-delete", trigger: "deleteRequested", verb: undefined },
+      { name: "rotate", trigger: "operation", verb: "rotate-keys" },
+    ]);
+    const out = generateTypes([m], { sdkModule: "" });
+    const want = [
+      "export const DemoAppV2 = {",
+      '  kind: "demo.app",',
+      "  kindVersion: 2,",
+      '  reactions: { reconcile: "reconcile", "on-delete": "on-delete", rotate: "rotate" },',
+      '  triggers: { reconcile: "specChange", "on-delete": "deleteRequested", rotate: "operation" },',
+      '  verbs: { "rotate-keys": "rotate-keys" },',
+      "} as const;",
+    ].join("\n");
+    assert.ok(out.includes(want), `missing\n${want}\nin:\n${out}`);
+    const bare = generateTypes([{ kind: "t", kindVersion: 1 }], { sdkModule: "" });
+    assert.ok(bare.includes("  reactions: {},\n  triggers: {},\n  verbs: {},\n} as const;"), bare);
+  });
+
   it("never throws on odd schemas", () => {
     for (const s of [null, 42, "x", [], { type: 7 }, { properties: [] }, { enum: [] }, { required: "x" }, { items: { items: { items: {} } } }]) {
       assert.doesNotThrow(() => types(s), JSON.stringify(s));

@@ -108,9 +108,12 @@ func (f *fleet) serving(kind string) bool {
 
 // start runs a worker for def with capacity; one must not be running.
 func (f *fleet) start(def kindDef, capacity int) {
-	w := converge.NewWorker(f.url, converge.WithCapacity(capacity), converge.WithName("model-"+def.name),
+	w, err := converge.NewWorker(f.url, converge.WithCapacity(capacity), converge.WithName("model-"+def.name),
 		converge.WithLogger(f.log), converge.WithReconnectBackoff(20*time.Millisecond, 300*time.Millisecond),
 		converge.WithDrainTimeout(10*time.Second))
+	if err != nil {
+		panic("model fleet: " + err.Error()) // fixed options: a bug in the test
+	}
 	kw := &kworker{def: def, capacity: capacity, abort: make(chan struct{}), done: make(chan struct{})}
 	for _, v := range def.versions {
 		if def.composite {

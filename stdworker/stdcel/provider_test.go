@@ -12,8 +12,11 @@ import (
 
 func TestRegisterRefusesUnknownKinds(t *testing.T) {
 	p := New()
-	w := converge.NewWorker("http://127.0.0.1:1")
-	err := p.Register(context.Background(), w, provider.Served{Manifest: &convergev1.KindManifest{Kind: "webapp", KindVersion: 1}}, provider.Env{})
+	w, err := converge.NewWorker("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Register(context.Background(), w, provider.Served{Manifest: &convergev1.KindManifest{Kind: "webapp", KindVersion: 1}}, provider.Env{})
 	if err == nil || !strings.Contains(err.Error(), "settings {graph: <std.graph resource name>") {
 		t.Errorf("want a refusal naming the settings, got %v", err)
 	}

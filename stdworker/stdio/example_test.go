@@ -16,7 +16,10 @@ func ExampleHandler() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w := converge.NewWorker("http://localhost:7070")
+	w, err := converge.NewWorker("http://localhost:7070")
+	if err != nil {
+		log.Fatal(err)
+	}
 	w.Handle("backup", 1, "reconcile", h)
 	// w.Run(ctx) serves until ctx ends.
 }

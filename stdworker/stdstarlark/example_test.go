@@ -46,7 +46,11 @@ def compose(ctx):
 		Kind: "landing", KindVersion: 1,
 		Reactions: []*convergev1.Reaction{{Name: "compose", Trigger: "specChange", Emits: []string{"children", "edges", "status"}}},
 	}
-	w := converge.NewWorker("http://localhost:7070")
+	w, err := converge.NewWorker("http://localhost:7070")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	err = stdstarlark.New(stdstarlark.WithBaseDir(dir)).Register(context.Background(), w,
 		provider.Served{Manifest: manifest, Settings: json.RawMessage(`{"dir": "landing"}`)},
 		provider.Env{StateDir: dir})

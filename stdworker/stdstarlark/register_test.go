@@ -41,8 +41,11 @@ func TestRegister(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &convergev1.KindManifest{Kind: "landing", KindVersion: 1, Reactions: tc.reactions}
-			w := converge.NewWorker("http://127.0.0.1:1")
-			err := New(WithBaseDir(base)).Register(context.Background(), w, provider.Served{Manifest: m, Settings: json.RawMessage(tc.settings)}, provider.Env{StateDir: t.TempDir()})
+			w, err := converge.NewWorker("http://127.0.0.1:1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = New(WithBaseDir(base)).Register(context.Background(), w, provider.Served{Manifest: m, Settings: json.RawMessage(tc.settings)}, provider.Env{StateDir: t.TempDir()})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Register: %v", err)

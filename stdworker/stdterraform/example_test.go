@@ -32,7 +32,11 @@ func ExampleNew() {
 		},
 	}
 	settings := json.RawMessage(`{"binary": "tofu", "backend": {"type": "pg"}}`)
-	w := converge.NewWorker("http://localhost:7070")
+	w, err := converge.NewWorker("http://localhost:7070")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	err = stdterraform.New().Register(context.Background(), w,
 		provider.Served{Manifest: manifest, Settings: settings}, provider.Env{StateDir: stateDir})
 	fmt.Println(err)

@@ -43,7 +43,10 @@ func catalogManifest(t *testing.T) *convergev1.KindManifest {
 func TestRegisterServesTheCatalogManifest(t *testing.T) {
 	m := catalogManifest(t)
 	dir := t.TempDir()
-	w := converge.NewWorker("http://127.0.0.1:1")
+	w, err := converge.NewWorker("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := New().Register(context.Background(), w, provider.Served{Manifest: m}, provider.Env{StateDir: dir}); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -72,8 +75,11 @@ func TestRegisterRefuses(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &convergev1.KindManifest{Kind: "infra.module", KindVersion: 2, Reactions: tc.reactions}
-			w := converge.NewWorker("http://127.0.0.1:1")
-			err := New().Register(context.Background(), w, provider.Served{Manifest: m, Settings: json.RawMessage(tc.settings)}, provider.Env{StateDir: t.TempDir()})
+			w, err := converge.NewWorker("http://127.0.0.1:1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = New().Register(context.Background(), w, provider.Served{Manifest: m, Settings: json.RawMessage(tc.settings)}, provider.Env{StateDir: t.TempDir()})
 			if err == nil || !strings.Contains(err.Error(), "stdterraform infra.module@2: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one naming the kind and containing %q", err, tc.want)
 			}

@@ -40,7 +40,7 @@ const defaultCapacity = 64
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("landingzone", flag.ContinueOnError)
-	server := fs.String("server", envOr("CONVERGE_SERVER", "http://localhost:7070"), "Converge server URL (env CONVERGE_SERVER)")
+	server := fs.String("server", "", "Converge server URL (default $CONVERGE_SERVER, else "+converge.DefaultServerURL+")")
 	capacity := fs.Int("capacity", defaultCapacity, "tasks run at once")
 	var h handlers
 	fs.DurationVar(&h.delay, "delay", 0, "simulated work per leaf task (account, vpc, route), e.g. 200ms")
@@ -57,14 +57,10 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	if err != nil {
+		return err
+	}
 	h.register(w)
 	return w.Run(ctx)
-}
-
-func envOr(key, fallback string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return fallback
 }

@@ -50,7 +50,10 @@ func validateSchema(schema, doc json.RawMessage) error {
 func TestWorkerServesTheLandingZone(t *testing.T) {
 	kinds := manifests(t)
 	srv := convergetest.NewServer(t)
-	w := converge.NewWorker(srv.URL(), append(convergetest.WorkerOptions(t), converge.WithCapacity(defaultCapacity))...)
+	w, err := converge.NewWorker(srv.URL(), append(convergetest.WorkerOptions(t), converge.WithCapacity(defaultCapacity))...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	(&handlers{}).register(w)
 	convergetest.RunWorker(t, w)
 

@@ -8,7 +8,13 @@
 //
 // SIGINT or SIGTERM drains it: it stops taking tasks, finishes the running
 // ones, reports their results and exits.
+//
+// Its spec and status types, and HandleGreetingV1Reconcile, are generated
+// from greeting.yaml into kinds_gen.go; run go generate after editing the
+// manifest.
 package main
+
+//go:generate go run github.com/convergehq/converge/server/cmd/converge-go-types -o kinds_gen.go -package main greeting.yaml
 
 import (
 	"context"
@@ -32,7 +38,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("leaf", flag.ContinueOnError)
-	server := fs.String("server", envOr("CONVERGE_SERVER", "http://localhost:7070"), "Converge server URL (env CONVERGE_SERVER)")
+	server := fs.String("server", "", "Converge server URL (default $CONVERGE_SERVER, else "+converge.DefaultServerURL+")")
 	capacity := fs.Int("capacity", converge.DefaultCapacity, "tasks run at once")
 	var g greeter
 	fs.StringVar(&g.failTerminal, "fail-terminal", "", "fail every task terminally with this message")
@@ -47,25 +53,17 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	if err != nil {
+		return err
+	}
 	g.register(w)
 	return w.Run(ctx)
 }
 
 // register serves kind greeting v1's reconcile reaction on w.
 func (g greeter) register(w *converge.Worker) {
-	w.Handle("greeting", 1, "reconcile", g.reconcile)
-}
-
-// greetingSpec is the spec of kind greeting v1.
-type greetingSpec struct {
-	Name     string `json:"name"`
-	Greeting string `json:"greeting"`
-}
-
-// greetingStatus is the status of kind greeting v1.
-type greetingStatus struct {
-	Message string `json:"message"`
+	HandleGreetingV1Reconcile(w, g.reconcile)
 }
 
 // greeter reconciles greetings, failing or dawdling as its flags say.
@@ -75,7 +73,9 @@ type greeter struct {
 	delay         time.Duration
 }
 
-func (g greeter) reconcile(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+// reconcile gets the spec decoded: a spec that does not fit GreetingV1Spec
+// fails terminally, naming the field, before reconcile is called.
+func (g greeter) reconcile(ctx context.Context, t *converge.TypedTask[GreetingV1Spec]) (*converge.TypedResult[GreetingV1Status], error) {
 	if g.delay > 0 {
 		timer := time.NewTimer(g.delay)
 		defer timer.Stop()
@@ -91,21 +91,9 @@ func (g greeter) reconcile(ctx context.Context, t *converge.Task) (*converge.Res
 	case g.failTransient != "":
 		return nil, errors.New(g.failTransient)
 	}
-	var spec greetingSpec
-	if err := t.DecodeSpec(&spec); err != nil {
-		// The server validated the spec against the kind's schema, so this
-		// is a broken contract, not something a retry fixes.
-		return nil, converge.Terminal(err)
+	greeting := "Hello"
+	if g := t.Spec.Greeting; g != nil && *g != "" {
+		greeting = *g
 	}
-	if spec.Greeting == "" {
-		spec.Greeting = "Hello"
-	}
-	return &converge.Result{Status: greetingStatus{Message: spec.Greeting + ", " + spec.Name + "!"}}, nil
-}
-
-func envOr(key, fallback string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return fallback
+	return converge.StatusResult(GreetingV1Status{Message: new(greeting + ", " + t.Spec.Name + "!")}), nil
 }

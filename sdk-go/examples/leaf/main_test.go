@@ -32,13 +32,13 @@ func TestReconcile(t *testing.T) {
 		{name: "default greeting", spec: `{"name":"world"}`, status: `{"message":"Hello, world!"}`},
 		{name: "custom greeting", spec: `{"name":"Ada","greeting":"Good morning"}`, status: `{"message":"Good morning, Ada!"}`},
 		{name: "delay", g: greeter{delay: time.Millisecond}, spec: `{"name":"world"}`, status: `{"message":"Hello, world!"}`},
-		{name: "broken spec", spec: `{"name":1}`, err: "decode spec", terminal: true},
+		{name: "broken spec", spec: `{"name":1}`, err: "spec.name: want string, got number", terminal: true},
 		{name: "fail terminal", g: greeter{failTerminal: "no such region"}, spec: `{"name":"world"}`, err: "no such region", terminal: true},
 		{name: "fail transient", g: greeter{failTransient: "try later"}, spec: `{"name":"world"}`, err: "try later"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := convergetest.Run(t, c.g.reconcile, convergetest.NewTask(t, m, "reconcile", c.spec))
+			out, err := convergetest.Run(t, converge.Typed(c.g.reconcile), convergetest.NewTask(t, m, "reconcile", c.spec))
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) || converge.IsTerminal(err) != c.terminal {
 					t.Fatalf("error = %v (terminal %v); want %q (terminal %v)", err, converge.IsTerminal(err), c.err, c.terminal)
@@ -59,7 +59,7 @@ func TestDelayHonoursCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	task := convergetest.NewTask(t, manifest(t), "reconcile", `{"name":"x"}`)
-	_, err := greeter{delay: time.Hour}.reconcile(ctx, task)
+	_, err := converge.Typed(greeter{delay: time.Hour}.reconcile)(ctx, task)
 	if err != context.Canceled {
 		t.Fatalf("error = %v; want context.Canceled", err)
 	}
@@ -70,7 +70,7 @@ func TestDelayHonoursCancellation(t *testing.T) {
 func TestWorkerServesGreetings(t *testing.T) {
 	m := manifest(t)
 	srv := convergetest.NewServer(t)
-	w := converge.NewWorker(srv.URL(), convergetest.WorkerOptions(t)...)
+	w := convergetest.NewWorker(t, srv)
 	greeter{}.register(w)
 	convergetest.RunWorker(t, w)
 

@@ -31,7 +31,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("noop", flag.ContinueOnError)
-	server := fs.String("server", envOr("CONVERGE_SERVER", "http://localhost:7070"), "Converge server URL (env CONVERGE_SERVER)")
+	server := fs.String("server", "", "Converge server URL (default $CONVERGE_SERVER, else "+converge.DefaultServerURL+")")
 	kinds := fs.String("kinds", "bench.leaf:1:reconcile", "reactions to serve, as kind:version:reaction,...")
 	capacity := fs.Int("capacity", 256, "tasks run at once")
 	delay := fs.Duration("delay", 0, "simulated work per task")
@@ -45,7 +45,10 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	if err != nil {
+		return err
+	}
 	register(w, reactions, *delay)
 	return w.Run(ctx)
 }
@@ -104,11 +107,4 @@ func parseReactions(list string) ([]reaction, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-func envOr(key, fallback string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return fallback
 }

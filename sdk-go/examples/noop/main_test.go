@@ -69,7 +69,7 @@ func TestWorkerServesTheListedReactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := convergetest.NewServer(t)
-	w := converge.NewWorker(srv.URL(), convergetest.WorkerOptions(t)...)
+	w := convergetest.NewWorker(t, srv)
 	register(w, reactions, 0)
 	convergetest.RunWorker(t, w)
 

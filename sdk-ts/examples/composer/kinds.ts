@@ -3,7 +3,13 @@
 import type { Handler } from "@converge/sdk";
 
 /** Kind webapp, version 1. A web app, composed of a database and a service that reads the database's endpoint. */
-export const WebappV1 = { kind: "webapp", kindVersion: 1 } as const;
+export const WebappV1 = {
+  kind: "webapp",
+  kindVersion: 1,
+  reactions: { compose: "compose" },
+  triggers: { compose: "specChange" },
+  verbs: {},
+} as const;
 
 /** The spec of webapp v1. */
 export interface WebappV1Spec {
@@ -32,7 +38,13 @@ export type WebappV1Config = Record<string, unknown>;
 export type WebappV1Handler = Handler<WebappV1Spec, WebappV1Status, WebappV1Config>;
 
 /** Kind database, version 1. A database (simulated). */
-export const DatabaseV1 = { kind: "database", kindVersion: 1 } as const;
+export const DatabaseV1 = {
+  kind: "database",
+  kindVersion: 1,
+  reactions: { reconcile: "reconcile" },
+  triggers: { reconcile: "specChange" },
+  verbs: {},
+} as const;
 
 /** The spec of database v1. */
 export interface DatabaseV1Spec {
@@ -54,7 +66,13 @@ export type DatabaseV1Config = Record<string, unknown>;
 export type DatabaseV1Handler = Handler<DatabaseV1Spec, DatabaseV1Status, DatabaseV1Config>;
 
 /** Kind service, version 1. A service (simulated) that connects to a database. */
-export const ServiceV1 = { kind: "service", kindVersion: 1 } as const;
+export const ServiceV1 = {
+  kind: "service",
+  kindVersion: 1,
+  reactions: { reconcile: "reconcile" },
+  triggers: { reconcile: "specChange" },
+  verbs: {},
+} as const;
 
 /** The spec of service v1. */
 export interface ServiceV1Spec {

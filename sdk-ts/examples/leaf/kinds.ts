@@ -3,7 +3,13 @@
 import type { Handler } from "@converge/sdk";
 
 /** Kind hello, version 1. Says hello to someone; served by the TypeScript leaf example. */
-export const HelloV1 = { kind: "hello", kindVersion: 1 } as const;
+export const HelloV1 = {
+  kind: "hello",
+  kindVersion: 1,
+  reactions: { reconcile: "reconcile" },
+  triggers: { reconcile: "specChange" },
+  verbs: {},
+} as const;
 
 /** The spec of hello v1. */
 export interface HelloV1Spec {

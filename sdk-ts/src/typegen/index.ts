@@ -5,13 +5,13 @@
  *
  * ```ts
  * import { GreetingV1, type GreetingV1Spec, type GreetingV1Status } from "./kinds.js";
- * w.handle<GreetingV1Spec, GreetingV1Status>(GreetingV1.kind, GreetingV1.kindVersion, "reconcile", async (t) => ...);
+ * w.handle<GreetingV1Spec, GreetingV1Status>(GreetingV1.kind, GreetingV1.kindVersion, GreetingV1.reactions.reconcile, async (t) => ...);
  * ```
  *
  * The `converge-ts-types` command runs it on manifest files.
  */
 import { parseAllDocuments } from "yaml";
-import { docComment, pascal, typeOf, type SchemaContext } from "./schema.js";
+import { docComment, pascal, propName, typeOf, type SchemaContext } from "./schema.js";
 
 export { pascal } from "./schema.js";
 
@@ -24,6 +24,7 @@ export interface ManifestSchemas {
   statusSchema?: unknown;
   configSchema?: unknown;
   operations?: { verb: string; description?: string; inputSchema?: unknown }[];
+  reactions?: { name: string; trigger: string; verb?: string }[];
 }
 
 /** Options of {@link generateTypes}. */
@@ -59,6 +60,22 @@ export function manifestsFromYAML(text: string, source = "input"): ManifestSchem
   return out;
 }
 
+/** identity renders a kind version's names: kind, version, reactions (with their triggers) and verbs. */
+function identity(m: ManifestSchemas): string {
+  const names = (pairs: [string, string][]) =>
+    pairs.length === 0 ? "{}" : `{ ${pairs.map(([k, v]) => `${propName(k)}: ${JSON.stringify(v)}`).join(", ")} }`;
+  const reactions = m.reactions ?? [];
+  return [
+    "{",
+    `  kind: ${JSON.stringify(m.kind)},`,
+    `  kindVersion: ${m.kindVersion},`,
+    `  reactions: ${names(reactions.map((r) => [r.name, r.name]))},`,
+    `  triggers: ${names(reactions.map((r) => [r.name, r.trigger]))},`,
+    `  verbs: ${names((m.operations ?? []).map((o) => [o.verb, o.verb]))},`,
+    "}",
+  ].join("\n");
+}
+
 function toManifest(v: Record<string, unknown>, where: string): ManifestSchemas {
   const get = (snake: string, camel: string) => (snake in v ? v[snake] : v[camel]);
   const kind = v.kind;
@@ -70,6 +87,7 @@ function toManifest(v: Record<string, unknown>, where: string): ManifestSchemas 
     throw new Error(`${where}: kind_version: must be an integer of at least 1`);
   }
   const ops = Array.isArray(v.operations) ? (v.operations as Record<string, unknown>[]) : [];
+  const reactions = Array.isArray(v.reactions) ? (v.reactions as Record<string, unknown>[]) : [];
   return {
     kind,
     kindVersion: version,
@@ -84,12 +102,18 @@ function toManifest(v: Record<string, unknown>, where: string): ManifestSchemas 
         description: typeof o.description === "string" ? o.description : undefined,
         inputSchema: "input_schema" in o ? o.input_schema : o.inputSchema,
       })),
+    reactions: reactions
+      .filter((r) => r && typeof r.name === "string" && typeof r.trigger === "string")
+      .map((r) => ({ name: r.name as string, trigger: r.trigger as string, verb: typeof r.verb === "string" ? r.verb : undefined })),
   };
 }
 
 /**
  * generateTypes returns a TypeScript module declaring, for each manifest
- * (say kind "aws.vpc" version 1): `AwsVpcV1` (its kind and version),
+ * (say kind "aws.vpc" version 1): `AwsVpcV1` (its kind, version, and the
+ * names of its reactions, their triggers and its operation verbs, each
+ * keyed by name: `AwsVpcV1.reactions.reconcile`, `AwsVpcV1.triggers.reconcile`,
+ * `AwsVpcV1.verbs.rotate`),
  * `AwsVpcV1Spec`, `AwsVpcV1Status`, `AwsVpcV1Config`, `AwsVpcV1<Verb>Input`
  * per operation, types for the schemas' $defs, and `AwsVpcV1Handler`.
  * A schema that is absent gives `Record<string, unknown>`.
@@ -114,7 +138,7 @@ export function generateTypes(manifests: ManifestSchemas[], options: GenerateOpt
     };
     const lines: string[] = [];
     const head = m.description ? ` ${m.description.trim().split("\n")[0]}` : "";
-    lines.push(`/** Kind ${m.kind}, version ${m.kindVersion}.${head} */\nexport const ${prefix} = { kind: ${JSON.stringify(m.kind)}, kindVersion: ${m.kindVersion} } as const;`);
+    lines.push(`/** Kind ${m.kind}, version ${m.kindVersion}.${head} */\nexport const ${prefix} = ${identity(m)} as const;`);
     lines.push(decl("Spec", m.specSchema, "The spec"));
     lines.push(decl("Status", m.statusSchema, "The status"));
     lines.push(decl("Config", m.configSchema, "The provider config"));

@@ -201,7 +201,8 @@ function literal(v: unknown): string {
   return "unknown";
 }
 
-function propName(name: string): string {
+/** propName renders a property name: bare when it is an identifier, quoted otherwise. */
+export function propName(name: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) ? name : JSON.stringify(name);
 }
 

@@ -40,7 +40,10 @@ func runBenchWorker(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithLogger(slog.New(slog.DiscardHandler)))
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return err
+	}
 	ok := json.RawMessage(`{"ok":true}`)
 	w.Handle(benchKind, 1, "reconcile", func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
 		start := time.Now()

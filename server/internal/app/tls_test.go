@@ -99,8 +99,11 @@ func TestTLSAndSPIFFEAllowlists(t *testing.T) {
 	})
 
 	t.Run("sdk worker", func(t *testing.T) {
-		w := converge.NewWorker(base, converge.WithTLS(wrk.CertFile, wrk.KeyFile, ca.CertFile),
+		w, err := converge.NewWorker(base, converge.WithTLS(wrk.CertFile, wrk.KeyFile, ca.CertFile),
 			converge.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		w.Handle("greeting", 1, "reconcile", func(_ context.Context, task *converge.Task) (*converge.Result, error) {
 			return &converge.Result{Status: map[string]any{"message": "hello over mTLS"}}, nil
 		})

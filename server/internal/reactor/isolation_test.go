@@ -68,8 +68,11 @@ func TestSlowReactorDelaysNoOther(t *testing.T) {
 	var workers sync.WaitGroup
 	defer func() { stopWorkers(); workers.Wait() }()
 	serve := func(kind string, h converge.HandlerFunc) {
-		w := converge.NewWorker(base, converge.WithName(kind), converge.WithCapacity(2), converge.WithLogger(quiet),
+		w, err := converge.NewWorker(base, converge.WithName(kind), converge.WithCapacity(2), converge.WithLogger(quiet),
 			converge.WithDrainTimeout(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
 		w.Handle(kind, 1, "react", h)
 		workers.Add(1)
 		go func() {

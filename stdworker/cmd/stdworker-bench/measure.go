@@ -97,8 +97,11 @@ func endToEnd(ctx context.Context, api *client.Client, server, kind string, h co
 	if _, err := api.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: manifest}); err != nil {
 		return figure{}, fmt.Errorf("applying kind %s: %w", kind, err)
 	}
+	w, err := converge.NewWorker(server, converge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return figure{}, err
+	}
 	wctx, stop := context.WithCancel(ctx)
-	w := converge.NewWorker(server, converge.WithLogger(slog.New(slog.DiscardHandler)))
 	w.Handle(kind, 1, "reconcile", h)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()

@@ -114,7 +114,10 @@ func (f *Fleet) Start(ctx context.Context, p provider.Provider, s provider.Serve
 	if f.opts.DrainTimeout > 0 {
 		opts = append(opts, converge.WithDrainTimeout(f.opts.DrainTimeout))
 	}
-	w := converge.NewWorker(f.opts.ServerURL, opts...)
+	w, err := converge.NewWorker(f.opts.ServerURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
 	runCtx, cancel := context.WithCancel(f.root)
 	env := provider.Env{Log: log, Control: f.opts.Control, StateDir: stateDir, Serve: f.serve, Done: runCtx.Done()}
 	if err := p.Register(ctx, w, s, env); err != nil {

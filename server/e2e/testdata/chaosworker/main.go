@@ -63,8 +63,11 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithName("chaosworker"),
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithName("chaosworker"),
 		converge.WithReconnectBackoff(50*time.Millisecond, time.Second))
+	if err != nil {
+		return err
+	}
 	w.Handle(*kind, 1, "reconcile", h.reconcile)
 	return w.Run(ctx)
 }

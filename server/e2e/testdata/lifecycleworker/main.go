@@ -61,8 +61,11 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithName("lifecycleworker"),
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithName("lifecycleworker"),
 		converge.WithReconnectBackoff(50*time.Millisecond, time.Second), converge.WithOnConfig(h.onConfig))
+	if err != nil {
+		return err
+	}
 	h.register(w)
 	return w.Run(ctx)
 }

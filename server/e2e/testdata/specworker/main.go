@@ -69,8 +69,11 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithName("specworker"),
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithName("specworker"),
 		converge.WithReconnectBackoff(50*time.Millisecond, time.Second))
+	if err != nil {
+		return err
+	}
 	h.register(w)
 	return w.Run(ctx)
 }
