@@ -39,6 +39,7 @@ const sections: { text: string; pages: [string, string][] }[] = [
   {
     text: 'Workers',
     pages: [
+      ['first-provider', 'Your first provider'],
       ['workers', 'Go and TypeScript SDKs'],
       ['stdworker', 'stdworker: stdio and stdshell'],
       ['stdworker-terraform', 'stdterraform'],

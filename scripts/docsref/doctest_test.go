@@ -14,6 +14,9 @@ import (
 //	<!-- test: run, fails -->   run the sh block; it must exit non-zero
 //	<!-- test: start NAME -->   start the one-line sh block in the background
 //	<!-- test: output -->       the block is what the previous step prints
+//	<!-- test: file PATH -->    write the block to PATH (relative to the
+//	                            current directory), as the reader creates
+//	                            the file the page shows
 //
 // and one marker stands alone, where the prose tells the reader to stop a
 // process (a worker, to restart it with other flags):
@@ -23,8 +26,8 @@ import (
 // Unmarked blocks are prose for the reader and never run.
 type step struct {
 	line  int    // of the opening fence (of the marker, for stop), for messages
-	kind  string // run, start, stop or output
-	name  string // start, stop: the process's name
+	kind  string // run, start, stop, output or file
+	name  string // start, stop: the process's name; file: its path
 	fails bool   // run: a non-zero exit is expected
 	body  string
 }
@@ -94,8 +97,10 @@ func parseMarker(text string) (step, error) {
 		return step{kind: "stop", name: words[1]}, nil
 	case len(words) == 1 && words[0] == "output":
 		return step{kind: "output"}, nil
+	case len(words) == 2 && words[0] == "file":
+		return step{kind: "file", name: words[1]}, nil
 	}
-	return step{}, fmt.Errorf("test marker %q: want run, run fails, start NAME, stop NAME or output", text)
+	return step{}, fmt.Errorf("test marker %q: want run, run fails, start NAME, stop NAME, output or file PATH", text)
 }
 
 // matchOutput checks that got shows what the page shows. Each expected

@@ -8,7 +8,8 @@ import (
 func TestParseSteps(t *testing.T) {
 	page := "# T\n\n<!-- test: run -->\n```sh\necho hi\n```\n\n<!-- test: output -->\n```text\nhi\n```\n\n" +
 		"```sh\nnot run\n```\n<!-- test: start srv -->\n```sh\nserver\n```\n<!-- test: run, fails -->\n```sh\nfalse\n```\n" +
-		"Stop it.\n<!-- test: stop srv -->\n<!-- test: start srv -->\n```sh\nserver -x\n```\n"
+		"Stop it.\n<!-- test: stop srv -->\n<!-- test: start srv -->\n```sh\nserver -x\n```\n" +
+		"<!-- test: file a/b.go -->\n```go\npackage b\n```\n"
 	steps, err := parseSteps(page)
 	if err != nil {
 		t.Fatal(err)
@@ -17,7 +18,7 @@ func TestParseSteps(t *testing.T) {
 	for _, s := range steps {
 		got = append(got, s.kind+":"+s.name+":"+s.body+":"+map[bool]string{true: "fails", false: "ok"}[s.fails])
 	}
-	want := []string{"run::echo hi:ok", "output::hi:ok", "start:srv:server:ok", "run::false:fails", "stop:srv::ok", "start:srv:server -x:ok"}
+	want := []string{"run::echo hi:ok", "output::hi:ok", "start:srv:server:ok", "run::false:fails", "stop:srv::ok", "start:srv:server -x:ok", "file:a/b.go:package b:ok"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("steps = %q, want %q", got, want)
 	}
@@ -29,6 +30,7 @@ func TestParseStepsRejectsBadMarkers(t *testing.T) {
 		"marker and prose":  "<!-- test: run -->\nsome text\n```sh\nx\n```\n",
 		"unclosed fence":    "<!-- test: run -->\n```sh\nx\n",
 		"stop without name": "<!-- test: stop -->\n",
+		"file without path": "<!-- test: file -->\n```go\nx\n```\n",
 		"marker then stop":  "<!-- test: run -->\n<!-- test: stop srv -->\n```sh\nx\n```\n",
 	} {
 		if _, err := parseSteps(page); err == nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -36,10 +37,16 @@ const (
 
 // runnablePages are the pages whose walkthroughs are run as written. Each
 // is self-contained: it starts its own server, and what it applies is all
-// the server holds.
-var runnablePages = []string{
-	"docs/getting-started.md",
-	"README.md",
+// the server holds. A page with ownHome runs with HOME set to a new empty
+// directory, so its ~/... paths (a reader's new project) start empty and
+// outside the repository; the Go and npm caches stay where they are.
+var runnablePages = []struct {
+	path    string
+	ownHome bool
+}{
+	{path: "docs/getting-started.md"},
+	{path: "README.md"},
+	{path: "docs/first-provider.md", ownHome: true},
 }
 
 // TestRunnableDocs runs the marked commands of each runnable page as
@@ -67,7 +74,7 @@ func TestRunnableDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, page := range runnablePages {
-		t.Run(page, func(t *testing.T) { runPage(t, root, page) })
+		t.Run(page.path, func(t *testing.T) { runPage(t, root, page.path, page.ownHome) })
 	}
 }
 
@@ -80,12 +87,13 @@ type pageRun struct {
 	addr  string // the server's --listen
 	env   []string
 	tmp   string              // TMPDIR of run blocks
+	state string              // the shell session: its directory and exports
 	procs map[string]*process // running, by name
 	died  chan *process       // a started process that exited unasked
 	last  *stepResult
 }
 
-func runPage(t *testing.T, root, page string) {
+func runPage(t *testing.T, root, page string, ownHome bool) {
 	text, err := os.ReadFile(filepath.Join(root, page))
 	if err != nil {
 		t.Fatal(err)
@@ -99,9 +107,13 @@ func runPage(t *testing.T, root, page string) {
 	}
 	p := &pageRun{
 		t: t, root: root, page: page, addr: freeAddr(t),
-		tmp: t.TempDir(), procs: map[string]*process{}, died: make(chan *process, 16),
+		tmp: t.TempDir(), state: t.TempDir(), procs: map[string]*process{}, died: make(chan *process, 16),
 	}
 	p.env = commandEnv(root, p.addr)
+	if ownHome {
+		p.env = withOwnHome(t, p.env)
+	}
+	p.setDir(root)
 	for _, s := range steps {
 		// A trail for -v and for failures: which blocks ran before.
 		t.Logf("%s:%d: %s", page, s.line, strings.TrimSpace(s.kind+" "+s.name))
@@ -116,6 +128,8 @@ func runPage(t *testing.T, root, page string) {
 		case "stop":
 			p.stop(s)
 			p.last = nil
+		case "file":
+			p.writeFile(s)
 		case "output":
 			if p.last == nil {
 				p.fatalf(s.line, "an output block with no command before it (or only a stop)")
@@ -176,12 +190,70 @@ func (p *pageRun) expect(r *stepResult, want step) {
 	}
 }
 
+// The blocks of a page share one shell session, as a reader's terminal
+// does: a block starts in the directory the last one ended in, with the
+// variables it exported. Each block's shell saves both on exit.
+const (
+	sessionDir = "dir"
+	sessionEnv = "env"
+)
+
+func (p *pageRun) setDir(dir string) {
+	if err := os.WriteFile(filepath.Join(p.state, sessionDir), []byte(dir), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// dir is the session's current directory.
+func (p *pageRun) dir() string {
+	b, err := os.ReadFile(filepath.Join(p.state, sessionDir))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// inSession wraps a block's script so that it runs in the session and
+// records where it left it.
+func (p *pageRun) inSession(body string) string {
+	env := filepath.Join(p.state, sessionEnv)
+	dir := filepath.Join(p.state, sessionDir)
+	return fmt.Sprintf("if [ -f %[1]q ]; then . %[1]q; fi\ncd \"$(cat %[2]q)\"\ntrap 'pwd > %[2]q; export -p > %[1]q' EXIT\n%[3]s", env, dir, body)
+}
+
+// writeFile creates the file a file block shows, relative to the
+// session's directory.
+func (p *pageRun) writeFile(s step) {
+	p.t.Helper()
+	path := s.name
+	if strings.HasPrefix(path, "~/") {
+		path = filepath.Join(p.home(), path[2:])
+	} else if !filepath.IsAbs(path) {
+		path = filepath.Join(p.dir(), path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		p.fatalf(s.line, "%v", err)
+	}
+	if err := os.WriteFile(path, []byte(s.body+"\n"), 0o644); err != nil {
+		p.fatalf(s.line, "%v", err)
+	}
+}
+
+func (p *pageRun) home() string {
+	for _, kv := range p.env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			return v
+		}
+	}
+	return os.Getenv("HOME")
+}
+
 // run runs a block with bash -e, in its own process group so that a
 // timeout or a dying worker it depends on can stop it with everything it
 // started.
 func (p *pageRun) run(s step) *stepResult {
 	p.t.Helper()
-	cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", s.body)
+	cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", p.inSession(s.body))
 	cmd.Dir = p.root
 	// A private TMPDIR, removed with the test, so a page's mktemp leaves
 	// nothing behind. Started processes keep the system's: converge dev's
@@ -276,8 +348,16 @@ func (p *pageRun) start(s step) *stepResult {
 			s.name, s.name, pr.step.line, s.name)
 	}
 	pr := &process{step: s, exited: make(chan struct{})}
-	pr.cmd = exec.Command("bash", "-c", "exec "+strings.TrimSpace(s.body))
-	pr.cmd.Dir, pr.cmd.Env = p.root, p.env
+	// The session's directory and exports, without its exit trap: the
+	// process replaces the shell. TMPDIR stays the system's (see run).
+	env := filepath.Join(p.state, sessionEnv)
+	tmpdir := "unset TMPDIR"
+	if v, ok := os.LookupEnv("TMPDIR"); ok {
+		tmpdir = fmt.Sprintf("export TMPDIR=%q", v)
+	}
+	script := fmt.Sprintf("if [ -f %[1]q ]; then . %[1]q; fi\n%[2]s\nexec %[3]s", env, tmpdir, strings.TrimSpace(s.body))
+	pr.cmd = exec.Command("bash", "-c", script)
+	pr.cmd.Dir, pr.cmd.Env = p.dir(), p.env
 	pr.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr.cmd.Stdout, pr.cmd.Stderr = &pr.out, &pr.out
 	if err := pr.cmd.Start(); err != nil {
@@ -332,6 +412,38 @@ func commandEnv(root, addr string) []string {
 		}
 	}
 	return append(env, "CONVERGE_SERVER=http://"+addr)
+}
+
+// withOwnHome points HOME at a new empty directory, keeping the Go and npm
+// caches where they were so the page does not download everything again.
+func withOwnHome(t *testing.T, env []string) []string {
+	t.Helper()
+	keep := map[string]string{}
+	for _, v := range []string{"GOPATH", "GOMODCACHE", "GOCACHE"} {
+		out, err := exec.Command("go", "env", v).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", v, err)
+		}
+		keep[v] = strings.TrimSpace(string(out))
+	}
+	npmCache, err := exec.Command("npm", "config", "get", "cache").Output()
+	if err != nil {
+		t.Fatalf("npm config get cache: %v", err)
+	}
+	keep["npm_config_cache"] = strings.TrimSpace(string(npmCache))
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := keep[k]; ok || k == "HOME" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, "HOME="+t.TempDir())
+	for k, v := range keep {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 func freeAddr(t *testing.T) string {
