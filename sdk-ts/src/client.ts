@@ -13,16 +13,19 @@ import { KindManifestSchema, type KindManifest, type Resource } from "../gen/con
 import { documentTypes, parseDocuments, type Document } from "./documents.js";
 import type { PhaseName } from "./phase.js";
 import { waitFor } from "./wait.js";
+import { serverURL } from "./url.js";
 import { follow } from "./watch.js";
 
-/** Where a local server listens by default. */
-export const defaultBaseUrl = "http://localhost:7070";
+export { defaultBaseUrl } from "./url.js";
 /** The namespace the server uses when a request names none. */
 export const defaultNamespace = "default";
 
 /** Options of a {@link Client}. */
 export interface ClientOptions {
-  /** The server's URL; default {@link defaultBaseUrl}. */
+  /**
+   * The server's URL. Default: the CONVERGE_SERVER environment variable,
+   * else {@link defaultBaseUrl} (as for conctl).
+   */
   url?: string;
   /** Headers sent with every request, streams included (e.g. Authorization). */
   headers?: Record<string, string>;
@@ -85,6 +88,7 @@ export class Client {
   /** Every ControlService RPC. */
   readonly rpc: RpcClient<typeof ControlService>;
 
+  /** Throws a TypeError naming its source for an invalid server URL. */
   constructor(options: ClientOptions = {}) {
     const headers = { ...(options.headers ?? {}) };
     const token = options.token ?? process.env.CONVERGE_TOKEN;
@@ -94,7 +98,7 @@ export class Client {
     const transport =
       options.transport ??
       createConnectTransport({
-        baseUrl: options.url ?? defaultBaseUrl,
+        baseUrl: serverURL(options.url, "options.url"),
         httpVersion: "1.1",
         ...withNodeOptions(tlsNodeOptions(options.tls)),
         interceptors: [

@@ -3,6 +3,7 @@ export { type WorkerOptions, type Logger, consoleLogger, silentLogger, defaults 
 export {
   type Task,
   type Handler,
+  type HandlerResult,
   type JsonObject,
   type Rollup,
   type Culprit,
@@ -10,6 +11,8 @@ export {
   type ReactorEvent,
   Transition,
 } from "./task.js";
+export { type Middleware } from "./run.js";
+export { defaultBaseUrl, serverEnv } from "./url.js";
 export { type Result, type Condition, type ConditionStatus } from "./result.js";
 export { type Child, type Ref, type Edge, type Flow, refTo, dependsOn, flowFrom, flowExpr } from "./compose.js";
 export { terminal, isTerminal, TerminalError } from "./errors.js";
@@ -22,7 +25,6 @@ export {
   type ClientOptions,
   type ResourceInput,
   type WaitOptions,
-  defaultBaseUrl,
   defaultNamespace,
 } from "./client.js";
 export { Phase, type PhaseName, isReady, settled } from "./phase.js";

@@ -1,7 +1,9 @@
 import type { TlsFiles } from "./tls.js";
 import type { Transport } from "@connectrpc/connect";
 import { hostname } from "node:os";
+import { checkMiddleware, type Middleware } from "./run.js";
 import type { JsonObject } from "./task.js";
+import { serverURL } from "./url.js";
 
 /** Defaults of the worker options. */
 export const defaults = {
@@ -50,10 +52,14 @@ function line(level: string, msg: string, fields?: Record<string, unknown>): str
   return `${new Date().toISOString()} ${level} ${msg}${extra}`;
 }
 
-/** Options of a {@link Worker}. Only url is required. */
+/** Options of a {@link Worker}; all are optional. */
 export interface WorkerOptions {
-  /** The server's URL: http:// for cleartext HTTP/2, https:// for TLS. */
-  url: string;
+  /**
+   * The server's URL: http:// for cleartext HTTP/2, https:// for TLS.
+   * Default: the CONVERGE_SERVER environment variable, else
+   * http://localhost:7070 (as for conctl). Not used with a transport.
+   */
+  url?: string;
   /**
    * How many handlers run at once, across all reactions: 1 to 10000,
    * default 16. The server never has more tasks outstanding on the worker.
@@ -102,6 +108,11 @@ export interface WorkerOptions {
    * CONVERGE_TLS_CA, CONVERGE_TLS_CERT and CONVERGE_TLS_KEY.
    */
   tls?: TlsFiles;
+  /**
+   * Wraps every handler the worker runs, outside each reaction's own
+   * middleware; the first is outermost. See {@link Middleware}.
+   */
+  middleware?: Middleware[];
 }
 
 /** Settings is WorkerOptions with defaults applied. */
@@ -116,16 +127,18 @@ export interface Settings {
   onConfig: WorkerOptions["onConfig"];
   transport: Transport | undefined;
   tls: TlsFiles | undefined;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  middleware: Middleware<any, any, any>[];
 }
 
 /** settings checks the options and applies defaults; it throws a TypeError or RangeError naming the option. */
 export function settings(o: WorkerOptions): Settings {
   if (o === null || typeof o !== "object") {
-    throw new TypeError("converge: new Worker(options): options must be an object with at least url");
+    throw new TypeError("converge: new Worker(options): options must be an object");
   }
-  checkURL(o.url);
   const s: Settings = {
-    url: o.url,
+    // A transport of the caller's own dials wherever it was made for.
+    url: o.transport && o.url === undefined ? "" : serverURL(o.url, "options.url"),
     capacity: o.capacity ?? defaults.capacity,
     name: o.name || `${hostname() || "worker"}-${process.pid}`,
     logger: o.logger ?? consoleLogger,
@@ -135,6 +148,7 @@ export function settings(o: WorkerOptions): Settings {
     onConfig: o.onConfig,
     transport: o.transport,
     tls: o.tls,
+    middleware: checkMiddleware(o.middleware, "options.middleware"),
   };
   if (!Number.isInteger(s.capacity) || s.capacity < 1 || s.capacity > maxCapacity) {
     throw new RangeError(`converge: options.capacity: ${s.capacity} must be an integer between 1 and ${maxCapacity}`);
@@ -154,20 +168,4 @@ export function settings(o: WorkerOptions): Settings {
     throw new TypeError("converge: options.onConfig: must be a function");
   }
   return s;
-}
-
-/** checkURL accepts an absolute http:// or https:// URL with a host. */
-export function checkURL(raw: unknown): void {
-  let u: URL;
-  try {
-    u = new URL(String(raw));
-  } catch {
-    throw new TypeError(`converge: server URL ${JSON.stringify(raw)}: not a valid URL`);
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:") {
-    throw new TypeError(`converge: server URL ${JSON.stringify(raw)}: scheme must be http or https`);
-  }
-  if (u.host === "") {
-    throw new TypeError(`converge: server URL ${JSON.stringify(raw)}: host is missing`);
-  }
 }

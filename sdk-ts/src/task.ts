@@ -83,7 +83,10 @@ export interface Task<Spec = JsonObject, Status = JsonObject, Config = JsonObjec
  */
 export type Handler<Spec = JsonObject, Status = JsonObject, Config = JsonObject> = (
   task: Task<Spec, Status, Config>,
-) => Promise<Result<Status> | void | undefined> | Result<Status> | void | undefined;
+) => HandlerResult<Status>;
+
+/** What a {@link Handler} returns: a result or nothing, now or as a promise. */
+export type HandlerResult<Status = JsonObject> = Promise<Result<Status> | void | undefined> | Result<Status> | void | undefined;
 
 /**
  * Rollup summarises a composite's children for a childrenSettled reaction:

@@ -20,14 +20,15 @@ import { Ledger, keyOf, notAccepted, type Execution } from "./ledger.js";
 import { checkKind, checkKindVersion, checkReactionName } from "./names.js";
 import { settings, type Settings, type WorkerOptions } from "./options.js";
 import { Readiness, noConfigReason, reactionKey } from "./readiness.js";
-import { buildResult, validate } from "./result.js";
+import { validate } from "./result.js";
+import { chain, checkMiddleware, runTask, type Middleware } from "./run.js";
 import { describeError, runSession, type SessionHost } from "./session.js";
-import { newTask, type Handler, type JsonObject } from "./task.js";
+import { newTask, type Handler, type HandlerResult, type JsonObject, type Task } from "./task.js";
 import { sdkName } from "./version.js";
 import { sleep, within } from "./wake.js";
 
 /** Options of one reaction registered with {@link Worker.handle}. */
-export interface HandlerOptions {
+export interface HandlerOptions<Spec = JsonObject, Status = JsonObject, Config = JsonObject> {
   /**
    * Makes the reaction wait for its kind version's default provider config:
    * until the server has sent one, the worker reports the reaction not
@@ -36,6 +37,11 @@ export interface HandlerOptions {
    * transient failure, so the handler is never called without one.
    */
   needsConfig?: boolean;
+  /**
+   * Wraps this reaction's handler, inside the worker's
+   * {@link WorkerOptions.middleware}; the first is outermost.
+   */
+  middleware?: Middleware<Spec, Status, Config>[];
 }
 
 /** Bounded waits at the end of a drain and of a subscription, in ms; tests shorten them. */
@@ -67,7 +73,7 @@ interface Registration {
  * {@link Worker.run}:
  *
  * ```ts
- * const w = new Worker({ url: "http://localhost:7070", capacity: 16 });
+ * const w = new Worker({ capacity: 16 }); // dials CONVERGE_SERVER, else http://localhost:7070
  * w.handle("greeting", 1, "reconcile", async (task) => ({ status: { message: `hello ${task.spec.name}` } }));
  * await w.run(shutdownSignal()); // resolves after a graceful drain
  * ```
@@ -96,7 +102,7 @@ export class Worker {
   private client: Client<typeof WorkerService> | undefined;
 
   /** Throws a TypeError or RangeError naming the option for invalid options. */
-  constructor(options: WorkerOptions) {
+  constructor(options: WorkerOptions = {}) {
     this.s = settings(options);
     this.ledger = new Ledger(this.s.capacity);
   }
@@ -105,16 +111,27 @@ export class Worker {
    * handle registers handler to run the reaction named reaction of version
    * version of kind. The worker subscribes to exactly the registered
    * reactions. It throws for an invalid name or version, a reaction
-   * registered twice, and a call after run.
+   * registered twice, a call after run, and middleware that is not a
+   * function or returns no handler. The worker's middleware and then
+   * options.middleware wrap handler (see {@link Middleware}); a task a
+   * needsConfig reaction gets without a config fails before any of them.
+   *
+   * Spec, Status and Config type the task and the result. They come from
+   * the type arguments (`handle<Spec, Status>(...)`) or the handler's own
+   * type (a generated `HelloV1Handler`, a `Task<Spec, Status>` parameter),
+   * never from what the handler returns: a returned status that does not
+   * match the declared Status is a compile error, and an untyped handler's
+   * Status is {@link JsonObject}.
    */
   handle<Spec = JsonObject, Status = JsonObject, Config = JsonObject>(
     kind: string,
     version: number,
     reaction: string,
-    handler: Handler<Spec, Status, Config>,
-    options: HandlerOptions = {},
+    handler: (task: Task<Spec, Status, Config>) => HandlerResult<NoInfer<Status>>,
+    options: HandlerOptions<NoInfer<Spec>, NoInfer<Status>, NoInfer<Config>> = {},
   ): this {
-    const where = `converge: handle(${JSON.stringify(kind)}, ${version}, ${JSON.stringify(reaction)})`;
+    const call = `handle(${JSON.stringify(kind)}, ${version}, ${JSON.stringify(reaction)})`;
+    const where = `converge: ${call}`;
     const problem = checkKind(kind) ?? checkKindVersion(version) ?? checkReactionName(reaction);
     if (problem) {
       throw new TypeError(`${where}: ${problem}`);
@@ -130,7 +147,10 @@ export class Worker {
       throw new Error(`${where}: reaction already registered`);
     }
     const needsConfig = options?.needsConfig === true;
-    this.handlers.set(key, { kind, version, reaction, handler, needsConfig });
+    const own = `${call}: options.middleware`;
+    const inner = chain(checkMiddleware(options?.middleware, own), handler, own);
+    const wrapped = chain(this.s.middleware, inner, "new Worker: options.middleware");
+    this.handlers.set(key, { kind, version, reaction, handler: wrapped, needsConfig });
     this.configs.serve(kind, version);
     this.readiness.add(kind, version, reaction, needsConfig);
     return this;
@@ -374,34 +394,9 @@ export class Worker {
     }
   }
 
-  /**
-   * execute runs one handler and records its result. A throw (of anything)
-   * is a failure, transient unless marked terminal; the worker goes on
-   * either way.
-   */
+  /** execute runs one handler and records its result; the worker goes on whatever it does. */
   private async execute(ex: Execution): Promise<void> {
-    let res: unknown;
-    let err: unknown;
-    let failed = false;
-    try {
-      let task;
-      try {
-        task = newTask(ex.task, ex.controller.signal);
-      } catch (e) {
-        throw terminal(e);
-      }
-      res = await ex.handler(task);
-    } catch (e) {
-      err = e;
-      failed = true;
-    }
-    let rep;
-    try {
-      rep = buildResult(ex.task, res, err, failed);
-    } catch (e) {
-      // buildResult does not throw; this keeps a bug in it from losing the task.
-      rep = buildResult(ex.task, undefined, e, true);
-    }
+    const rep = await runTask(ex.task, ex.handler, () => newTask(ex.task, ex.controller.signal));
     this.logFailure(ex.task, rep);
     this.launch(this.ledger.finish(ex, rep));
   }

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { ControlService, WatchResponseSchema, type WatchRequest, type WatchResponse } from "../gen/converge/v1/control_pb.js";
 import { ChangeSchema, ResourceSchema, type Resource } from "../gen/converge/v1/types_pb.js";
 import { Client } from "../src/client.js";
-import { Waiter } from "./fake.js";
+import { Waiter } from "../src/testing/index.js";
 
 /** A fake ControlService: resources in a map, watch streams the test feeds. */
 class FakeControl {

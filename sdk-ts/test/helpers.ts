@@ -2,7 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { LeaseSchema, TaskSchema, type Lease, type Task } from "../gen/converge/v1/worker_pb.js";
 import { Worker } from "../src/worker.js";
 import { silentLogger, type WorkerOptions } from "../src/options.js";
-import type { FakeServer } from "./fake.js";
+import type { FakeServer } from "../src/testing/index.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

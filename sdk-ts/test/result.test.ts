@@ -3,22 +3,11 @@ import { describe, it } from "node:test";
 import type { TaskResult } from "../gen/converge/v1/worker_pb.js";
 import { terminal } from "../src/errors.js";
 import { buildResult } from "../src/result.js";
-import { parse, task } from "./helpers.js";
+import { outcomeOf } from "../src/testing/index.js";
+import { task } from "./helpers.js";
 
-function outcome(r: TaskResult): { ok: true; status?: unknown; output?: unknown } | { ok: false; message: string; terminal: boolean } {
-  if (r.outcome.case === "success") {
-    const s = r.outcome.value;
-    return {
-      ok: true,
-      ...(s.status.length ? { status: parse(s.status) } : {}),
-      ...(s.operationOutput.length ? { output: parse(s.operationOutput) } : {}),
-    };
-  }
-  if (r.outcome.case === "error") {
-    return { ok: false, message: r.outcome.value.message, terminal: r.outcome.value.terminal };
-  }
-  throw new Error("no outcome");
-}
+// The result read back as the server reads it.
+const outcome = (r: TaskResult) => outcomeOf(r);
 
 const leaf = task(1);
 const op = task(2, { trigger: "operation", operation: { id: "op-1", verb: "restart", input: new TextEncoder().encode('{"force":true}') } });

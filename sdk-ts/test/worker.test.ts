@@ -5,7 +5,7 @@ import { ConfigsSchema, ResultAckSchema, type TaskResult } from "../gen/converge
 import { terminal } from "../src/errors.js";
 import { Worker } from "../src/worker.js";
 import { sdkName } from "../src/version.js";
-import { FakeServer, type FakeSession } from "./fake.js";
+import { FakeServer, type FakeSession } from "../src/testing/index.js";
 import { Gate, eventually, lease, parse, task, worker } from "./helpers.js";
 
 let fake: FakeServer;
@@ -13,7 +13,8 @@ let stop: AbortController;
 let running: Promise<void> | undefined;
 
 beforeEach(async () => {
-  fake = await new FakeServer().start();
+  // Acks are sent by hand: several tests hold them back.
+  fake = await FakeServer.start({ autoAck: false });
   stop = new AbortController();
   running = undefined;
 });
@@ -277,9 +278,7 @@ describe("Worker", () => {
   it("drops results of leases the server declares lost on resume", async () => {
     fake = await (async () => {
       await fake.stop();
-      return new FakeServer({
-        subscribed: (sub) => ({ heartbeatIntervalMs: 50, lost: sub.resumed }),
-      }).start();
+      return FakeServer.start({ autoAck: false, subscribed: (sub) => ({ heartbeatIntervalMs: 50, lost: sub.resumed }) });
     })();
     const w = worker(fake);
     w.handle("greeting", 1, "reconcile", () => ({ status: { ok: true } }));
