@@ -134,6 +134,15 @@ describe("converge-ts-types", () => {
       const out = join(dir, "k.ts");
       execFileSync(process.execPath, [bin, "-o", out, join(pkg, "examples", "leaf", "hello.yaml")]);
       assert.match(readFileSync(out, "utf8"), /export interface HelloV1Spec/);
+      // -o into a directory that does not exist yet makes it.
+      const nested = join(dir, "src", "gen", "kinds.ts");
+      execFileSync(process.execPath, [bin, "-o", nested, join(pkg, "examples", "leaf", "hello.yaml")]);
+      assert.match(readFileSync(nested, "utf8"), /export interface HelloV1Spec/);
+      writeFileSync(join(dir, "file"), "");
+      const blocked = spawnSync(process.execPath, [bin, "-o", join(dir, "file", "k.ts"), join(pkg, "examples", "leaf", "hello.yaml")], { encoding: "utf8" });
+      assert.equal(blocked.status, 1);
+      assert.match(blocked.stderr, /^converge-ts-types: .*(EEXIST|ENOTDIR)/);
+      assert.doesNotMatch(blocked.stderr, /\n\s+at /);
       const none = spawnSync(process.execPath, [bin], { encoding: "utf8" });
       assert.equal(none.status, 2);
       assert.match(none.stderr, /no manifest file given/);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // converge-ts-types generates TypeScript types from kind manifests' JSON
 // Schemas. See the README ("Typed inputs").
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { generateTypes, manifestsFromYAML, type ManifestSchemas } from "../typegen/index.js";
 
 const usage = `usage: converge-ts-types [-o OUT.ts] [--sdk MODULE] MANIFEST.yaml...
@@ -59,7 +60,15 @@ function main(args: string[]): number {
     return fail((e as Error).message);
   }
   if (out) {
-    writeFileSync(out, ts);
+    // The output's directory is made, as a generator run on a fresh
+    // project (src/kinds.ts before src/ exists) expects.
+    try {
+      mkdirSync(dirname(out), { recursive: true });
+      writeFileSync(out, ts);
+    } catch (e) {
+      console.error(`converge-ts-types: ${(e as Error).message}`);
+      return 1;
+    }
   } else {
     process.stdout.write(ts);
   }

@@ -165,7 +165,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	if c.out == "" {
 		_, err = stdout.Write(src)
-	} else {
+	} else if err = os.MkdirAll(filepath.Dir(c.out), 0o755); err == nil {
+		// The output's directory is made, as converge-ts-types does.
 		err = os.WriteFile(c.out, src, 0o644)
 	}
 	if err != nil {

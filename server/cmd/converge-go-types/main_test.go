@@ -15,6 +15,16 @@ func runCLI(t *testing.T, stdin string, env map[string]string, args ...string) (
 	return code, out.String(), errOut.String()
 }
 
+func TestCommandMakesTheOutputDirectory(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "internal", "kinds", "kinds_gen.go")
+	if code, _, stderr := runCLI(t, "", nil, filepath.Join("testdata", "versions.yaml"), "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCommandWritesAFile(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "kinds_gen.go")
