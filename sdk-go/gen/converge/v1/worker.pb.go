@@ -1101,6 +1101,7 @@ type TaskError struct {
 	Terminal bool `protobuf:"varint,2,opt,name=terminal,proto3" json:"terminal,omitempty"`
 	// A machine-readable cause, e.g. QuotaExceeded: shown as the reason of
 	// the resource's conditions and counted by reason in the metrics.
+	// Optional: empty for none.
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Retry no sooner than this (instead of the server's backoff); transient
 	// failures only.
@@ -2355,11 +2356,11 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x04expr\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80 H\x00R\x04expr\x12\x1a\n" +
 	"\x02to\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x02toB\x0f\n" +
-	"\x06source\x12\x05\xbaH\x02\b\x01\"\xe2\x02\n" +
+	"\x06source\x12\x05\xbaH\x02\b\x01\"\xe5\x02\n" +
 	"\tTaskError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x1a\n" +
-	"\bterminal\x18\x02 \x01(\bR\bterminal\x124\n" +
-	"\x06reason\x18\x03 \x01(\tB\x1c\xbaH\x19r\x17\x18?2\x13^[A-Z][A-Za-z0-9]*$R\x06reason\x12J\n" +
+	"\bterminal\x18\x02 \x01(\bR\bterminal\x127\n" +
+	"\x06reason\x18\x03 \x01(\tB\x1f\xbaH\x1c\xd8\x01\x01r\x17\x18?2\x13^[A-Z][A-Za-z0-9]*$R\x06reason\x12J\n" +
 	"\vretry_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationB\x0e\xbaH\v\xaa\x01\b\"\x04\b\x80\xa3\x05*\x00R\n" +
 	"retryAfter:\x9c\x01\xbaH\x98\x01\x1a\x95\x01\n" +
 	"\x1ftask_error.terminal_retry_after\x12Hretry_after is for transient failures; a terminal failure is not retried\x1a(!this.terminal || !has(this.retry_after)\"G\n" +
