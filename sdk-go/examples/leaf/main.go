@@ -3,11 +3,12 @@
 // every greeting resource. Flags make it fail or slow down on demand, to
 // show how failures and in-flight work look in Converge.
 //
-//	leaf [-server URL] [-capacity N] [-delay DURATION]
-//	     [-fail-terminal MSG | -fail-transient MSG]
+//	leaf [-server URL] [-capacity N] [-delay DURATION] [-drain-timeout DURATION]
+//	     [-fail-terminal MSG | -fail-transient MSG] [-reason CODE]
 //
 // SIGINT or SIGTERM drains it: it stops taking tasks, finishes the running
-// ones, reports their results and exits.
+// ones, reports their results and exits. Tasks still running when the
+// drain timeout ends are handed back to the server for another worker.
 package main
 
 import (
@@ -37,7 +38,9 @@ func run(args []string) error {
 	var g greeter
 	fs.StringVar(&g.failTerminal, "fail-terminal", "", "fail every task terminally with this message")
 	fs.StringVar(&g.failTransient, "fail-transient", "", "fail every task transiently (retried) with this message")
+	fs.StringVar(&g.reason, "reason", "", "with -fail-*: the failure's reason code, e.g. QuotaExceeded")
 	fs.DurationVar(&g.delay, "delay", 0, "simulated work per task, e.g. 2s")
+	drainTimeout := fs.Duration("drain-timeout", converge.DefaultDrainTimeout, "on SIGTERM, how long running tasks may take before they are handed back")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,7 +50,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	w := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithDrainTimeout(*drainTimeout))
 	w.Handle("greeting", 1, "reconcile", g.reconcile)
 	return w.Run(ctx)
 }
@@ -67,6 +70,7 @@ type greetingStatus struct {
 type greeter struct {
 	failTerminal  string
 	failTransient string
+	reason        string
 	delay         time.Duration
 }
 
@@ -82,9 +86,9 @@ func (g greeter) reconcile(ctx context.Context, t *converge.Task) (*converge.Res
 	}
 	switch {
 	case g.failTerminal != "":
-		return nil, converge.Terminal(errors.New(g.failTerminal))
+		return nil, converge.Terminal(g.fail(g.failTerminal))
 	case g.failTransient != "":
-		return nil, errors.New(g.failTransient)
+		return nil, g.fail(g.failTransient)
 	}
 	var spec greetingSpec
 	if err := t.DecodeSpec(&spec); err != nil {
@@ -96,6 +100,15 @@ func (g greeter) reconcile(ctx context.Context, t *converge.Task) (*converge.Res
 		spec.Greeting = "Hello"
 	}
 	return &converge.Result{Status: greetingStatus{Message: spec.Greeting + ", " + spec.Name + "!"}}, nil
+}
+
+// fail makes the flags' failure, with its reason code if one is given.
+func (g greeter) fail(msg string) error {
+	err := errors.New(msg)
+	if g.reason != "" {
+		return converge.Reason(g.reason, err)
+	}
+	return err
 }
 
 func envOr(key, fallback string) string {
