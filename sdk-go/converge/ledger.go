@@ -308,6 +308,9 @@ func (l *ledger) endSession() {
 func (l *ledger) takeReleases() []*convergev1.Lease {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.releases) == 0 {
+		return nil
+	}
 	n := min(len(l.releases), maxListed)
 	out := l.releases[:n:n]
 	l.releases = l.releases[n:]
