@@ -216,8 +216,9 @@ var applyTerminalSQL = `
 // applyTransientSQL runs after applyTerminalSQL in the same transaction,
 // so the rows that statement deleted are no longer there to match. The
 // task runs again after the worker's retry-after, else after a jittered
-// exponential backoff (this is the one place either is computed); the resource (for reconcile and
-// teardown work) or the operation records the failure meanwhile.
+// exponential backoff (this is the one place either is computed); the
+// resource (for reconcile and teardown work) or the operation records the
+// failure meanwhile.
 const applyTransientSQL = `
 	WITH o AS (
 	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[])
