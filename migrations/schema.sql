@@ -204,7 +204,8 @@ CREATE TABLE resources (
     deletion_policy text NOT NULL DEFAULT ''::text,
     provider_config text NOT NULL DEFAULT ''::text,
     resync_at timestamp with time zone,
-    rejected_status jsonb
+    rejected_status jsonb,
+    failure_reason text
 ) WITH (fillfactor=50);
 ALTER TABLE resources ADD CONSTRAINT resources_deletion_policy_check CHECK ((deletion_policy = ANY (ARRAY[''::text, 'delete'::text, 'retain'::text])));
 ALTER TABLE resources ADD CONSTRAINT resources_pkey PRIMARY KEY (id);

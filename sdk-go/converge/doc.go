@@ -41,7 +41,15 @@
 //
 // A handler's error is transient (the server retries it with backoff) unless
 // it is wrapped with [Terminal], which pins the resource as Failed until its
-// spec changes. A panic is recovered and reported as a [PanicError]:
+// spec changes. [Reason] attaches a machine-readable code (shown as the
+// reason of the resource's conditions and counted in the server's metrics),
+// and [RetryAfter] sets when a transient failure is retried instead of the
+// backoff:
+//
+//	return nil, converge.RetryAfter(time.Minute, converge.Reason("Throttled", err))
+//	return nil, converge.Terminal(converge.Reason("InvalidRegion", err))
+//
+// A panic is recovered and reported as a [PanicError]:
 // transient for the first [PanicRetries] attempts, then terminal.
 //
 // [WithMiddleware] wraps handlers in [Middleware], for logging, tracing or

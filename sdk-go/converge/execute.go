@@ -58,7 +58,9 @@ func (w *Worker) execute(ex *execution) {
 			res, err = nil, fmt.Errorf("converge: handler for kind %q version %d reaction %q exited without returning", t.Kind, t.KindVersion, t.Reaction)
 		}
 		rep := buildResult(ex.task, res, err)
-		w.logFailure(t, rep)
+		if !w.ledger.dropped(ex) {
+			w.logFailure(t, rep)
+		}
 		w.launch(w.ledger.finish(ex, rep))
 	}()
 	res, err = call(ex.ctx, ex.handler, t, w.logPanic)
@@ -78,5 +80,5 @@ func (w *Worker) logFailure(t *Task, rep *report) {
 	}
 	w.log.Log(context.Background(), level, "converge: task failed", "kind", t.Kind, "version", t.KindVersion,
 		"reaction", t.Reaction, "namespace", t.Namespace, "name", t.Name, "generation", t.Generation,
-		"attempt", t.Attempt, "terminal", f.GetTerminal(), "err", f.GetMessage())
+		"attempt", t.Attempt, "terminal", f.GetTerminal(), "reason", f.GetReason(), "err", f.GetMessage())
 }

@@ -73,6 +73,9 @@ type ledger struct {
 	results map[leaseKey]*pending
 	unsent  []leaseKey // results the live stream has not sent yet, oldest first
 	seq     uint64
+	// releases are leases to give back to the server on the live stream
+	// (see Release): tasks the worker will not finish.
+	releases []*convergev1.Lease
 
 	live     bool // a stream is subscribed and forwarding results
 	draining bool
@@ -110,6 +113,8 @@ func (l *ledger) accept(t *convergev1.Task, h HandlerFunc) ([]*execution, error)
 	k := keyOf(t.GetLease())
 	switch {
 	case l.draining:
+		// Sent before the server saw the Drain: give it back at once.
+		l.releaseLocked(t.GetLease())
 		return nil, errDraining
 	case l.running[k] != nil || l.waiting[k] != nil || l.results[k] != nil:
 		return nil, errDuplicate
@@ -169,6 +174,14 @@ func (l *ledger) finish(ex *execution, rep *report) []*execution {
 	}
 	l.broadcastLocked()
 	return l.startableLocked()
+}
+
+// dropped reports whether ex's result will be dropped: the server
+// cancelled the task, or the worker gave it back.
+func (l *ledger) dropped(ex *execution) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return ex.abandoned
 }
 
 // ack forgets an acknowledged result and returns the executions that may
@@ -279,11 +292,43 @@ func (l *ledger) beginSession(lost []*convergev1.Lease) {
 }
 
 // endSession is called when a stream breaks; results wait for the next one.
+// Releases do not: the server takes them only on the stream that holds
+// the leases, so those tasks run again after their lease instead.
 func (l *ledger) endSession() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.live = false
 	l.unsent = nil
+	l.releases = nil
+	l.broadcastLocked()
+}
+
+// takeReleases returns the leases to give back, at most maxListed, and
+// forgets them.
+func (l *ledger) takeReleases() []*convergev1.Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.releases) == 0 {
+		return nil
+	}
+	n := min(len(l.releases), maxListed)
+	out := l.releases[:n:n]
+	l.releases = l.releases[n:]
+	if len(l.releases) > 0 {
+		l.poke()
+	} else {
+		l.releases = nil
+	}
+	l.broadcastLocked()
+	return out
+}
+
+// releaseLocked queues lease to be given back, if a stream can take it.
+func (l *ledger) releaseLocked(lease *convergev1.Lease) {
+	if l.live {
+		l.releases = append(l.releases, lease)
+		l.poke()
+	}
 }
 
 // takeUnsent returns the oldest results the live stream has not sent yet,
@@ -308,12 +353,16 @@ func (l *ledger) takeUnsent(max int) (reps []*report, more bool) {
 	return reps, len(l.unsent) > 0
 }
 
-// startDrain stops the worker taking tasks: waiting tasks are dropped (the
-// server re-dispatches them after their lease) and later ones are refused.
+// startDrain stops the worker taking tasks: waiting tasks are given back
+// to the server, which re-dispatches them at once, and later ones are
+// refused.
 func (l *ledger) startDrain() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.draining = true
+	for _, ex := range l.waiting {
+		l.releaseLocked(ex.task.GetLease())
+	}
 	clear(l.waiting)
 	l.queue = nil
 	l.poke()
@@ -326,14 +375,42 @@ func (l *ledger) isDraining() bool {
 	return l.draining
 }
 
-// cancelRunning cancels every running handler's context. Unlike abandon,
-// their results are still reported.
-func (l *ledger) cancelRunning() {
+// releaseRunning gives every running task back to the server: its handler
+// is cancelled and its result, now or later, dropped, as for abandon. It
+// returns how many it gave back.
+func (l *ledger) releaseRunning() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, ex := range l.running {
+		if !ex.abandoned {
+			ex.abandoned = true
+			ex.cancel()
+			l.releaseLocked(ex.task.GetLease())
+			n++
+		}
+	}
+	l.broadcastLocked()
+	return n
+}
+
+// abandonRunning cancels every running handler and drops its result, for a
+// worker that stops without a stream to report on.
+func (l *ledger) abandonRunning() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, ex := range l.running {
+		ex.abandoned = true
 		ex.cancel()
 	}
+	l.broadcastLocked()
+}
+
+// handlers counts the running handlers, abandoned ones included.
+func (l *ledger) handlers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.running)
 }
 
 // busy counts the running handlers whose results will be reported.

@@ -107,7 +107,9 @@ func WithHTTPClient(client connect.HTTPClient) Option {
 }
 
 // WithDrainTimeout sets how long a drain waits for running handlers to
-// finish before cancelling their contexts; default [DefaultDrainTimeout].
+// finish before handing their tasks back to the server (another worker
+// gets them at once) and cancelling their contexts; default
+// [DefaultDrainTimeout].
 func WithDrainTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d <= 0 {

@@ -135,9 +135,23 @@ func TestDrainFinishesRunningTasks(t *testing.T) {
 	}
 }
 
-func TestDrainTimeoutCancelsHandlers(t *testing.T) {
+// releaseOf returns the leases a recorded message gives back, or nil.
+func releaseOf(m *convergev1.WorkerMessage) []int64 {
+	var ids []int64
+	for _, l := range m.GetRelease().GetLeases() {
+		ids = append(ids, l.GetTaskId())
+	}
+	return ids
+}
+
+// TestDrainReleasesUnfinishedTasks: draining gives back at once the tasks
+// the worker has not started (waiting for a slot, or arriving during the
+// drain), and at the drain timeout the ones still running, whose handlers
+// are cancelled and whose results are dropped: the server hands them to
+// another worker without waiting for their leases.
+func TestDrainReleasesUnfinishedTasks(t *testing.T) {
 	f := newFakeServer(t)
-	w := newTestWorker(f, WithDrainTimeout(20*time.Millisecond))
+	w := newTestWorker(f, WithCapacity(1), WithDrainTimeout(200*time.Millisecond))
 	g := newGates()
 	w.Handle("greeting", 1, "reconcile", g.handler)
 	w.run(t)
@@ -145,15 +159,31 @@ func TestDrainTimeoutCancelsHandlers(t *testing.T) {
 	s.subscribed(t, nil, nil)
 	s.task(t, gatedTask(1))
 	g.waitStarted(t, 1)
+	s.task(t, gatedTask(2)) // waits for the one slot
+	eventually(t, "task 2 to wait", func() bool { return len(w.ledger.state().waiting) == 1 })
 
 	w.cancel()
-	r := s.result(t)
-	if e := r.GetError(); e == nil || e.GetTerminal() || e.GetMessage() != context.Canceled.Error() {
-		t.Fatalf("result = %v; want a transient %q error", r, context.Canceled)
+	s.next(t, "Drain", func(m *convergev1.WorkerMessage) bool { return m.GetDrain() != nil })
+	if ids := releaseOf(s.next(t, "a release", func(m *convergev1.WorkerMessage) bool { return m.GetRelease() != nil })); !slices.Equal(ids, []int64{2}) {
+		t.Fatalf("first release = %v; want the waiting task 2, at once", ids)
 	}
-	s.ack(t, r.GetLease())
+	s.task(t, gatedTask(3)) // sent before the server saw the Drain
+	if ids := releaseOf(s.next(t, "a release", func(m *convergev1.WorkerMessage) bool { return m.GetRelease() != nil })); !slices.Equal(ids, []int64{3}) {
+		t.Fatalf("second release = %v; want task 3, refused by the drain", ids)
+	}
+	if ids := releaseOf(s.next(t, "a release", func(m *convergev1.WorkerMessage) bool { return m.GetRelease() != nil })); !slices.Equal(ids, []int64{1}) {
+		t.Fatalf("third release = %v; want the running task 1 at the drain timeout", ids)
+	}
 	if err := w.wait(); err != nil {
 		t.Fatalf("Run = %v; want nil", err)
+	}
+	for _, m := range s.sent() {
+		if r := resultOf(m); r != nil {
+			t.Fatalf("a released task reported a result: %v", r)
+		}
+	}
+	if g.starts(2) != 0 || g.starts(3) != 0 {
+		t.Fatalf("released tasks started: task 2 %d times, task 3 %d times", g.starts(2), g.starts(3))
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"buf.build/go/protovalidate"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
@@ -105,7 +108,7 @@ const (
 func buildResult(t *convergev1.Task, res *Result, err error) *report {
 	lease := t.GetLease()
 	if err != nil {
-		return &report{result: errorResult(lease, err.Error(), IsTerminal(err))}
+		return failureReport(lease, err)
 	}
 	failed := func(msg string) *report { return &report{result: errorResult(lease, msg, true)} }
 	success := &convergev1.Success{}
@@ -148,6 +151,23 @@ func buildResult(t *convergev1.Task, res *Result, err error) *report {
 		return failed("converge: invalid result: " + verr.Error())
 	}
 	return out
+}
+
+// failureReport reports a handler's error with the reason and retry-after
+// attached to it. Those are checked by the protocol's rules here, before
+// sending: a bad one makes the failure terminal, saying what is wrong and
+// what the handler said, and carries neither.
+func failureReport(lease *convergev1.Lease, err error) *report {
+	res := errorResult(lease, err.Error(), IsTerminal(err))
+	f := res.GetError()
+	f.Reason = strings.ToValidUTF8(ReasonOf(err), "\uFFFD")
+	if d, ok := RetryAfterOf(err); ok {
+		f.RetryAfter = durationpb.New(d)
+	}
+	if verr := protovalidate.Validate(f); verr != nil {
+		return &report{result: errorResult(lease, "converge: invalid failure: "+verr.Error()+"; the handler's error: "+err.Error(), true)}
+	}
+	return &report{result: res}
 }
 
 // errorResult reports a failed task. The message is made valid UTF-8 (the

@@ -154,7 +154,8 @@ func (w *Worker) onAck(a *convergev1.ResultAck) {
 // sendLoop is the stream's only sender. It sends the reactions that are
 // not ready and a heartbeat at once, then a heartbeat every interval,
 // readiness changes, Drain once the worker drains, and results as they
-// complete. A send failure cancels the session.
+// complete, and the leases the worker gives back. A send failure cancels
+// the session.
 func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *stream, every time.Duration, closeSend <-chan struct{}) error {
 	send := func(m *convergev1.WorkerMessage) error {
 		err := st.Send(m)
@@ -193,6 +194,13 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 		if !drainSent && w.ledger.isDraining() {
 			drainSent = true
 			if err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Drain{Drain: &convergev1.Drain{}}}); err != nil {
+				break
+			}
+		}
+		if leases := w.ledger.takeReleases(); len(leases) > 0 {
+			if err = send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_Release{
+				Release: &convergev1.Release{Leases: leases},
+			}}); err != nil {
 				break
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"buf.build/go/protovalidate"
+	"connectrpc.com/connect"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
@@ -166,15 +167,25 @@ func (w *Worker) Handle(kind string, version int, reaction string, h HandlerFunc
 // and their results are delivered on the next stream. Run returns an error
 // only for a configuration it cannot run: no handler registered, a
 // reaction Handle was given an invalid name or version for, or a second
-// call. (NewWorker has checked the URL and the options.)
+// call (NewWorker has checked the URL and the options); and when the
+// server refuses the subscription itself (a registered reaction that the
+// applied kind version does not declare, say a typo), which retrying
+// cannot fix. The error then says what the server said; handlers still
+// running are cancelled and their results dropped. A kind version not
+// applied yet is only logged as the server's warning: its tasks flow once
+// it is.
 //
 // Draining, once ctx is done: the worker tells the server to stop sending
-// tasks, waits for running handlers (see [WithDrainTimeout]; after it, their
-// contexts are cancelled and they get a short grace), reports their results,
-// waits up to a few seconds for the server to acknowledge them, and closes
-// the stream. A handler that ignores its context even then is left running
-// and its result is dropped. Handler contexts carry the values of ctx but
-// not its cancellation.
+// tasks, gives back the tasks it received but had not started, waits for
+// running handlers (see [WithDrainTimeout]), reports their results, waits
+// up to a few seconds for the server to acknowledge them, and closes the
+// stream. When the drain timeout ends first, the tasks still running are
+// given back to the server, which hands them to another worker at once
+// (not after their lease), without counting a failed attempt; their
+// handlers' contexts are cancelled, they get a short grace to return, and
+// their results are dropped. A handler that ignores its context even then
+// is left running. Handler contexts carry the values of ctx but not its
+// cancellation.
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.prepare(); err != nil {
 		return err
@@ -196,12 +207,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopStreams()
 	closeSend := make(chan struct{})
 	done := make(chan struct{})
+	refused := make(chan error, 1)
 	go func() {
 		defer close(done)
-		w.connectLoop(streams, closeSend)
+		if err := w.connectLoop(streams, closeSend); err != nil {
+			refused <- err
+		}
 	}()
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-refused:
+		w.ledger.startDrain()
+		w.ledger.abandonRunning()
+		return err
+	}
 	w.drain()
 	close(closeSend)
 	t := time.NewTimer(w.waits.closeStream)
@@ -287,13 +307,18 @@ func (w *Worker) handler(t *convergev1.Task) HandlerFunc {
 }
 
 // connectLoop holds a stream to the server, reconnecting with backoff, until
-// ctx is done or closeSend is closed.
-func (w *Worker) connectLoop(ctx context.Context, closeSend <-chan struct{}) {
+// ctx is done or closeSend is closed, or the server refuses the
+// subscription, which it returns.
+func (w *Worker) connectLoop(ctx context.Context, closeSend <-chan struct{}) error {
 	b := newBackoff(w.cfg.backoffMin, w.cfg.backoffMax)
 	for {
 		subscribed, err := w.runSession(ctx, closeSend)
 		if ctx.Err() != nil || isClosed(closeSend) {
-			return
+			return nil
+		}
+		if !subscribed && refusesSubscription(err) {
+			w.log.Error("converge: the server refused the subscription", "error", err)
+			return fmt.Errorf("converge: the server refused the subscription: %w", err)
 		}
 		if subscribed {
 			b.reset()
@@ -309,30 +334,44 @@ func (w *Worker) connectLoop(ctx context.Context, closeSend <-chan struct{}) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return nil
 		case <-closeSend:
 			t.Stop()
-			return
+			return nil
 		}
 	}
 }
 
-// drain stops taking tasks and waits, bounded, for running handlers and the
-// acknowledgement of their results.
+// refusesSubscription reports whether the server answered Subscribe with a
+// refusal of the subscription itself: it declares a reaction the kind
+// does not (FailedPrecondition), or the message breaks the protocol's
+// rules (InvalidArgument). Another attempt would be refused alike.
+func refusesSubscription(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeFailedPrecondition, connect.CodeInvalidArgument:
+		return true
+	}
+	return false
+}
+
+// drain stops taking tasks, gives back those not started, and waits,
+// bounded, for running handlers and the acknowledgement of their results;
+// what is still running at the drain timeout is given back too.
 func (w *Worker) drain() {
 	w.ledger.startDrain()
 	w.log.Info("converge: worker draining", "running", w.ledger.busy())
 	idle := func(l *ledger) bool { return l.busyLocked() == 0 }
 	if !w.ledger.await(timer(w.cfg.drainTimeout), idle) {
-		w.log.Warn("converge: drain timeout: cancelling running handlers",
-			"timeout", w.cfg.drainTimeout, "running", w.ledger.busy())
-		w.ledger.cancelRunning()
-		if !w.ledger.await(timer(w.waits.drainGrace), idle) {
-			w.log.Error("converge: handlers ignored cancellation; dropping their results", "running", w.ledger.busy())
+		n := w.ledger.releaseRunning()
+		w.log.Warn("converge: drain timeout: giving the running tasks back to the server and cancelling their handlers",
+			"timeout", w.cfg.drainTimeout, "released", n)
+		returned := func(l *ledger) bool { return len(l.running) == 0 }
+		if !w.ledger.await(timer(w.waits.drainGrace), returned) {
+			w.log.Error("converge: handlers ignored cancellation; leaving them running", "running", w.ledger.handlers())
 		}
 	}
-	acked := func(l *ledger) bool { return len(l.results) == 0 }
-	if !w.ledger.await(timer(w.waits.drainAcks), acked) {
+	settled := func(l *ledger) bool { return len(l.results) == 0 && len(l.releases) == 0 }
+	if !w.ledger.await(timer(w.waits.drainAcks), settled) {
 		w.log.Warn("converge: results not acknowledged by the end of the drain; the server will re-dispatch their tasks",
 			"unacked", w.ledger.unacked())
 	}

@@ -78,6 +78,7 @@ type dispatch struct {
 	on        *session // the stream running it; nil while queued
 	done      bool     // reported or cancelled
 	cancelled bool
+	released  int // times the worker gave it back (a drain)
 	chunks    []*convergev1.ComposeChunk
 }
 

@@ -129,6 +129,39 @@ func TestServerDispatchesWithinCapacity(t *testing.T) {
 	}
 }
 
+// TestServerTakesBackWhatADrainGivesBack: a worker stopped while a task
+// runs past the drain timeout gives it back; a second worker gets it, and
+// the task the server held back (capacity 1) too.
+func TestServerTakesBackWhatADrainGivesBack(t *testing.T) {
+	zone := convergetest.ReadManifests(t, "testdata/kinds.json").Get(t, "zone", 2)
+	srv := convergetest.NewServer(t)
+	b := newBlocker()
+	w := convergetest.NewWorker(t, srv, converge.WithCapacity(1), converge.WithDrainTimeout(50*time.Millisecond))
+	w.Handle("zone", 2, "compose", b.handle)
+	stop := convergetest.RunWorker(t, w)
+	running := convergetest.NewTask(t, zone, "compose", nil, convergetest.WithName("running"))
+	waiting := convergetest.NewTask(t, zone, "compose", nil, convergetest.WithName("waiting"))
+	srv.Send(running, waiting)
+	srv.Eventually(t.Context(), "one task running", func() bool { return b.running.Load() == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Released(running) != 1 || srv.Released(waiting) != 0 || len(srv.Reports()) != 0 {
+		t.Fatalf("released %d and %d times, %d reports; want the running one given back once, and no report",
+			srv.Released(running), srv.Released(waiting), len(srv.Reports()))
+	}
+	second := convergetest.NewWorker(t, srv)
+	second.Handle("zone", 2, "compose", func(_ context.Context, t *converge.Task) (*converge.Result, error) {
+		return &converge.Result{Status: map[string]string{"name": t.Name}}, nil
+	})
+	convergetest.RunWorker(t, second)
+	for _, task := range []*converge.Task{running, waiting} {
+		if r := srv.ResultFor(t.Context(), task); r.Err != nil {
+			t.Fatalf("%s: %v", task.Name, r.Err)
+		}
+	}
+}
+
 // TestServerCancelsAndSurvivesReconnects: Cancel stops a running task and
 // drops its result; after CloseStreams the worker reconnects, the server
 // adopts the task it resumed, and its result arrives on the new stream.

@@ -241,6 +241,8 @@ func (s *Server) onMessage(ss *session, m *convergev1.WorkerMessage) {
 		}
 	case *convergev1.WorkerMessage_ComposeChunk:
 		s.onChunkLocked(msg.ComposeChunk)
+	case *convergev1.WorkerMessage_Release:
+		s.onReleaseLocked(ss, msg.Release.GetLeases())
 	case *convergev1.WorkerMessage_Results:
 		var acks []*convergev1.ResultAck
 		for _, r := range msg.Results.GetResults() {
@@ -273,6 +275,38 @@ func (s *Server) onChunkLocked(c *convergev1.ComposeChunk) {
 		s.problemLocked("compose chunk %d of task %d after %d chunks", c.GetIndex(), d.id, len(d.chunks))
 	}
 	d.chunks = append(d.chunks, c)
+}
+
+// onReleaseLocked takes back the tasks a draining worker gives back, as
+// the real server does: they are queued again at once, at the front, for
+// another stream (the draining one takes no more).
+func (s *Server) onReleaseLocked(ss *session, leases []*convergev1.Lease) {
+	var again []*dispatch
+	for _, l := range leases {
+		d := s.current(l)
+		if d == nil || d.done || d.on != ss {
+			continue // stale, as the real server ignores it
+		}
+		d.on = nil
+		d.released++
+		ss.running--
+		again = append(again, d)
+	}
+	s.queue = append(again, s.queue...)
+	s.dispatchLocked()
+}
+
+// Released reports how many times the worker gave task back (a drain that
+// found it waiting or still running at its timeout).
+func (s *Server) Released(task *converge.Task) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.byID {
+		if d.task == task {
+			return d.released
+		}
+	}
+	return 0
 }
 
 func (s *Server) onResultLocked(r *convergev1.TaskResult) *convergev1.ResultAck {

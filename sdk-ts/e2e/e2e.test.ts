@@ -215,6 +215,87 @@ describe("TypeScript SDK end to end", () => {
     }
   });
 
+  it("a worker registering a reaction its applied kind does not declare is refused: run() rejects", async () => {
+    const w = new sdk.Worker({ url: apiURL, name: "typo-worker", logger: sdk.silentLogger });
+    w.handle("hello", 1, "reconcle", () => {});
+    const t0 = Date.now();
+    await assert.rejects(w.run(new AbortController().signal), (e: unknown) => {
+      assert.ok(e instanceof sdk.ConnectError, String(e));
+      assert.equal(e.code, sdk.Code.FailedPrecondition);
+      assert.match(e.rawMessage, /kind hello v1 has no reaction "reconcle"; it declares: reconcile/);
+      return true;
+    });
+    assert.ok(Date.now() - t0 < waitTimeout, "run() rejected without retrying");
+  });
+
+  it("a draining worker hands its running task back at the drain timeout and another worker runs it long before the lease", async () => {
+    // A replica with a 30 s lease, on the same database: only the workers
+    // below serve the kind, and they dial it.
+    const longListen = `127.0.0.1:${await freePort()}`;
+    const longURL = `http://${longListen}`;
+    const longServer = start("converge-dev-long-lease", tmp, converge, [
+      "dev", "--database-url", dbURL, "--listen", longListen, "--lease", "30s", "--heartbeat", "1s", "--poll", "200ms",
+    ], repo);
+    const logged: string[] = [];
+    const logger = (who: string) => ({
+      debug: () => {},
+      info: (m: string) => logged.push(`${who}: ${m}`),
+      warn: (m: string) => logged.push(`${who}: ${m}`),
+      error: (m: string) => logged.push(`${who}: ${m}`),
+    });
+    const slowStop = new AbortController();
+    const quickStop = new AbortController();
+    let release: () => void = () => {};
+    const stuck = new Promise<void>((r) => (release = r));
+    const slow = new sdk.Worker({ url: longURL, name: "slow", drainTimeoutMs: 300, logger: logger("slow") });
+    let slowStarted = false;
+    // Ignores its abort signal: the hand-back must not wait for it.
+    slow.handle("drainer", 1, "reconcile", async () => {
+      slowStarted = true;
+      await stuck;
+      return { status: { by: "slow" } };
+    });
+    const quick = new sdk.Worker({ url: longURL, name: "quick", logger: logger("quick") });
+    let quickAttempt = 0;
+    quick.handle("drainer", 1, "reconcile", (t) => {
+      quickAttempt = t.attempt;
+      return { status: { by: "quick" } };
+    });
+    const runs: Promise<void>[] = [];
+    try {
+      const longClient = new sdk.Client({ url: longURL });
+      await poll("the long-lease server to answer", readyTimeout, async () => {
+        if (!longServer.running) throw new Error(`long-lease server exited:\n${longServer.tail()}`);
+        return await longClient.rpc.listKinds({}).then(() => true, () => undefined);
+      });
+      await longClient.applyDocuments(sdk.parseDocuments(
+        "type: manifest\nkind: drainer\nkind_version: 1\nreactions:\n  - {name: reconcile, trigger: specChange, emits: [status]}\n", "drainer.yaml"));
+      runs.push(slow.run(slowStop.signal));
+      await longClient.apply({ kind: "drainer", kindVersion: 1, name: "one", spec: {} });
+      await poll("the slow worker to start the task", waitTimeout, () => (slowStarted ? true : undefined));
+      runs.push(quick.run(quickStop.signal));
+      await poll("the quick worker to subscribe", waitTimeout, () => (logged.includes("quick: converge: worker subscribed") ? true : undefined));
+      const t0 = Date.now();
+      slowStop.abort();
+      const r = await longClient.waitForPhase("drainer", "one", "Ready", { timeoutMs: 5000 }).catch((e) => {
+        throw new Error(`${(e as Error).message}\n${logged.join("\n")}\n${longServer.tail()}`);
+      });
+      const took = Date.now() - t0;
+      // The lease is 30 s; the hand-back makes the task claimable at once.
+      assert.ok(took < 5000, `the task was done ${took} ms after the drain began`);
+      assert.deepEqual(r.status, { by: "quick" });
+      assert.equal(quickAttempt, 1, "the handed-back attempt does not count");
+      assert.equal(r.failure, undefined);
+      assert.ok(logged.some((l) => l.startsWith("slow: converge: drain timeout: giving the running tasks back")), logged.join("\n"));
+    } finally {
+      slowStop.abort();
+      quickStop.abort();
+      release();
+      await Promise.allSettled(runs);
+      await longServer.stop("SIGINT");
+    }
+  });
+
   it("workers drain on SIGTERM and exit with status 0", async () => {
     for (const w of workers) {
       const t0 = Date.now();

@@ -15,7 +15,17 @@ export { type Middleware } from "./run.js";
 export { defaultBaseUrl, serverEnv } from "./url.js";
 export { type Result, type Condition, type ConditionStatus } from "./result.js";
 export { type Child, type Ref, type Edge, type Flow, refTo, dependsOn, flowFrom, flowExpr } from "./compose.js";
-export { terminal, isTerminal, TerminalError } from "./errors.js";
+export {
+  terminal,
+  isTerminal,
+  TerminalError,
+  withReason,
+  reasonOf,
+  ReasonError,
+  retryAfter,
+  retryAfterOf,
+  RetryAfterError,
+} from "./errors.js";
 export { noConfigReason } from "./readiness.js";
 export { shutdownSignal } from "./shutdown.js";
 export { type TlsFiles, tlsNodeOptions } from "./tls.js";

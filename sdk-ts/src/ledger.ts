@@ -59,6 +59,8 @@ export class Ledger {
   /** Results the live stream has not sent yet, oldest first. */
   private unsent: string[] = [];
   private seq = 0;
+  /** Leases to give back on the live stream (Release): tasks the worker will not finish. */
+  private releases: Lease[] = [];
   private live = false;
   draining = false;
   /** Wakes the live stream's sender. */
@@ -72,6 +74,8 @@ export class Ledger {
   accept(t: TaskMessage, handler: Handler<any, any, any>): Execution[] | string {
     const k = keyOf(t.lease);
     if (this.draining) {
+      // Sent before the server saw the Drain: give it back at once.
+      this.release(t.lease as Lease);
       return notAccepted.draining;
     }
     if (this.running.has(k) || this.waiting.has(k) || this.results.has(k)) {
@@ -215,11 +219,42 @@ export class Ledger {
     kick();
   }
 
-  /** endSession is called when a stream breaks; results wait for the next one. */
+  /**
+   * endSession is called when a stream breaks; results wait for the next
+   * one. Releases do not: the server takes them only on the stream that
+   * holds the leases, so those tasks run again after their lease instead.
+   */
   endSession(): void {
     this.live = false;
     this.kick = undefined;
     this.unsent = [];
+    this.releases = [];
+    this.changed();
+  }
+
+  /** takeReleases returns the leases to give back, at most maxListed, and forgets them. */
+  takeReleases(): Lease[] {
+    const out = this.releases.splice(0, this.limits.maxListed);
+    if (this.releases.length > 0) {
+      this.kick?.();
+    }
+    if (out.length > 0) {
+      this.changed();
+    }
+    return out;
+  }
+
+  /** unreleased counts the leases not yet given back. */
+  unreleased(): number {
+    return this.releases.length;
+  }
+
+  /** release queues a lease to be given back, if a stream can take it. */
+  private release(l: Lease): void {
+    if (this.live) {
+      this.releases.push(l);
+      this.kick?.();
+    }
   }
 
   /**
@@ -248,21 +283,51 @@ export class Ledger {
   }
 
   /**
-   * startDrain stops the worker taking tasks: waiting tasks are dropped (the
-   * server re-dispatches them after their lease) and later ones refused.
+   * startDrain stops the worker taking tasks: waiting tasks are given back
+   * to the server, which re-dispatches them at once, and later ones are
+   * refused.
    */
   startDrain(): void {
     this.draining = true;
+    for (const ex of this.waiting.values()) {
+      this.release(ex.task.lease as Lease);
+    }
     this.waiting.clear();
     this.kick?.();
     this.changed();
   }
 
-  /** cancelRunning aborts every running handler; unlike abandon, their results are still reported. */
-  cancelRunning(reason: string): void {
+  /**
+   * releaseRunning gives every running task back to the server: its handler
+   * is aborted with reason and its result, now or later, dropped, as for
+   * abandon. It returns how many it gave back.
+   */
+  releaseRunning(reason: string): number {
+    let n = 0;
     for (const ex of this.running.values()) {
+      if (!ex.abandoned) {
+        ex.abandoned = true;
+        ex.controller.abort(new Error(reason));
+        this.release(ex.task.lease as Lease);
+        n++;
+      }
+    }
+    this.changed();
+    return n;
+  }
+
+  /** abandonRunning aborts every running handler and drops its result, for a worker that stops without a stream. */
+  abandonRunning(reason: string): void {
+    for (const ex of this.running.values()) {
+      ex.abandoned = true;
       ex.controller.abort(new Error(reason));
     }
+    this.changed();
+  }
+
+  /** handlers counts the running handlers, abandoned ones included. */
+  handlers(): number {
+    return this.running.size;
   }
 
   /** busy counts the running handlers whose results will be reported. */

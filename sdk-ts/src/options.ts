@@ -74,8 +74,9 @@ export interface WorkerOptions {
   /** Where the worker logs; default {@link consoleLogger}. */
   logger?: Logger;
   /**
-   * How long a drain waits for running handlers before aborting their
-   * signals; default 30 s.
+   * How long a drain waits for running handlers before handing their tasks
+   * back to the server (another worker gets them at once) and aborting
+   * their signals; default 30 s.
    */
   drainTimeoutMs?: number;
   /**

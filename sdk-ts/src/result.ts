@@ -8,12 +8,14 @@ import {
   type Lease,
   type Success,
   type Task as TaskMessage,
+  type TaskError,
   type TaskResult,
 } from "../gen/converge/v1/worker_pb.js";
+import { DurationSchema, type Duration } from "@bufbuild/protobuf/wkt";
 import { ConditionSchema } from "../gen/converge/v1/types_pb.js";
 import { attachComposition, sizeOf, type Report } from "./chunk.js";
 import { encodeComposition, type Child, type Edge, type Ref } from "./compose.js";
-import { isTerminal, messageOf } from "./errors.js";
+import { isTerminal, messageOf, reasonOf, retryAfterOf } from "./errors.js";
 import { boundUTF8, encodeObject } from "./json.js";
 
 // maxErrorBytes bounds the error message reported for a failed task, so one
@@ -102,7 +104,7 @@ export function validate<Desc extends DescMessage>(schema: Desc, m: MessageShape
 export function buildResult(t: TaskMessage, res: unknown, err: unknown, failed: boolean): Report {
   const lease = t.lease as Lease;
   if (failed) {
-    return report(errorResult(lease, messageOf(err), isTerminal(err)));
+    return failureReport(lease, err);
   }
   const fail = (msg: string) => report(errorResult(lease, msg, true));
   const success = create(SuccessSchema);
@@ -179,6 +181,38 @@ function report(result: TaskResult): Report {
 
 function composes(r: Result): boolean {
   return r.compose === true || (r.children?.length ?? 0) > 0 || (r.edges?.length ?? 0) > 0 || (r.references?.length ?? 0) > 0;
+}
+
+/**
+ * failureReport reports a handler's error with the reason and retry-after
+ * attached to it. Those are checked by the protocol's rules here, before
+ * sending: a bad one makes the failure terminal, saying what is wrong and
+ * what the handler said, and carries neither.
+ */
+function failureReport(lease: Lease, err: unknown): Report {
+  const msg = messageOf(err);
+  const result = errorResult(lease, msg, isTerminal(err));
+  const f = result.outcome.value as TaskError;
+  f.reason = reasonOf(err).toWellFormed();
+  const ms = retryAfterOf(err);
+  if (ms !== undefined) {
+    f.retryAfter = durationOf(ms);
+  }
+  const problem = validate(TaskErrorSchema, f);
+  if (problem) {
+    return report(errorResult(lease, `converge: invalid failure: ${problem}; the handler's error: ${msg}`, true));
+  }
+  return report(result);
+}
+
+/** durationOf converts ms to a Duration; anything but a finite number becomes 0, which the rules refuse. */
+function durationOf(ms: unknown): Duration {
+  if (typeof ms !== "number" || !Number.isFinite(ms)) {
+    return create(DurationSchema, { seconds: 0n, nanos: 0 });
+  }
+  const seconds = Math.trunc(ms / 1000);
+  const nanos = Math.round((ms - seconds * 1000) * 1e6);
+  return create(DurationSchema, { seconds: BigInt(seconds), nanos });
 }
 
 /**

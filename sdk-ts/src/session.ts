@@ -3,6 +3,7 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import {
   DrainSchema,
   HeartbeatSchema,
+  ReleaseSchema,
   ResultsSchema,
   WorkerMessageSchema,
   type ServerMessage,
@@ -131,8 +132,9 @@ export async function runSession(h: SessionHost, stop: AbortSignal, closeSend: A
  * sendLoop is the stream's only sender, pulled by the transport as it
  * writes. It sends Subscribe, then, once subscribed, the reactions that are
  * not ready and a heartbeat at once, then a heartbeat every interval,
- * readiness changes, Drain once the worker drains, and results as they
- * complete. It ends when the session ends or closeSend aborts.
+ * readiness changes, Drain once the worker drains, results as they
+ * complete, and the leases the worker gives back. It ends when the session
+ * ends or closeSend aborts.
  */
 async function* sendLoop(
   h: SessionHost,
@@ -178,6 +180,10 @@ async function* sendLoop(
       if (!drainSent && h.ledger.draining) {
         drainSent = true;
         yield msg({ case: "drain", value: create(DrainSchema) });
+      }
+      const leases = h.ledger.takeReleases();
+      if (leases.length > 0) {
+        yield msg({ case: "release", value: create(ReleaseSchema, { leases }) });
       }
       const { reps, more } = h.ledger.takeUnsent(sendBatch);
       yield* reportMessages(reps);

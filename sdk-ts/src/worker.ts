@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { tlsNodeOptions, withNodeOptions } from "./tls.js";
 import {
@@ -188,14 +188,23 @@ export class Worker {
    *
    * Connection failures never end run: the worker logs them and reconnects
    * with backoff; running handlers keep running and their results are
-   * delivered on the next stream. run rejects only for a configuration it
-   * cannot run: no handler registered, or a second call.
+   * delivered on the next stream. run rejects for a configuration it cannot
+   * run: no handler registered, or a second call; and with the server's
+   * ConnectError when the server refuses the subscription itself (a
+   * registered reaction the applied kind version does not declare, say a
+   * typo), which retrying cannot fix: handlers still running are then
+   * aborted and their results dropped. A kind version not applied yet is
+   * only logged as the server's warning: its tasks flow once it is.
    *
    * Draining, once signal aborts: the worker tells the server to stop
-   * sending tasks, waits for running handlers (up to drainTimeoutMs; after
-   * it, their signals are aborted and they get a short grace), reports
-   * their results, waits up to a few seconds for the server to acknowledge
-   * them, and closes the stream.
+   * sending tasks, gives back the tasks it received but had not started,
+   * waits for running handlers (up to drainTimeoutMs), reports their
+   * results, waits up to a few seconds for the server to acknowledge them,
+   * and closes the stream. When drainTimeoutMs passes first, the tasks
+   * still running are given back to the server, which hands them to
+   * another worker at once (not after their lease) without counting a
+   * failed attempt; their signals are aborted, they get a short grace to
+   * return, and their results are dropped.
    */
   async run(signal?: AbortSignal): Promise<void> {
     this.prepare();
@@ -207,13 +216,21 @@ export class Worker {
     const streams = new AbortController();
     const closeSend = new AbortController();
     const loop = this.connectLoop(streams.signal, closeSend.signal);
-    await new Promise<void>((resolve) => {
+    const refused = await new Promise<unknown>((resolve) => {
+      void loop.then((err) => err !== undefined && resolve(err));
       if (!signal) {
-        return; // run forever
+        return; // run until refused
       }
-      signal.addEventListener("abort", () => resolve(), { once: true });
-      if (signal.aborted) resolve();
+      signal.addEventListener("abort", () => resolve(undefined), { once: true });
+      if (signal.aborted) resolve(undefined);
     });
+    if (refused !== undefined) {
+      this.ledger.startDrain();
+      this.ledger.abandonRunning("converge: the server refused the subscription");
+      stopNotifier.abort();
+      this.configs.kick.poke();
+      throw refused;
+    }
     await this.drain();
     closeSend.abort();
     await within(loop, this.waits.closeStream);
@@ -267,8 +284,12 @@ export class Worker {
     });
   }
 
-  /** connectLoop holds a stream to the server, reconnecting with backoff, until stop or closeSend aborts. */
-  private async connectLoop(stop: AbortSignal, closeSend: AbortSignal): Promise<void> {
+  /**
+   * connectLoop holds a stream to the server, reconnecting with backoff,
+   * until stop or closeSend aborts, or the server refuses the subscription,
+   * which it returns.
+   */
+  private async connectLoop(stop: AbortSignal, closeSend: AbortSignal): Promise<unknown> {
     const b = new Backoff(this.s.reconnectMinMs, this.s.reconnectMaxMs);
     const host: SessionHost = {
       client: this.client as Client<typeof WorkerService>,
@@ -283,7 +304,11 @@ export class Worker {
     for (;;) {
       const end = await runSession(host, stop, closeSend);
       if (either.aborted) {
-        return;
+        return undefined;
+      }
+      if (!end.subscribed && refusesSubscription(end.error)) {
+        this.s.logger.error("converge: the server refused the subscription", { error: describeError(end.error) });
+        return end.error;
       }
       if (end.subscribed) {
         b.reset();
@@ -295,7 +320,7 @@ export class Worker {
       this.s.logger.warn(msg, { error: describeError(end.error), delayMs: delay });
       await sleep(delay, either);
       if (either.aborted) {
-        return;
+        return undefined;
       }
     }
   }
@@ -397,7 +422,9 @@ export class Worker {
   /** execute runs one handler and records its result; the worker goes on whatever it does. */
   private async execute(ex: Execution): Promise<void> {
     const rep = await runTask(ex.task, ex.handler, () => newTask(ex.task, ex.controller.signal));
-    this.logFailure(ex.task, rep);
+    if (!ex.abandoned) {
+      this.logFailure(ex.task, rep);
+    }
     this.launch(this.ledger.finish(ex, rep));
   }
 
@@ -414,29 +441,36 @@ export class Worker {
       generation: t.resource?.generation,
       attempt: t.attempt,
       terminal: o.value.terminal,
+      reason: o.value.reason || undefined,
       error: o.value.message,
     };
     if (o.value.terminal) this.s.logger.error("converge: task failed", fields);
     else this.s.logger.warn("converge: task failed", fields);
   }
 
-  /** drain stops taking tasks and waits, bounded, for running handlers and the acknowledgement of their results. */
+  /**
+   * drain stops taking tasks, gives back those not started, and waits,
+   * bounded, for running handlers and the acknowledgement of their results;
+   * what is still running at the drain timeout is given back too.
+   */
   private async drain(): Promise<void> {
     const log = this.s.logger;
     this.ledger.startDrain();
     log.info("converge: worker draining", { running: this.ledger.busy() });
     const idle = (l: Ledger) => l.busy() === 0;
     if (!(await this.ledger.until(idle, this.s.drainTimeoutMs))) {
-      log.warn("converge: drain timeout: aborting running handlers", {
+      const released = this.ledger.releaseRunning(
+        "converge: the worker is shutting down and the drain timeout passed; the task was given back to the server",
+      );
+      log.warn("converge: drain timeout: giving the running tasks back to the server and aborting their handlers", {
         timeoutMs: this.s.drainTimeoutMs,
-        running: this.ledger.busy(),
+        released,
       });
-      this.ledger.cancelRunning("converge: the worker is shutting down and the drain timeout passed");
-      if (!(await this.ledger.until(idle, this.waits.drainGrace))) {
-        log.error("converge: handlers ignored their abort signal; dropping their results", { running: this.ledger.busy() });
+      if (!(await this.ledger.until((l) => l.handlers() === 0, this.waits.drainGrace))) {
+        log.error("converge: handlers ignored their abort signal; leaving them running", { running: this.ledger.handlers() });
       }
     }
-    if (!(await this.ledger.until((l) => l.unacked() === 0, this.waits.drainAcks))) {
+    if (!(await this.ledger.until((l) => l.unacked() === 0 && l.unreleased() === 0, this.waits.drainAcks))) {
       log.warn("converge: results not acknowledged by the end of the drain; the server will re-dispatch their tasks", {
         unacked: this.ledger.unacked(),
       });
@@ -457,6 +491,16 @@ export class Worker {
       }
     }
   }
+}
+
+/**
+ * refusesSubscription reports whether the server answered Subscribe with a
+ * refusal of the subscription itself: it declares a reaction the kind does
+ * not (FailedPrecondition), or the message breaks the protocol's rules
+ * (InvalidArgument). Another attempt would be refused alike.
+ */
+function refusesSubscription(e: unknown): boolean {
+  return e instanceof ConnectError && (e.code === Code.FailedPrecondition || e.code === Code.InvalidArgument);
 }
 
 function cmp(a: string, b: string): number {

@@ -347,23 +347,38 @@ describe("Worker", () => {
     assert.ok(!s.all("results").some((b) => b.results.some((r) => r.lease?.taskId === 2n)));
   });
 
-  it("aborts handlers still running when the drain times out, and reports them", async () => {
-    const w = worker(fake, { drainTimeoutMs: 50 });
+  it("gives back unstarted tasks at once when draining, and running ones at the drain timeout, dropping their results", async () => {
+    const w = worker(fake, { capacity: 1, drainTimeoutMs: 200 });
     const started = new Gate();
+    const starts = new Map<string, number>();
+    let aborted: unknown;
     w.handle("greeting", 1, "reconcile", (t) => {
+      starts.set(t.dedupToken, (starts.get(t.dedupToken) ?? 0) + 1);
       started.open();
-      return new Promise((_, reject) => t.signal.addEventListener("abort", () => reject(t.signal.reason)));
+      return new Promise((_, reject) =>
+        t.signal.addEventListener("abort", () => {
+          aborted = t.signal.reason;
+          reject(t.signal.reason);
+        }),
+      );
     });
     start(w);
     const s = await fake.session(0);
-    s.send({ case: "tasks", value: { tasks: [task(1)] } });
+    s.send({ case: "tasks", value: { tasks: [task(1), task(2)] } }); // 2 waits for the one slot
     await started.promise;
     stop.abort();
-    const r = await result(s, 1);
-    assert.equal(r.outcome.case, "error");
-    assert.match(r.outcome.case === "error" ? r.outcome.value.message : "", /drain timeout/);
-    ack(s, 1);
+    await s.next("drain");
+    const ids = (r: { leases: { taskId: bigint }[] }) => r.leases.map((l) => Number(l.taskId));
+    assert.deepEqual(ids(await s.next("release")), [2], "the waiting task is given back at once");
+    const mark = s.received.items.length;
+    s.send({ case: "tasks", value: { tasks: [task(3)] } }); // sent before the server saw the Drain
+    assert.deepEqual(ids(await s.next("release", () => true, mark)), [3], "a task arriving during the drain is given back");
+    const mark2 = s.received.items.length;
+    assert.deepEqual(ids(await s.next("release", () => true, mark2)), [1], "the running task is given back at the timeout");
     await running;
+    assert.match(String((aborted as Error).message), /drain timeout/);
+    assert.equal(s.all("results").length, 0, "a released task reports no result");
+    assert.deepEqual([...starts.keys()], ["tok-1"], "released tasks never start");
   });
 
   it("reconnects with backoff after the server goes away and comes back on the same port", async () => {

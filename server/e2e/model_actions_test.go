@@ -76,7 +76,8 @@ func drawPolicy(t *rapid.T, composite bool) *convergev1.KindPolicy {
 		MaxInflight:           int32(rapid.SampledFrom([]int{0, 0, 1, 2, 3, 5, 10, 20}).Draw(t, "max_inflight")),
 		ResyncIntervalSeconds: int32(rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "resync_interval_seconds")),
 		TaskDeadlineSeconds:   int32(rapid.SampledFrom([]int{0, 2, 5}).Draw(t, "task_deadline_seconds")),
-		MaxTransientAttempts:  int32(rapid.IntRange(0, 4).Draw(t, "max_transient_attempts")),
+		// -1 never gives up; 0 gives up after the server's default cap.
+		MaxTransientAttempts: int32(rapid.IntRange(-1, 4).Draw(t, "max_transient_attempts")),
 	}
 	if composite {
 		p.OrphanGraceSeconds = int32(rapid.IntRange(0, 2).Draw(t, "orphan_grace_seconds"))
@@ -160,7 +161,7 @@ func (w *world) noteFailing(k *mkind) {
 	b := w.fleet.behaviourOf(k.def.name)
 	escalates := false
 	for _, p := range k.policy {
-		escalates = escalates || p.GetMaxTransientAttempts() > 0
+		escalates = escalates || p.GetMaxTransientAttempts() >= 0
 	}
 	if b.mode == behTerminal || (b.mode == behFailAlways || b.mode == behFailFirst) && escalates {
 		k.mayFail = true

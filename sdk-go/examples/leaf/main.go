@@ -3,11 +3,12 @@
 // every greeting resource. Flags make it fail or slow down on demand, to
 // show how failures and in-flight work look in Converge.
 //
-//	leaf [-server URL] [-capacity N] [-delay DURATION]
-//	     [-fail-terminal MSG | -fail-transient MSG]
+//	leaf [-server URL] [-capacity N] [-delay DURATION] [-drain-timeout DURATION]
+//	     [-fail-terminal MSG | -fail-transient MSG] [-reason CODE]
 //
 // SIGINT or SIGTERM drains it: it stops taking tasks, finishes the running
-// ones, reports their results and exits.
+// ones, reports their results and exits. Tasks still running when the
+// drain timeout ends are handed back to the server for another worker.
 //
 // Its spec and status types, and HandleGreetingV1Reconcile, are generated
 // from greeting.yaml into kinds_gen.go; run go generate after editing the
@@ -43,7 +44,9 @@ func run(args []string) error {
 	var g greeter
 	fs.StringVar(&g.failTerminal, "fail-terminal", "", "fail every task terminally with this message")
 	fs.StringVar(&g.failTransient, "fail-transient", "", "fail every task transiently (retried) with this message")
+	fs.StringVar(&g.reason, "reason", "", "with -fail-*: the failure's reason code, e.g. QuotaExceeded")
 	fs.DurationVar(&g.delay, "delay", 0, "simulated work per task, e.g. 2s")
+	drainTimeout := fs.Duration("drain-timeout", converge.DefaultDrainTimeout, "on SIGTERM, how long running tasks may take before they are handed back")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,7 +56,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity))
+	w, err := converge.NewWorker(*server, converge.WithCapacity(*capacity), converge.WithDrainTimeout(*drainTimeout))
 	if err != nil {
 		return err
 	}
@@ -70,6 +73,7 @@ func (g greeter) register(w *converge.Worker) {
 type greeter struct {
 	failTerminal  string
 	failTransient string
+	reason        string
 	delay         time.Duration
 }
 
@@ -87,13 +91,22 @@ func (g greeter) reconcile(ctx context.Context, t *converge.TypedTask[GreetingV1
 	}
 	switch {
 	case g.failTerminal != "":
-		return nil, converge.Terminal(errors.New(g.failTerminal))
+		return nil, converge.Terminal(g.fail(g.failTerminal))
 	case g.failTransient != "":
-		return nil, errors.New(g.failTransient)
+		return nil, g.fail(g.failTransient)
 	}
 	greeting := "Hello"
 	if g := t.Spec.Greeting; g != nil && *g != "" {
 		greeting = *g
 	}
 	return converge.StatusResult(GreetingV1Status{Message: new(greeting + ", " + t.Spec.Name + "!")}), nil
+}
+
+// fail makes the flags' failure, with its reason code if one is given.
+func (g greeter) fail(msg string) error {
+	err := errors.New(msg)
+	if g.reason != "" {
+		return converge.Reason(g.reason, err)
+	}
+	return err
 }

@@ -21,15 +21,21 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 		out = append(out, &convergev1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
 			ObservedGeneration: r.SyncedGeneration})
 	}
-	if r.Phase == "Ready" {
+	switch r.Phase {
+	case "Ready":
 		add("Ready", "True", "Ready", "")
-	} else {
+	case "Failed", "Reconciling":
+		add("Ready", "False", failureReason(r, r.Phase), deref(r.FailureMessage))
+	default:
 		add("Ready", "False", r.Phase, deref(r.FailureMessage))
 	}
 	if r.SyncedGeneration >= r.Generation {
 		add("Synced", "True", "Synced", fmt.Sprintf("generation %d observed", r.SyncedGeneration))
 	} else {
 		reason, msg := syncWait(r)
+		if reason == "TerminalError" || reason == "ReconcileError" {
+			reason = failureReason(r, reason)
+		}
 		add("Synced", "False", reason, msg)
 	}
 	if r.Waiting != nil {
@@ -37,6 +43,9 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 	}
 	if r.DeletionRequestedAt != nil {
 		reason, msg := teardownWait(r)
+		if reason == "TeardownError" {
+			reason = failureReason(r, reason)
+		}
 		add("Deleted", "False", reason, msg)
 	}
 	if reason, msg, ok := workerAvailable(r, isParked); ok {
@@ -45,30 +54,51 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 	return append(out, reported(r)...)
 }
 
-// syncWait says why a generation the resource has not observed waits.
+// failureReason is the reason a condition explaining r's failure gives:
+// the failure's own (the worker's code, or AttemptsExhausted) when it has
+// one, else fallback.
+func failureReason(r store.Resource, fallback string) string {
+	if reason := deref(r.FailureReason); reason != "" && r.FailureMessage != nil {
+		return reason
+	}
+	return fallback
+}
+
+// failedWith words r's failure for a message: "attempt N failed
+// terminally (Reason): message", what the prefix says first.
+func failedWith(r store.Resource, prefix string) string {
+	cause := ""
+	if reason := deref(r.FailureReason); reason != "" {
+		cause = " (" + reason + ")"
+	}
+	return fmt.Sprintf("%s%s: %s", prefix, cause, deref(r.FailureMessage))
+}
+
+// syncWait says why a generation the resource has not observed waits. Its
+// reasons are the scheduler's; conditions puts the failure's own reason in
+// place of TerminalError and ReconcileError.
 func syncWait(r store.Resource) (reason, msg string) {
 	gen := r.Generation
-	failure := deref(r.FailureMessage)
 	switch r.Wait {
 	case store.HoldDeleting:
 		return "Deleting", fmt.Sprintf("generation %d will not run: the resource is being deleted", gen)
 	case store.HoldQuarantined:
 		return "Quarantined", fmt.Sprintf("generation %d runs once the resource is unquarantined", gen)
 	case store.HoldFailed:
-		return "TerminalError", fmt.Sprintf("attempt %d failed terminally: %s", r.FailureAttempts, failure)
+		return "TerminalError", failedWith(r, fmt.Sprintf("attempt %d failed terminally", r.FailureAttempts))
 	case store.HoldOrphaned:
 		return "Orphaned", fmt.Sprintf("generation %d will not run: its composite no longer emits it", gen)
 	case store.HoldWaiting:
 		return "Waiting", fmt.Sprintf("generation %d waits for its dependencies", gen)
 	case store.WaitBackoff:
-		msg := fmt.Sprintf("attempt %d failed: %s", r.FailureAttempts, failure)
+		msg := failedWith(r, fmt.Sprintf("attempt %d failed", r.FailureAttempts))
 		if r.Task != nil {
 			msg += fmt.Sprintf("; retrying at %s", r.Task.NotBefore.UTC().Format(time.RFC3339Nano))
 		}
 		return "ReconcileError", msg
 	case store.WaitRunning:
-		if failure != "" {
-			return "Reconciling", fmt.Sprintf("generation %d is running again after attempt %d failed: %s", gen, r.FailureAttempts, failure)
+		if r.FailureMessage != nil {
+			return "Reconciling", failedWith(r, fmt.Sprintf("generation %d is running again after attempt %d failed", gen, r.FailureAttempts))
 		}
 		return "Reconciling", fmt.Sprintf("generation %d is running on a worker", gen)
 	case store.WaitCapped:
@@ -90,7 +120,7 @@ func teardownWait(r store.Resource) (reason, msg string) {
 	case store.WaitRunning:
 		return "TearingDown", "its teardown is running on a worker"
 	case store.WaitBackoff:
-		msg := fmt.Sprintf("teardown attempt %d failed: %s", r.FailureAttempts, deref(r.FailureMessage))
+		msg := failedWith(r, fmt.Sprintf("teardown attempt %d failed", r.FailureAttempts))
 		if r.Task != nil {
 			msg += fmt.Sprintf("; retrying at %s", r.Task.NotBefore.UTC().Format(time.RFC3339Nano))
 		}

@@ -77,6 +77,7 @@ func toResource(r store.Resource, isParked parked) *convergev1.Resource {
 			Attempts:   r.FailureAttempts,
 			Terminal:   r.FailureTerminal,
 			Generation: r.FailureGeneration,
+			Reason:     deref(r.FailureReason),
 		}
 		if !r.FailureTerminal && r.Task != nil && !r.Task.Claimed {
 			out.Failure.RetryAt = timestamppb.New(r.Task.NotBefore)

@@ -115,12 +115,12 @@ func TestMetricsMoveWithReconciles(t *testing.T) {
 	type completions struct{ Success, Terminal, InFlight float64 }
 	testkit.Poll(t, "2 successes, 1 terminal failure and none in flight", func() completions {
 		m = scrape(t, a)
-		return completions{m[`converge_tasks_completed_total{kind="greeting",outcome="success"}`],
-			m[`converge_tasks_completed_total{kind="greeting",outcome="terminal"}`], m[`converge_tasks_in_flight{kind="greeting"}`]}
+		return completions{m[`converge_tasks_completed_total{kind="greeting",outcome="success",reason=""}`],
+			m[`converge_tasks_completed_total{kind="greeting",outcome="terminal",reason=""}`], m[`converge_tasks_in_flight{kind="greeting"}`]}
 	}, func(c completions) bool { return c == completions{Success: 2, Terminal: 1} })
 	for _, series := range []string{
-		`converge_tasks_completed_total{kind="greeting",outcome="transient"}`,
-		`converge_tasks_completed_total{kind="greeting",outcome="superseded"}`,
+		`converge_tasks_completed_total{kind="greeting",outcome="transient",reason=""}`,
+		`converge_tasks_completed_total{kind="greeting",outcome="superseded",reason=""}`,
 	} {
 		if v, ok := m[series]; !ok || v != 0 {
 			t.Errorf("%s = %v (present %v), want a 0 series", series, v, ok)

@@ -94,7 +94,13 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 		return fail("the result cannot be stored: %s: %s", path, why)
 	}
 	if f := r.GetError(); f != nil {
-		out.Failed, out.Terminal, out.Message = true, f.GetTerminal(), f.GetMessage()
+		// The protocol's rules (checked on receipt) bound the reason's
+		// syntax and the retry-after's range, and refuse a retry-after on
+		// a terminal failure.
+		out.Failed, out.Terminal, out.Message, out.Reason = true, f.GetTerminal(), f.GetMessage(), f.GetReason()
+		if f.GetRetryAfter() != nil {
+			out.RetryAfter = f.GetRetryAfter().AsDuration()
+		}
 		if out.Message == "" {
 			out.Message = "the worker reported a failure without a message"
 		}
@@ -339,7 +345,7 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 				reason = "the lease is no longer current"
 			}
 		}
-		b.cfg.Metrics.Completed(r.lease.key.kind, outcome)
+		b.cfg.Metrics.Completed(r.lease.key.kind, outcome, reasonOf(r.out, outcome))
 		if r.echo != nil && !r.session.closed {
 			r.session.send(ack(r.echo, applied, reason))
 		}
@@ -368,7 +374,16 @@ func (b *Broker) logFailure(r *result) {
 	b.log.Log(context.Background(), level, "task failed", "kind", r.lease.key.kind, "version", r.lease.key.version,
 		"trigger", r.lease.key.trigger, "namespace", r.lease.namespace, "name", r.lease.name,
 		"generation", r.out.Lease.Generation, "attempt", r.lease.attempt, "terminal", r.out.Terminal,
-		"worker", worker, "session", session, "err", r.out.Message)
+		"reason", r.out.Reason, "worker", worker, "session", session, "err", r.out.Message)
+}
+
+// reasonOf is the reason label of an outcome: the worker's code for an
+// applied failure, "" otherwise.
+func reasonOf(o store.Outcome, outcome metrics.Outcome) string {
+	if outcome != metrics.Transient && outcome != metrics.Terminal {
+		return ""
+	}
+	return o.Reason
 }
 
 // outcomeOf classifies an applied outcome for the completions metric. A

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -104,6 +103,10 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 	if err := b.authorize(ctx, s); err != nil {
 		return err
 	}
+	warnings, err := b.checkSubscription(ctx, s)
+	if err != nil {
+		return err
+	}
 
 	adopted, lost, err := b.adopt(ctx, s, sub.GetResumed())
 	if err != nil {
@@ -119,7 +122,7 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 		LeaseSeconds:        int32(b.cfg.Lease.Seconds()),
 		Adopted:             adopted,
 		Lost:                lost,
-		Warnings:            b.subscriptionWarnings(s),
+		Warnings:            warnings,
 	}}}); err != nil {
 		b.dropSession(s)
 		return err
@@ -182,6 +185,8 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 			b.onHeartbeat(s, msg.Heartbeat)
 		case *convergev1.WorkerMessage_Readiness:
 			b.onReadiness(s, msg.Readiness)
+		case *convergev1.WorkerMessage_Release:
+			b.onRelease(s, msg.Release)
 		case *convergev1.WorkerMessage_Drain:
 			b.mu.Lock()
 			s.draining = true
@@ -313,28 +318,6 @@ func (b *Broker) onHeartbeat(s *session, h *convergev1.Heartbeat) {
 			l.attested = now
 		}
 	}
-}
-
-// subscriptionWarnings names kinds not applied yet (once per kind
-// version) and reactions no applied manifest declares.
-func (b *Broker) subscriptionWarnings(s *session) []string {
-	var out []string
-	missing := map[kindKey]bool{}
-	for rk := range s.serves {
-		e := b.kinds.Get(rk.kind, rk.version)
-		switch {
-		case e == nil:
-			k := kindKey{rk.kind, rk.version}
-			if !missing[k] {
-				missing[k] = true
-				out = append(out, fmt.Sprintf("kind %s v%d is not registered yet; its tasks will flow once its manifest is applied", rk.kind, rk.version))
-			}
-		case len(e.TriggersOf(rk.reaction)) == 0:
-			out = append(out, fmt.Sprintf("kind %s v%d has no reaction named %q", rk.kind, rk.version, rk.reaction))
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Batching bounds: one message carries at most this many tasks or acks,

@@ -182,6 +182,9 @@ func describeFailure(w io.Writer, d *described) error {
 		return nil
 	}
 	fmt.Fprintln(w, "Failure:")
+	if f.GetReason() != "" {
+		field(w, "  ", "Reason", f.GetReason())
+	}
 	field(w, "  ", "Message", strings.ReplaceAll(f.GetMessage(), "\n", "\n"+strings.Repeat(" ", 20)))
 	field(w, "  ", "Attempts", strconv.Itoa(int(f.GetAttempts())))
 	field(w, "  ", "Terminal", strconv.FormatBool(f.GetTerminal()))

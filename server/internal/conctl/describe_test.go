@@ -14,6 +14,7 @@ func TestDescribeResource(t *testing.T) {
 	res := sampleResource()
 	res.Failure.Terminal = false
 	res.Failure.RetryAt = timestamppb.New(testNow.Add(20 * time.Second))
+	res.Failure.Reason = "QuotaExceeded"
 	f.add(res)
 	for i := range 12 { // newest first, as the server returns them
 		f.events = append(f.events, &convergev1.Event{
@@ -37,6 +38,7 @@ Generation:         3 (synced 2)
 Healthy:            false
 Reconciles:         4
 Failure:
+  Reason:           QuotaExceeded
   Message:          quota exceeded
   Attempts:         3
   Terminal:         false

@@ -39,6 +39,20 @@ func TestGetResourceTable(t *testing.T) {
 	}
 }
 
+func TestGetResourceLeadsTheMessageWithTheFailureReason(t *testing.T) {
+	f, url := newFake(t)
+	res := sampleResource()
+	res.Failure.Reason = "QuotaExceeded"
+	f.add(res)
+	r := run(testContext(t), url, "", "get", "resource", "greeting/hello-world")
+	want := "" +
+		"NAMESPACE   KIND       NAME          VERSION   PHASE    GEN   SYNCED   AGE   MESSAGE\n" +
+		"default     greeting   hello-world   v1        Failed   3     2        3h    QuotaExceeded: quota exceeded\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", r.code, r.stdout, want, r.stderr)
+	}
+}
+
 func TestGetResourceJSONAlwaysHasPhase(t *testing.T) {
 	f, url := newFake(t)
 	f.add(sampleResource())

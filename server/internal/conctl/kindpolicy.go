@@ -15,6 +15,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/conctl/document"
+	"github.com/convergehq/converge/server/internal/limits"
 )
 
 func (a *app) kindCmd() *cobra.Command {
@@ -50,7 +51,8 @@ The fields:
 %s
 Integers take a number, booleans true or false, deletion_policy delete or
 retain; an empty value ("deletion_policy=") or 0 returns a field to the
-server's default.`, policyFieldHelp()),
+server's default. max_transient_attempts=-1 means never give up: the
+failure stays transient however often it recurs.`, policyFieldHelp()),
 		Example: `  conctl kind policy greeting/v1
   conctl kind policy greeting/v1 --set max_inflight=10
   conctl kind policy greeting/v1 --set retired=true --set resync_interval_seconds=600
@@ -84,7 +86,7 @@ var policyZero = map[string]string{
 	"task_deadline_seconds":   "server default",
 	"resync_interval_seconds": "never",
 	"orphan_grace_seconds":    "prune at once",
-	"max_transient_attempts":  "never give up",
+	"max_transient_attempts":  fmt.Sprintf("server default, %d", limits.DefaultMaxTransientAttempts),
 	"deletion_policy":         "delete",
 }
 

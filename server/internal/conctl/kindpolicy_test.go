@@ -27,7 +27,7 @@ func TestKindPolicyShow(t *testing.T) {
 		"resync_interval_seconds   0 (never)\n" +
 		"resync_recomposes         false\n" +
 		"orphan_grace_seconds      0 (prune at once)\n" +
-		"max_transient_attempts    0 (never give up)\n" +
+		"max_transient_attempts    0 (server default, 20)\n" +
 		"retired                   true\n" +
 		"deletion_policy           (delete)\n"
 	if r.code != 0 || r.stdout != want {

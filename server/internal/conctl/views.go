@@ -43,11 +43,14 @@ func (a *app) printResources(rs []*convergev1.Resource, single bool) error {
 }
 
 // resourceMessage is the one line that best explains a resource's phase:
-// its failure, else the message of a condition that does not hold (for a
+// its failure (led by its reason, if it has one), else the message of a condition that does not hold (for a
 // composite held back by its children, the server words it with the
 // culprits), else what it is waiting for, else a composite's counts.
 func resourceMessage(r *convergev1.Resource) string {
 	if m := r.GetFailure().GetMessage(); m != "" {
+		if reason := r.GetFailure().GetReason(); reason != "" {
+			return reason + ": " + m
+		}
 		return m
 	}
 	var other string

@@ -19,3 +19,8 @@ const (
 	// MaxChildren is the most children one composite may have.
 	MaxChildren = 25000
 )
+
+// DefaultMaxTransientAttempts is how many consecutive transient failures
+// a task may have before its failure turns terminal, for a kind whose
+// policy leaves max_transient_attempts at 0 (-1 there means never).
+const DefaultMaxTransientAttempts = 20

@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,9 +69,29 @@ type Metrics struct {
 
 // kindCounters are one kind's precreated counter children.
 type kindCounters struct {
-	claims      prometheus.Counter
+	claims prometheus.Counter
+	// completions are the children without a reason.
 	completions [numOutcomes]prometheus.Counter
+	// byReason maps a reasonKey to its child, made at first sight; codes
+	// counts the distinct codes seen, bounded by MaxReasonsPerKind.
+	byReason sync.Map
+	mu       sync.Mutex
+	codes    map[string]bool
 }
+
+type reasonKey struct {
+	outcome Outcome
+	reason  string
+}
+
+// MaxReasonsPerKind bounds the distinct reason codes counted per kind: the
+// protocol bounds a code's syntax, not how many a worker may invent, so
+// codes past the first MaxReasonsPerKind are counted as OtherReasons.
+const MaxReasonsPerKind = 64
+
+// OtherReasons is the reason label of codes past MaxReasonsPerKind. It is
+// not a valid code, so it cannot be mistaken for one.
+const OtherReasons = "_other"
 
 // New returns a registry with the Converge metrics and the Go runtime and
 // process collectors registered. Add scrape-time sources with the Watch
@@ -89,8 +110,10 @@ func New() *Metrics {
 		}, []string{"kind"}),
 		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "converge_tasks_completed_total",
-			Help: "Task results handled by this broker, by kind and outcome (success, transient, terminal, superseded, stale).",
-		}, []string{"kind", "outcome"}),
+			Help: "Task results handled by this broker, by kind, outcome (success, transient, terminal, superseded, stale) " +
+				"and the failure's reason code (empty when the worker gave none; " + OtherReasons + " past " +
+				strconv.Itoa(MaxReasonsPerKind) + " distinct codes of one kind).",
+		}, []string{"kind", "outcome", "reason"}),
 	}
 	m.reg.MustRegister(m.rpcSeconds, m.claims, m.completions,
 		collectors.NewGoCollector(),
@@ -111,12 +134,33 @@ func (m *Metrics) Claimed(kind string, n int) {
 	m.kind(kind).claims.Add(float64(n))
 }
 
-// Completed counts one task result of kind with outcome o.
-func (m *Metrics) Completed(kind string, o Outcome) {
+// Completed counts one task result of kind with outcome o and the
+// failure's reason code ("" for none).
+func (m *Metrics) Completed(kind string, o Outcome, reason string) {
 	if m == nil || o < 0 || o >= numOutcomes {
 		return
 	}
-	m.kind(kind).completions[o].Inc()
+	c := m.kind(kind)
+	if reason == "" {
+		c.completions[o].Inc()
+		return
+	}
+	key := reasonKey{o, reason}
+	if child, ok := c.byReason.Load(key); ok {
+		child.(prometheus.Counter).Inc()
+		return
+	}
+	c.mu.Lock()
+	if !c.codes[reason] {
+		if len(c.codes) >= MaxReasonsPerKind {
+			key.reason = OtherReasons
+		} else {
+			c.codes[reason] = true
+		}
+	}
+	c.mu.Unlock()
+	child, _ := c.byReason.LoadOrStore(key, m.completions.WithLabelValues(kind, o.String(), key.reason))
+	child.(prometheus.Counter).Inc()
 }
 
 // kind returns kind's counters, creating every child of it at first sight.
@@ -124,9 +168,9 @@ func (m *Metrics) kind(kind string) *kindCounters {
 	if c, ok := m.kinds.Load(kind); ok {
 		return c.(*kindCounters)
 	}
-	c := &kindCounters{claims: m.claims.WithLabelValues(kind)}
+	c := &kindCounters{claims: m.claims.WithLabelValues(kind), codes: map[string]bool{}}
 	for o := range numOutcomes {
-		c.completions[o] = m.completions.WithLabelValues(kind, o.String())
+		c.completions[o] = m.completions.WithLabelValues(kind, o.String(), "")
 	}
 	actual, _ := m.kinds.LoadOrStore(kind, c)
 	return actual.(*kindCounters)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,11 +24,11 @@ func TestClaimsAndCompletionsByKindAndOutcome(t *testing.T) {
 	m.Claimed("greeting", 2)
 	m.Claimed("bucket", 1)
 	m.Claimed("bucket", 0)
-	m.Completed("greeting", Success)
-	m.Completed("greeting", Success)
-	m.Completed("greeting", Terminal)
-	m.Completed("bucket", Superseded)
-	m.Completed("bucket", Outcome(99))
+	m.Completed("greeting", Success, "")
+	m.Completed("greeting", Success, "")
+	m.Completed("greeting", Terminal, "")
+	m.Completed("bucket", Superseded, "")
+	m.Completed("bucket", Outcome(99), "")
 
 	if got := testutil.ToFloat64(m.claims.WithLabelValues("greeting")); got != 5 {
 		t.Errorf("greeting claims = %v, want 5", got)
@@ -43,7 +44,7 @@ func TestClaimsAndCompletionsByKindAndOutcome(t *testing.T) {
 		{"greeting", Success, 2}, {"greeting", Terminal, 1}, {"greeting", Transient, 0},
 		{"bucket", Superseded, 1}, {"bucket", Stale, 0},
 	} {
-		if got := testutil.ToFloat64(m.completions.WithLabelValues(c.kind, c.outcome.String())); got != c.want {
+		if got := testutil.ToFloat64(m.completions.WithLabelValues(c.kind, c.outcome.String(), "")); got != c.want {
 			t.Errorf("%s %s completions = %v, want %v", c.kind, c.outcome, got, c.want)
 		}
 	}
@@ -57,10 +58,41 @@ func TestClaimsAndCompletionsByKindAndOutcome(t *testing.T) {
 	}
 }
 
+func TestCompletionsByReasonAreBoundedPerKind(t *testing.T) {
+	m := New()
+	m.Completed("greeting", Transient, "QuotaExceeded")
+	m.Completed("greeting", Transient, "QuotaExceeded")
+	m.Completed("greeting", Terminal, "QuotaExceeded")
+	if got := testutil.ToFloat64(m.completions.WithLabelValues("greeting", "transient", "QuotaExceeded")); got != 2 {
+		t.Errorf("transient QuotaExceeded = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.completions.WithLabelValues("greeting", "terminal", "QuotaExceeded")); got != 1 {
+		t.Errorf("terminal QuotaExceeded = %v, want 1", got)
+	}
+	// A worker inventing codes cannot grow the series without bound: codes
+	// past the cap share one label value. QuotaExceeded is already one.
+	for i := range MaxReasonsPerKind + 10 {
+		m.Completed("greeting", Transient, fmt.Sprintf("Code%d", i))
+	}
+	if got := testutil.ToFloat64(m.completions.WithLabelValues("greeting", "transient", OtherReasons)); got != 11 {
+		t.Errorf("%s = %v, want 11 (the codes past the first %d)", OtherReasons, got, MaxReasonsPerKind)
+	}
+	// A known code keeps its own series after the cap is reached.
+	m.Completed("greeting", Transient, "Code0")
+	if got := testutil.ToFloat64(m.completions.WithLabelValues("greeting", "transient", "Code0")); got != 2 {
+		t.Errorf("Code0 = %v, want 2", got)
+	}
+	// Another kind has a cap of its own.
+	m.Completed("bucket", Transient, "Code99")
+	if got := testutil.ToFloat64(m.completions.WithLabelValues("bucket", "transient", "Code99")); got != 1 {
+		t.Errorf("bucket Code99 = %v, want 1", got)
+	}
+}
+
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.Claimed("greeting", 1)
-	m.Completed("greeting", Success)
+	m.Completed("greeting", Success, "")
 	called := false
 	next := connect.UnaryFunc(func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) {
 		called = true
@@ -200,10 +232,10 @@ func grep(body, prefix string) string {
 
 func BenchmarkCompleted(b *testing.B) {
 	m := New()
-	m.Completed("greeting", Success)
+	m.Completed("greeting", Success, "")
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.Completed("greeting", Success)
+			m.Completed("greeting", Success, "")
 		}
 	})
 }

@@ -257,7 +257,7 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 		msg := withReason(fmt.Sprintf("reconcile forced at generation %d", row.generation), reason)
 		if row.failed {
 			if _, err := tx.Exec(ctx, `UPDATE resources SET failure_generation = 0, failure_terminal = false,
-				failure_attempts = 0, failure_message = NULL, resource_version = resource_version + 1,
+				failure_attempts = 0, failure_message = NULL, failure_reason = NULL, resource_version = resource_version + 1,
 				updated_at = now() WHERE id = $1`, row.id); err != nil {
 				return err
 			}

@@ -29,6 +29,11 @@ type Outcome struct {
 	Failed   bool
 	Terminal bool
 	Message  string
+	// Reason is the failure's machine-readable cause ("" for none).
+	Reason string
+	// RetryAfter, for a transient failure, replaces the backoff before the
+	// next attempt (0: the backoff).
+	RetryAfter time.Duration
 	// RejectedStatus is a status the kind's status_schema refused: kept on
 	// the resource (not as its status) for the tasks that follow.
 	RejectedStatus []byte
@@ -61,8 +66,9 @@ type Backoff struct {
 // failure; deleteRequested removes the resource; an operation sets its
 // operation's state and output; a reactor delivery is simply done.
 //
-// Failures: a transient failure is retried with backoff; it escalates to
-// terminal after the kind's max_transient_attempts; a terminal failure
+// Failures: a transient failure is retried after its RetryAfter, else with
+// backoff; it escalates to terminal after the kind's max_transient_attempts
+// (0: limits.DefaultMaxTransientAttempts, -1: never); a terminal failure
 // pins Failed for the generation (or fails the operation). Teardown
 // (deleteRequested) failures are always retried, since a resource cannot
 // be left half-deleted.
@@ -118,9 +124,10 @@ func (s *Store) ApplyOutcomes(ctx context.Context, outs []Outcome, backoff Backo
 		}
 		if len(failed.ids) > 0 && len(m.current) > 0 {
 			batch.Queue(applyTerminalSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
-				failed.actors, failed.terminal, failed.rejected).Query(collect(applied))
+				failed.actors, failed.terminal, failed.rejected, failed.reasons).Query(collect(applied))
 			batch.Queue(applyTransientSQL, failed.ids, failed.epochs, failed.generations, failed.messages,
-				failed.actors, backoff.Base.Milliseconds(), backoff.Max.Milliseconds()).Query(func(rows pgx.Rows) error {
+				failed.actors, failed.reasons, failed.retryMs,
+				backoff.Base.Milliseconds(), backoff.Max.Milliseconds()).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id int64
 					var at time.Time
@@ -186,11 +193,12 @@ func lockOutcomes(ctx context.Context, tx pgx.Tx, all *outcomeColumns) (outcomeM
 
 type outcomeColumns struct {
 	ids, epochs, generations []int64
-	resyncMs                 []int64
+	resyncMs, retryMs        []int64
 	statuses, conditions     [][]byte
 	outputs, rejected        [][]byte
 	unhealthy, terminal      []bool
 	messages, actors         []string
+	reasons                  []string
 }
 
 func (c *outcomeColumns) add(o Outcome) {
@@ -200,12 +208,23 @@ func (c *outcomeColumns) add(o Outcome) {
 	c.statuses = append(c.statuses, o.Status)
 	c.conditions = append(c.conditions, o.Conditions)
 	c.resyncMs = append(c.resyncMs, o.ResyncAfter.Milliseconds())
+	c.retryMs = append(c.retryMs, retryMs(o.RetryAfter))
 	c.outputs = append(c.outputs, o.Output)
 	c.rejected = append(c.rejected, o.RejectedStatus)
 	c.unhealthy = append(c.unhealthy, o.Unhealthy)
 	c.terminal = append(c.terminal, o.Terminal)
 	c.messages = append(c.messages, truncate(o.Message, maxFailureMessage))
 	c.actors = append(c.actors, o.Actor)
+	c.reasons = append(c.reasons, o.Reason)
+}
+
+// retryMs is a retry-after in whole milliseconds, at least 1 when set, so
+// a sub-millisecond one still replaces the backoff.
+func retryMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // maxFailureMessage bounds a stored failure message.

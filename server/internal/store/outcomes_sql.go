@@ -1,9 +1,16 @@
 package store
 
+import (
+	"strconv"
+
+	"github.com/convergehq/converge/server/internal/limits"
+)
+
 // The statements ApplyOutcomes runs, in this order, in one transaction
 // (each only when the locked rows say it can match). Each matches only
 // the tasks of its trigger class, and only through the fence, so every
-// outcome is applied by exactly one of them at most.
+// outcome is applied by exactly one of them at most. Those that embed the
+// default transient cap (a number) are variables, built once.
 
 // outcomeInput is the fenced input of every outcome statement.
 const outcomeInput = `o AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS o(task_id, epoch, generation))`
@@ -38,9 +45,24 @@ const lockOutcomeTasksSQL = `
 	)
 	SELECT DISTINCT class, current, superseded FROM locked`
 
-// escalates is true when one more failure exhausts the kind's
-// max_transient_attempts (the poison-pill rule).
-const escalates = `(k.max_transient_attempts > 0 AND t.attempts + 1 >= k.max_transient_attempts)`
+// transientCap is the kind k's cap on consecutive transient failures: its
+// max_transient_attempts, or the server default for 0 (-1: no cap).
+var transientCap = `(CASE WHEN k.max_transient_attempts = 0 THEN ` +
+	strconv.Itoa(limits.DefaultMaxTransientAttempts) + ` ELSE k.max_transient_attempts END)`
+
+// escalates is true when one more failure reaches the kind's cap on
+// transient failures (the poison-pill rule).
+var escalates = `(k.max_transient_attempts >= 0 AND t.attempts + 1 >= ` + transientCap + `)`
+
+// capReached is the note a failure that reached the cap carries.
+var capReached = `' (gave up after ' || (t.attempts + 1) || ' consecutive transient failures: ' ||
+	CASE WHEN k.max_transient_attempts = 0
+	     THEN 'the server''s default cap of ' || ` + transientCap + ` || ' was reached; the kind''s max_transient_attempts changes it)'
+	     ELSE 'the kind''s max_transient_attempts of ' || k.max_transient_attempts || ' was reached)' END`
+
+// attemptsExhausted is the reason a failure that reached the cap records
+// when the worker gave none.
+const attemptsExhausted = `'AttemptsExhausted'`
 
 // nextResync is when a resource settled now is re-observed: about
 // resync_ms from now, spread by ±10% so resources applied together do
@@ -68,6 +90,7 @@ const applySuccessSQL = `
 	        conditions = CASE WHEN done.conditions IS NULL THEN r.conditions
 	                          ELSE converge_merge_conditions(r.conditions, done.conditions, now()) END,
 	        failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
+	        failure_reason = NULL,
 	        rejected_status = CASE WHEN done.status IS NULL THEN r.rejected_status END,
 	        resync_at = ` + nextResync + `,
 	        resource_version = r.resource_version + 1,
@@ -150,22 +173,22 @@ const applyDeliveredSQL = `
 // exhaust max_transient_attempts, of every trigger but deleteRequested. A
 // status the kind's status_schema refused is kept as the resource's
 // rejected status.
-const applyTerminalSQL = `
+var applyTerminalSQL = `
 	WITH o AS (
-	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $7::jsonb[])
-	        AS o(task_id, epoch, generation, message, actor, terminal, rejected)
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $7::jsonb[], $8::text[])
+	        AS o(task_id, epoch, generation, message, actor, terminal, rejected, reason)
 	), t AS (
 	    DELETE FROM tasks t USING o, kinds k
 	    WHERE ` + fence + ` AND k.kind = t.kind AND k.kind_version = t.kind_version
 	      AND t.trigger <> 'deleteRequested' AND (o.terminal OR ` + escalates + `)
 	    RETURNING t.id, t.resource_id, t.generation, t.attempts + 1 AS attempts, t.trigger, t.key, t.kind,
 	        t.kind_version, o.actor, o.rejected,
-	        CASE WHEN o.terminal THEN o.message
-	             ELSE o.message || ' (gave up after ' || (t.attempts + 1) || ' attempts)' END AS message
+	        CASE WHEN o.terminal THEN o.message ELSE o.message || ` + capReached + ` END AS message,
+	        coalesce(nullif(o.reason, ''), CASE WHEN NOT o.terminal THEN ` + attemptsExhausted + ` END) AS reason
 	), upd AS (
 	    UPDATE resources r SET
 	        failure_generation = t.generation, failure_terminal = true, failure_attempts = t.attempts,
-	        failure_message = t.message, rejected_status = coalesce(t.rejected, r.rejected_status),
+	        failure_message = t.message, failure_reason = t.reason, rejected_status = coalesce(t.rejected, r.rejected_status),
 	        resync_at = NULL, resource_version = r.resource_version + 1, updated_at = now()
 	    FROM t WHERE r.id = t.resource_id AND ` + isReconcile + `
 	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.message, t.actor
@@ -191,23 +214,26 @@ const applyTerminalSQL = `
 
 // applyTransientSQL runs after applyTerminalSQL in the same transaction,
 // so the rows that statement deleted are no longer there to match. The
-// task runs again after a backoff; the resource (for reconcile and
-// teardown work) or the operation records the failure meanwhile.
+// task runs again after the worker's retry-after, else after a jittered
+// exponential backoff (this is the one place either is computed); the
+// resource (for reconcile and teardown work) or the operation records the
+// failure meanwhile.
 const applyTransientSQL = `
 	WITH o AS (
-	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
-	        AS o(task_id, epoch, generation, message, actor)
+	    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+	        AS o(task_id, epoch, generation, message, actor, reason, retry_ms)
 	), t AS (
 	    UPDATE tasks t SET
 	        claimed_by = NULL, lease_expires_at = NULL, attempts = t.attempts + 1,
-	        not_before = now() + least($7::float8, $6::float8 * power(2, least(t.attempts, 30)))
-	                             * (0.5 + random() / 2) * interval '1 millisecond'
+	        not_before = now() + CASE WHEN o.retry_ms > 0 THEN o.retry_ms
+	                                  ELSE least($9::float8, $8::float8 * power(2, least(t.attempts, 30)))
+	                                       * (0.5 + random() / 2) END * interval '1 millisecond'
 	    FROM o WHERE ` + fence + `
-	    RETURNING t.id, t.resource_id, t.attempts, t.not_before, t.trigger, t.key, o.message, o.actor
+	    RETURNING t.id, t.resource_id, t.attempts, t.not_before, t.trigger, t.key, o.message, o.actor, o.reason
 	), upd AS (
 	    UPDATE resources r SET
 	        failure_generation = r.generation, failure_terminal = false, failure_attempts = t.attempts,
-	        failure_message = t.message, resource_version = r.resource_version + 1, updated_at = now()
+	        failure_message = t.message, failure_reason = nullif(t.reason, ''), resource_version = r.resource_version + 1, updated_at = now()
 	    FROM t WHERE r.id = t.resource_id
 	      AND (` + isReconcile + ` OR ` + isTeardown + `)
 	    RETURNING r.id, r.namespace, r.kind, r.name, r.generation, t.trigger, t.attempts, t.message, t.actor

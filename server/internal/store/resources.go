@@ -13,24 +13,26 @@ import (
 
 // Resource is a resource row as the API reads it.
 type Resource struct {
-	ID                  int64
-	Namespace           string
-	Kind                string
-	KindVersion         int32
-	Name                string
-	Labels              []byte
-	Spec                []byte
-	Status              []byte
-	Conditions          []byte
-	OwnerID             *int64
-	RootID              *int64
-	Generation          int64
-	SyncedGeneration    int64
-	HealthOK            bool
-	FailureGeneration   int64
-	FailureTerminal     bool
-	FailureAttempts     int32
-	FailureMessage      *string
+	ID                int64
+	Namespace         string
+	Kind              string
+	KindVersion       int32
+	Name              string
+	Labels            []byte
+	Spec              []byte
+	Status            []byte
+	Conditions        []byte
+	OwnerID           *int64
+	RootID            *int64
+	Generation        int64
+	SyncedGeneration  int64
+	HealthOK          bool
+	FailureGeneration int64
+	FailureTerminal   bool
+	FailureAttempts   int32
+	FailureMessage    *string
+	// FailureReason is the failure's machine-readable cause, if any.
+	FailureReason       *string
 	Quarantined         bool
 	OrphanedUntil       *time.Time // an orphan's grace deadline
 	DeletionRequestedAt *time.Time
@@ -80,7 +82,7 @@ func resourceColumns(summary bool) string {
 		r.waiting, r.deletion_policy, r.provider_config, r.rollup,
 		o.namespace, o.kind, o.name, rt.namespace, rt.kind, rt.name,
 		(t.task).trigger, (t.task).claimed_by IS NOT NULL, (t.task).not_before, (t.task).attempts,
-		coalesce(converge_waits_for(r, t.task), ''), r.rejected_status`
+		coalesce(converge_waits_for(r, t.task), ''), r.rejected_status, r.failure_reason`
 }
 
 // resourceJoins attaches, to each resource row r, its owner o, its root
@@ -107,7 +109,7 @@ func scanResource(row pgx.Row) (Resource, error) {
 		&r.Quarantined, &r.OrphanedUntil, &r.DeletionRequestedAt, &r.ResourceVersion, &r.Reconciles, &r.CreatedAt,
 		&r.UpdatedAt, &r.Phase, &r.Waiting, &r.DeletionPolicy, &r.ProviderConfig, &r.Rollup,
 		&ons, &okind, &oname, &rns, &rkind, &rname, &trigger, &claimed, &notBefore, &attempts,
-		&r.Wait, &r.RejectedStatus)
+		&r.Wait, &r.RejectedStatus, &r.FailureReason)
 	if err != nil {
 		return r, err
 	}

@@ -185,8 +185,11 @@ func TestFailures(t *testing.T) {
 	if r.Phase != "Failed" || !r.FailureTerminal || r.Task != nil {
 		t.Fatalf("after escalation: %+v", r)
 	}
-	if *r.FailureMessage != "boom (gave up after 3 attempts)" {
-		t.Fatalf("message = %q", *r.FailureMessage)
+	if want := "boom (gave up after 3 consecutive transient failures: the kind's max_transient_attempts of 3 was reached)"; *r.FailureMessage != want {
+		t.Fatalf("message = %q, want %q", *r.FailureMessage, want)
+	}
+	if r.FailureReason == nil || *r.FailureReason != "AttemptsExhausted" {
+		t.Fatalf("reason = %v, want AttemptsExhausted", r.FailureReason)
 	}
 	// A terminal failure pins Failed until the spec changes.
 	apply(t, s, rev, "a", `{"fixed":true}`)

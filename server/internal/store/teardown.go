@@ -130,7 +130,7 @@ func markOnce(ctx context.Context, tx pgx.Tx, roots []int64, actor, reason strin
 	batch := &pgx.Batch{}
 	batch.Queue(`UPDATE resources SET deletion_requested_at = now(), waiting = NULL,
 		failure_generation = 0, failure_terminal = false, failure_attempts = 0, failure_message = NULL,
-		resource_version = resource_version + 1, updated_at = now()
+		failure_reason = NULL, resource_version = resource_version + 1, updated_at = now()
 		WHERE id = ANY($1::bigint[]) AND deletion_requested_at IS NULL`, ids)
 	batch.Queue(`WITH `+dropTasks(`WHERE t.resource_id = ANY($1::bigint[]) AND t.claimed_by IS NULL
 		AND t.trigger NOT IN ('deleteRequested', 'teardown')`, "the resource is being deleted"), ids)

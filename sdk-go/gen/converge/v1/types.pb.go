@@ -291,7 +291,8 @@ type KindPolicy struct {
 	ResyncRecomposes bool `protobuf:"varint,4,opt,name=resync_recomposes,json=resyncRecomposes,proto3" json:"resync_recomposes,omitempty"`
 	// How long a child its composer stopped emitting is kept (0: prune at once).
 	OrphanGraceSeconds int32 `protobuf:"varint,5,opt,name=orphan_grace_seconds,json=orphanGraceSeconds,proto3" json:"orphan_grace_seconds,omitempty"`
-	// Consecutive transient failures before a failure turns terminal (0: never).
+	// Consecutive transient failures before a failure turns terminal (0:
+	// the server default, 20; -1: never give up).
 	MaxTransientAttempts int32 `protobuf:"varint,6,opt,name=max_transient_attempts,json=maxTransientAttempts,proto3" json:"max_transient_attempts,omitempty"`
 	// A retired version refuses new resources; existing ones keep reconciling.
 	Retired bool `protobuf:"varint,7,opt,name=retired,proto3" json:"retired,omitempty"`
@@ -963,8 +964,13 @@ type Failure struct {
 	Terminal bool `protobuf:"varint,3,opt,name=terminal,proto3" json:"terminal,omitempty"`
 	// The generation that failed.
 	Generation int64 `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
-	// When the next attempt is due (transient failures only).
-	RetryAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	// When the next attempt is due (transient failures only): the worker's
+	// retry_after when it gave one, else the server's backoff.
+	RetryAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	// The failure's machine-readable cause: the worker's TaskError.reason,
+	// or AttemptsExhausted when transient failures without one reached the
+	// kind's max_transient_attempts. Empty when there is none.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1032,6 +1038,13 @@ func (x *Failure) GetRetryAt() *timestamppb.Timestamp {
 		return x.RetryAt
 	}
 	return nil
+}
+
+func (x *Failure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type Condition struct {
@@ -1898,15 +1911,15 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"conditionsR\tfinalizerR\x0foperationOutputR\n" +
 	"sideEffectR\x05emits\x12\x1b\n" +
 	"\x04verb\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04verb\x12*\n" +
-	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\"\xcf\x03\n" +
+	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\"\xd8\x03\n" +
 	"\n" +
 	"KindPolicy\x12.\n" +
 	"\fmax_inflight\x18\x01 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xc0\x84=(\x00R\vmaxInflight\x12?\n" +
 	"\x15task_deadline_seconds\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\x80\xa3\x05(\x00R\x13taskDeadlineSeconds\x12D\n" +
 	"\x17resync_interval_seconds\x18\x03 \x01(\x05B\f\xbaH\t\x1a\a\x18\x80\x9a\x9e\x01(\x00R\x15resyncIntervalSeconds\x12+\n" +
 	"\x11resync_recomposes\x18\x04 \x01(\bR\x10resyncRecomposes\x12>\n" +
-	"\x14orphan_grace_seconds\x18\x05 \x01(\x05B\f\xbaH\t\x1a\a\x18\x80\x9a\x9e\x01(\x00R\x12orphanGraceSeconds\x12A\n" +
-	"\x16max_transient_attempts\x18\x06 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xc0\x84=(\x00R\x14maxTransientAttempts\x12\x18\n" +
+	"\x14orphan_grace_seconds\x18\x05 \x01(\x05B\f\xbaH\t\x1a\a\x18\x80\x9a\x9e\x01(\x00R\x12orphanGraceSeconds\x12J\n" +
+	"\x16max_transient_attempts\x18\x06 \x01(\x05B\x14\xbaH\x11\x1a\x0f\x18\xc0\x84=(\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01R\x14maxTransientAttempts\x12\x18\n" +
 	"\aretired\x18\a \x01(\bR\aretired\x12@\n" +
 	"\x0fdeletion_policy\x18\b \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\"\xb0\x01\n" +
 	"\rOperationDecl\x127\n" +
@@ -1970,7 +1983,7 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12\x14\n" +
 	"\x05phase\x18\x02 \x01(\tR\x05phase\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12,\n" +
-	"\x04path\x18\x04 \x03(\v2\x18.converge.v1.ResourceRefR\x04path\"\xb2\x01\n" +
+	"\x04path\x18\x04 \x03(\v2\x18.converge.v1.ResourceRefR\x04path\"\xca\x01\n" +
 	"\aFailure\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x1a\n" +
@@ -1978,7 +1991,8 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x04 \x01(\x03R\n" +
 	"generation\x125\n" +
-	"\bretry_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\"\xc0\x02\n" +
+	"\bretry_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xc0\x02\n" +
 	"\tCondition\x128\n" +
 	"\x04type\x18\x01 \x01(\tB$\xbaH!r\x1f\x10\x01\x18?2\x19^[A-Za-z][A-Za-z0-9_.-]*$R\x04type\x123\n" +
 	"\x06status\x18\x02 \x01(\tB\x1b\xbaH\x18r\x16R\x04TrueR\x05FalseR\aUnknownR\x06status\x12 \n" +

@@ -10,6 +10,7 @@ import (
 	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -33,6 +34,7 @@ type WorkerMessage struct {
 	//	*WorkerMessage_Drain
 	//	*WorkerMessage_ComposeChunk
 	//	*WorkerMessage_Readiness
+	//	*WorkerMessage_Release
 	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -129,6 +131,15 @@ func (x *WorkerMessage) GetReadiness() *Readiness {
 	return nil
 }
 
+func (x *WorkerMessage) GetRelease() *Release {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMessage_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
 type isWorkerMessage_Msg interface {
 	isWorkerMessage_Msg()
 }
@@ -163,6 +174,12 @@ type WorkerMessage_Readiness struct {
 	Readiness *Readiness `protobuf:"bytes,6,opt,name=readiness,proto3,oneof"`
 }
 
+type WorkerMessage_Release struct {
+	// Tasks the worker gives back unfinished, e.g. when its drain timeout
+	// ends: the server makes them claimable again at once.
+	Release *Release `protobuf:"bytes,7,opt,name=release,proto3,oneof"`
+}
+
 func (*WorkerMessage_Subscribe) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Results) isWorkerMessage_Msg() {}
@@ -174,6 +191,8 @@ func (*WorkerMessage_Drain) isWorkerMessage_Msg() {}
 func (*WorkerMessage_ComposeChunk) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Readiness) isWorkerMessage_Msg() {}
+
+func (*WorkerMessage_Release) isWorkerMessage_Msg() {}
 
 type Readiness struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1079,7 +1098,14 @@ type TaskError struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Message string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
 	// A terminal failure pins Failed until the spec changes (R-6).
-	Terminal      bool `protobuf:"varint,2,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	Terminal bool `protobuf:"varint,2,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	// A machine-readable cause, e.g. QuotaExceeded: shown as the reason of
+	// the resource's conditions and counted by reason in the metrics.
+	// Optional: empty for none.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Retry no sooner than this (instead of the server's backoff); transient
+	// failures only.
+	RetryAfter    *durationpb.Duration `protobuf:"bytes,4,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1126,6 +1152,20 @@ func (x *TaskError) GetTerminal() bool {
 		return x.Terminal
 	}
 	return false
+}
+
+func (x *TaskError) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskError) GetRetryAfter() *durationpb.Duration {
+	if x != nil {
+		return x.RetryAfter
+	}
+	return nil
 }
 
 type Heartbeat struct {
@@ -1209,6 +1249,54 @@ func (*Drain) Descriptor() ([]byte, []int) {
 	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
+// Release gives back tasks the worker holds but will not finish: running
+// ones it stopped and ones it received but never started. They become
+// claimable at once (no waiting for the lease to run out), and the attempt
+// does not count as a failure. Leases the worker does not hold are ignored.
+type Release struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leases        []*Lease               `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Release) Reset() {
+	*x = Release{}
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Release) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Release) ProtoMessage() {}
+
+func (x *Release) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Release.ProtoReflect.Descriptor instead.
+func (*Release) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Release) GetLeases() []*Lease {
+	if x != nil {
+		return x.Leases
+	}
+	return nil
+}
+
 type ServerMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1225,7 +1313,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1325,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1338,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -1350,7 +1438,7 @@ type Configs struct {
 
 func (x *Configs) Reset() {
 	*x = Configs{}
-	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1450,7 @@ func (x *Configs) String() string {
 func (*Configs) ProtoMessage() {}
 
 func (x *Configs) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1463,7 @@ func (x *Configs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Configs.ProtoReflect.Descriptor instead.
 func (*Configs) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Configs) GetConfigs() []*KindConfig {
@@ -1399,7 +1487,7 @@ type KindConfig struct {
 
 func (x *KindConfig) Reset() {
 	*x = KindConfig{}
-	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1499,7 @@ func (x *KindConfig) String() string {
 func (*KindConfig) ProtoMessage() {}
 
 func (x *KindConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1512,7 @@ func (x *KindConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindConfig.ProtoReflect.Descriptor instead.
 func (*KindConfig) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KindConfig) GetKind() string {
@@ -1466,7 +1554,7 @@ type Tasks struct {
 
 func (x *Tasks) Reset() {
 	*x = Tasks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[20]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1566,7 @@ func (x *Tasks) String() string {
 func (*Tasks) ProtoMessage() {}
 
 func (x *Tasks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[20]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1579,7 @@ func (x *Tasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tasks.ProtoReflect.Descriptor instead.
 func (*Tasks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Tasks) GetTasks() []*Task {
@@ -1510,7 +1598,7 @@ type Acks struct {
 
 func (x *Acks) Reset() {
 	*x = Acks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[21]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1610,7 @@ func (x *Acks) String() string {
 func (*Acks) ProtoMessage() {}
 
 func (x *Acks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[21]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1623,7 @@ func (x *Acks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Acks.ProtoReflect.Descriptor instead.
 func (*Acks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Acks) GetAcks() []*ResultAck {
@@ -1568,7 +1656,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_converge_v1_worker_proto_msgTypes[22]
+	mi := &file_converge_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1668,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[22]
+	mi := &file_converge_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1681,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Subscribed) GetSessionId() string {
@@ -1683,7 +1771,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_converge_v1_worker_proto_msgTypes[23]
+	mi := &file_converge_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1783,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[23]
+	mi := &file_converge_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1796,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Task) GetLease() *Lease {
@@ -1821,7 +1909,7 @@ type OperationTask struct {
 
 func (x *OperationTask) Reset() {
 	*x = OperationTask{}
-	mi := &file_converge_v1_worker_proto_msgTypes[24]
+	mi := &file_converge_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1921,7 @@ func (x *OperationTask) String() string {
 func (*OperationTask) ProtoMessage() {}
 
 func (x *OperationTask) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[24]
+	mi := &file_converge_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1934,7 @@ func (x *OperationTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationTask.ProtoReflect.Descriptor instead.
 func (*OperationTask) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{24}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *OperationTask) GetId() string {
@@ -1887,7 +1975,7 @@ type ReactorTask struct {
 
 func (x *ReactorTask) Reset() {
 	*x = ReactorTask{}
-	mi := &file_converge_v1_worker_proto_msgTypes[25]
+	mi := &file_converge_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +1987,7 @@ func (x *ReactorTask) String() string {
 func (*ReactorTask) ProtoMessage() {}
 
 func (x *ReactorTask) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[25]
+	mi := &file_converge_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2000,7 @@ func (x *ReactorTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactorTask.ProtoReflect.Descriptor instead.
 func (*ReactorTask) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{25}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReactorTask) GetBinding() string {
@@ -1986,7 +2074,7 @@ type TaskResource struct {
 
 func (x *TaskResource) Reset() {
 	*x = TaskResource{}
-	mi := &file_converge_v1_worker_proto_msgTypes[26]
+	mi := &file_converge_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2086,7 @@ func (x *TaskResource) String() string {
 func (*TaskResource) ProtoMessage() {}
 
 func (x *TaskResource) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[26]
+	mi := &file_converge_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2099,7 @@ func (x *TaskResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResource.ProtoReflect.Descriptor instead.
 func (*TaskResource) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{26}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TaskResource) GetNamespace() string {
@@ -2080,7 +2168,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_converge_v1_worker_proto_msgTypes[27]
+	mi := &file_converge_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2180,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[27]
+	mi := &file_converge_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2193,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{27}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Cancel) GetLease() *Lease {
@@ -2134,7 +2222,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_converge_v1_worker_proto_msgTypes[28]
+	mi := &file_converge_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2234,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[28]
+	mi := &file_converge_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2247,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{28}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResultAck) GetLease() *Lease {
@@ -2187,14 +2275,15 @@ var File_converge_v1_worker_proto protoreflect.FileDescriptor
 
 const file_converge_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe5\x02\n" +
+	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x03\n" +
 	"\rWorkerMessage\x126\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x16.converge.v1.SubscribeH\x00R\tsubscribe\x120\n" +
 	"\aresults\x18\x02 \x01(\v2\x14.converge.v1.ResultsH\x00R\aresults\x126\n" +
 	"\theartbeat\x18\x03 \x01(\v2\x16.converge.v1.HeartbeatH\x00R\theartbeat\x12*\n" +
 	"\x05drain\x18\x04 \x01(\v2\x12.converge.v1.DrainH\x00R\x05drain\x12@\n" +
 	"\rcompose_chunk\x18\x05 \x01(\v2\x19.converge.v1.ComposeChunkH\x00R\fcomposeChunk\x126\n" +
-	"\treadiness\x18\x06 \x01(\v2\x16.converge.v1.ReadinessH\x00R\treadinessB\f\n" +
+	"\treadiness\x18\x06 \x01(\v2\x16.converge.v1.ReadinessH\x00R\treadiness\x120\n" +
+	"\arelease\x18\a \x01(\v2\x14.converge.v1.ReleaseH\x00R\areleaseB\f\n" +
 	"\x03msg\x12\x05\xbaH\x02\b\x01\"V\n" +
 	"\tReadiness\x12I\n" +
 	"\treactions\x18\x01 \x03(\v2\x1e.converge.v1.ReactionReadinessB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\bR\treactions\"\x89\x01\n" +
@@ -2267,13 +2356,19 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x04expr\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80 H\x00R\x04expr\x12\x1a\n" +
 	"\x02to\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x02toB\x0f\n" +
-	"\x06source\x12\x05\xbaH\x02\b\x01\"A\n" +
+	"\x06source\x12\x05\xbaH\x02\b\x01\"\xe5\x02\n" +
 	"\tTaskError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x1a\n" +
-	"\bterminal\x18\x02 \x01(\bR\bterminal\"G\n" +
+	"\bterminal\x18\x02 \x01(\bR\bterminal\x127\n" +
+	"\x06reason\x18\x03 \x01(\tB\x1f\xbaH\x1c\xd8\x01\x01r\x17\x18?2\x13^[A-Z][A-Za-z0-9]*$R\x06reason\x12J\n" +
+	"\vretry_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationB\x0e\xbaH\v\xaa\x01\b\"\x04\b\x80\xa3\x05*\x00R\n" +
+	"retryAfter:\x9c\x01\xbaH\x98\x01\x1a\x95\x01\n" +
+	"\x1ftask_error.terminal_retry_after\x12Hretry_after is for transient failures; a terminal failure is not retried\x1a(!this.terminal || !has(this.retry_after)\"G\n" +
 	"\tHeartbeat\x12:\n" +
 	"\tin_flight\x18\x01 \x03(\v2\x12.converge.v1.LeaseB\t\xbaH\x06\x92\x01\x03\x10\x90NR\binFlight\"\a\n" +
-	"\x05Drain\"\x87\x02\n" +
+	"\x05Drain\"B\n" +
+	"\aRelease\x127\n" +
+	"\x06leases\x18\x01 \x03(\v2\x12.converge.v1.LeaseB\v\xbaH\b\x92\x01\x05\b\x01\x10\x90NR\x06leases\"\x87\x02\n" +
 	"\rServerMessage\x129\n" +
 	"\n" +
 	"subscribed\x18\x01 \x01(\v2\x17.converge.v1.SubscribedH\x00R\n" +
@@ -2373,7 +2468,7 @@ func file_converge_v1_worker_proto_rawDescGZIP() []byte {
 	return file_converge_v1_worker_proto_rawDescData
 }
 
-var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_converge_v1_worker_proto_goTypes = []any{
 	(*WorkerMessage)(nil),         // 0: converge.v1.WorkerMessage
 	(*Readiness)(nil),             // 1: converge.v1.Readiness
@@ -2392,24 +2487,26 @@ var file_converge_v1_worker_proto_goTypes = []any{
 	(*TaskError)(nil),             // 14: converge.v1.TaskError
 	(*Heartbeat)(nil),             // 15: converge.v1.Heartbeat
 	(*Drain)(nil),                 // 16: converge.v1.Drain
-	(*ServerMessage)(nil),         // 17: converge.v1.ServerMessage
-	(*Configs)(nil),               // 18: converge.v1.Configs
-	(*KindConfig)(nil),            // 19: converge.v1.KindConfig
-	(*Tasks)(nil),                 // 20: converge.v1.Tasks
-	(*Acks)(nil),                  // 21: converge.v1.Acks
-	(*Subscribed)(nil),            // 22: converge.v1.Subscribed
-	(*Task)(nil),                  // 23: converge.v1.Task
-	(*OperationTask)(nil),         // 24: converge.v1.OperationTask
-	(*ReactorTask)(nil),           // 25: converge.v1.ReactorTask
-	(*TaskResource)(nil),          // 26: converge.v1.TaskResource
-	(*Cancel)(nil),                // 27: converge.v1.Cancel
-	(*ResultAck)(nil),             // 28: converge.v1.ResultAck
-	nil,                           // 29: converge.v1.Child.LabelsEntry
-	nil,                           // 30: converge.v1.TaskResource.LabelsEntry
-	(*Condition)(nil),             // 31: converge.v1.Condition
-	(*ResourceRef)(nil),           // 32: converge.v1.ResourceRef
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
-	(*Rollup)(nil),                // 34: converge.v1.Rollup
+	(*Release)(nil),               // 17: converge.v1.Release
+	(*ServerMessage)(nil),         // 18: converge.v1.ServerMessage
+	(*Configs)(nil),               // 19: converge.v1.Configs
+	(*KindConfig)(nil),            // 20: converge.v1.KindConfig
+	(*Tasks)(nil),                 // 21: converge.v1.Tasks
+	(*Acks)(nil),                  // 22: converge.v1.Acks
+	(*Subscribed)(nil),            // 23: converge.v1.Subscribed
+	(*Task)(nil),                  // 24: converge.v1.Task
+	(*OperationTask)(nil),         // 25: converge.v1.OperationTask
+	(*ReactorTask)(nil),           // 26: converge.v1.ReactorTask
+	(*TaskResource)(nil),          // 27: converge.v1.TaskResource
+	(*Cancel)(nil),                // 28: converge.v1.Cancel
+	(*ResultAck)(nil),             // 29: converge.v1.ResultAck
+	nil,                           // 30: converge.v1.Child.LabelsEntry
+	nil,                           // 31: converge.v1.TaskResource.LabelsEntry
+	(*Condition)(nil),             // 32: converge.v1.Condition
+	(*ResourceRef)(nil),           // 33: converge.v1.ResourceRef
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
+	(*Rollup)(nil),                // 36: converge.v1.Rollup
 }
 var file_converge_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
@@ -2418,53 +2515,56 @@ var file_converge_v1_worker_proto_depIdxs = []int32{
 	16, // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
 	3,  // 4: converge.v1.WorkerMessage.compose_chunk:type_name -> converge.v1.ComposeChunk
 	1,  // 5: converge.v1.WorkerMessage.readiness:type_name -> converge.v1.Readiness
-	2,  // 6: converge.v1.Readiness.reactions:type_name -> converge.v1.ReactionReadiness
-	5,  // 7: converge.v1.ReactionReadiness.reaction:type_name -> converge.v1.ReactionRef
-	6,  // 8: converge.v1.ComposeChunk.lease:type_name -> converge.v1.Lease
-	10, // 9: converge.v1.ComposeChunk.part:type_name -> converge.v1.Composition
-	5,  // 10: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
-	6,  // 11: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
-	8,  // 12: converge.v1.Results.results:type_name -> converge.v1.TaskResult
-	6,  // 13: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
-	9,  // 14: converge.v1.TaskResult.success:type_name -> converge.v1.Success
-	14, // 15: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
-	31, // 16: converge.v1.Success.conditions:type_name -> converge.v1.Condition
-	10, // 17: converge.v1.Success.composition:type_name -> converge.v1.Composition
-	11, // 18: converge.v1.Composition.children:type_name -> converge.v1.Child
-	12, // 19: converge.v1.Composition.edges:type_name -> converge.v1.Edge
-	32, // 20: converge.v1.Composition.references:type_name -> converge.v1.ResourceRef
-	29, // 21: converge.v1.Child.labels:type_name -> converge.v1.Child.LabelsEntry
-	32, // 22: converge.v1.Edge.dependent:type_name -> converge.v1.ResourceRef
-	32, // 23: converge.v1.Edge.dependency:type_name -> converge.v1.ResourceRef
-	13, // 24: converge.v1.Edge.flows:type_name -> converge.v1.Flow
-	6,  // 25: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
-	22, // 26: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
-	20, // 27: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
-	27, // 28: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
-	21, // 29: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
-	18, // 30: converge.v1.ServerMessage.configs:type_name -> converge.v1.Configs
-	19, // 31: converge.v1.Configs.configs:type_name -> converge.v1.KindConfig
-	23, // 32: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
-	28, // 33: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
-	6,  // 34: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
-	6,  // 35: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
-	6,  // 36: converge.v1.Task.lease:type_name -> converge.v1.Lease
-	26, // 37: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
-	33, // 38: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
-	34, // 39: converge.v1.Task.rollup:type_name -> converge.v1.Rollup
-	24, // 40: converge.v1.Task.operation:type_name -> converge.v1.OperationTask
-	25, // 41: converge.v1.Task.reactor:type_name -> converge.v1.ReactorTask
-	32, // 42: converge.v1.ReactorTask.watched:type_name -> converge.v1.ResourceRef
-	30, // 43: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
-	6,  // 44: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
-	6,  // 45: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
-	0,  // 46: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
-	17, // 47: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
-	47, // [47:48] is the sub-list for method output_type
-	46, // [46:47] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	17, // 6: converge.v1.WorkerMessage.release:type_name -> converge.v1.Release
+	2,  // 7: converge.v1.Readiness.reactions:type_name -> converge.v1.ReactionReadiness
+	5,  // 8: converge.v1.ReactionReadiness.reaction:type_name -> converge.v1.ReactionRef
+	6,  // 9: converge.v1.ComposeChunk.lease:type_name -> converge.v1.Lease
+	10, // 10: converge.v1.ComposeChunk.part:type_name -> converge.v1.Composition
+	5,  // 11: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
+	6,  // 12: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
+	8,  // 13: converge.v1.Results.results:type_name -> converge.v1.TaskResult
+	6,  // 14: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
+	9,  // 15: converge.v1.TaskResult.success:type_name -> converge.v1.Success
+	14, // 16: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
+	32, // 17: converge.v1.Success.conditions:type_name -> converge.v1.Condition
+	10, // 18: converge.v1.Success.composition:type_name -> converge.v1.Composition
+	11, // 19: converge.v1.Composition.children:type_name -> converge.v1.Child
+	12, // 20: converge.v1.Composition.edges:type_name -> converge.v1.Edge
+	33, // 21: converge.v1.Composition.references:type_name -> converge.v1.ResourceRef
+	30, // 22: converge.v1.Child.labels:type_name -> converge.v1.Child.LabelsEntry
+	33, // 23: converge.v1.Edge.dependent:type_name -> converge.v1.ResourceRef
+	33, // 24: converge.v1.Edge.dependency:type_name -> converge.v1.ResourceRef
+	13, // 25: converge.v1.Edge.flows:type_name -> converge.v1.Flow
+	34, // 26: converge.v1.TaskError.retry_after:type_name -> google.protobuf.Duration
+	6,  // 27: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
+	6,  // 28: converge.v1.Release.leases:type_name -> converge.v1.Lease
+	23, // 29: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
+	21, // 30: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
+	28, // 31: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
+	22, // 32: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
+	19, // 33: converge.v1.ServerMessage.configs:type_name -> converge.v1.Configs
+	20, // 34: converge.v1.Configs.configs:type_name -> converge.v1.KindConfig
+	24, // 35: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
+	29, // 36: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
+	6,  // 37: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
+	6,  // 38: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
+	6,  // 39: converge.v1.Task.lease:type_name -> converge.v1.Lease
+	27, // 40: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
+	35, // 41: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
+	36, // 42: converge.v1.Task.rollup:type_name -> converge.v1.Rollup
+	25, // 43: converge.v1.Task.operation:type_name -> converge.v1.OperationTask
+	26, // 44: converge.v1.Task.reactor:type_name -> converge.v1.ReactorTask
+	33, // 45: converge.v1.ReactorTask.watched:type_name -> converge.v1.ResourceRef
+	31, // 46: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
+	6,  // 47: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
+	6,  // 48: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
+	0,  // 49: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
+	18, // 50: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
+	50, // [50:51] is the sub-list for method output_type
+	49, // [49:50] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_worker_proto_init() }
@@ -2480,6 +2580,7 @@ func file_converge_v1_worker_proto_init() {
 		(*WorkerMessage_Drain)(nil),
 		(*WorkerMessage_ComposeChunk)(nil),
 		(*WorkerMessage_Readiness)(nil),
+		(*WorkerMessage_Release)(nil),
 	}
 	file_converge_v1_worker_proto_msgTypes[8].OneofWrappers = []any{
 		(*TaskResult_Success)(nil),
@@ -2489,7 +2590,7 @@ func file_converge_v1_worker_proto_init() {
 		(*Flow_From)(nil),
 		(*Flow_Expr)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[17].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[18].OneofWrappers = []any{
 		(*ServerMessage_Subscribed)(nil),
 		(*ServerMessage_Tasks)(nil),
 		(*ServerMessage_Cancel)(nil),
@@ -2502,7 +2603,7 @@ func file_converge_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_worker_proto_rawDesc), len(file_converge_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

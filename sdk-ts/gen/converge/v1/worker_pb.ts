@@ -7,15 +7,15 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Condition, ResourceRef, Rollup } from "./types_pb.js";
 import { file_converge_v1_types } from "./types_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file converge/v1/worker.proto.
  */
 export const file_converge_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIqYCCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAEjIKDWNvbXBvc2VfY2h1bmsYBSABKAsyGS5jb252ZXJnZS52MS5Db21wb3NlQ2h1bmtIABIrCglyZWFkaW5lc3MYBiABKAsyFi5jb252ZXJnZS52MS5SZWFkaW5lc3NIAEIMCgNtc2cSBbpIAggBIksKCVJlYWRpbmVzcxI+CglyZWFjdGlvbnMYASADKAsyHi5jb252ZXJnZS52MS5SZWFjdGlvblJlYWRpbmVzc0ILukgIkgEFCAEQgAgicAoRUmVhY3Rpb25SZWFkaW5lc3MSMgoIcmVhY3Rpb24YASABKAsyGC5jb252ZXJnZS52MS5SZWFjdGlvblJlZkIGukgDyAEBEg0KBXJlYWR5GAIgASgIEhgKBnJlYXNvbhgDIAEoCUIIukgFcgMYgAgigQEKDENvbXBvc2VDaHVuaxIpCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlQga6SAPIAQESFgoFaW5kZXgYAiABKAVCB7pIBBoCKAASLgoEcGFydBgDIAEoCzIYLmNvbnZlcmdlLnYxLkNvbXBvc2l0aW9uQga6SAPIAQEiyQEKCVN1YnNjcmliZRIdCgt3b3JrZXJfbmFtZRgBIAEoCUIIukgFcgMY/QESOAoJcmVhY3Rpb25zGAIgAygLMhguY29udmVyZ2UudjEuUmVhY3Rpb25SZWZCC7pICJIBBQgBEIAIEhwKCGNhcGFjaXR5GAMgASgFQgq6SAcaBRiQTigBEi4KB3Jlc3VtZWQYBCADKAsyEi5jb252ZXJnZS52MS5MZWFzZUIJukgGkgEDEJBOEhUKA3NkaxgFIAEoCUIIukgFcgMYgAEiZgoLUmVhY3Rpb25SZWYSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESGwoIcmVhY3Rpb24YAyABKAlCCbpIBnIEEAEYPyJWCgVMZWFzZRIYCgd0YXNrX2lkGAEgASgDQge6SAQiAiAAEhYKBWVwb2NoGAIgASgDQge6SAQiAiAAEhsKCmdlbmVyYXRpb24YAyABKANCB7pIBCICKAAiQAoHUmVzdWx0cxI1CgdyZXN1bHRzGAEgAygLMhcuY29udmVyZ2UudjEuVGFza1Jlc3VsdEILukgIkgEFCAEQ6AcimwEKClRhc2tSZXN1bHQSKQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZUIGukgDyAEBEicKB3N1Y2Nlc3MYAiABKAsyFC5jb252ZXJnZS52MS5TdWNjZXNzSAASJwoFZXJyb3IYAyABKAsyFi5jb252ZXJnZS52MS5UYXNrRXJyb3JIAEIQCgdvdXRjb21lEgW6SAIIASLMAQoHU3VjY2VzcxIOCgZzdGF0dXMYASABKAwSEQoJdW5oZWFsdGh5GAIgASgIEjQKCmNvbmRpdGlvbnMYAyADKAsyFi5jb252ZXJnZS52MS5Db25kaXRpb25CCLpIBZIBAhBAEi0KC2NvbXBvc2l0aW9uGAQgASgLMhguY29udmVyZ2UudjEuQ29tcG9zaXRpb24SHwoOY29tcG9zZV9jaHVua3MYBSABKAVCB7pIBBoCKAASGAoQb3BlcmF0aW9uX291dHB1dBgGIAEoDCKjAQoLQ29tcG9zaXRpb24SLwoIY2hpbGRyZW4YASADKAsyEi5jb252ZXJnZS52MS5DaGlsZEIJukgGkgEDEOgHEisKBWVkZ2VzGAIgAygLMhEuY29udmVyZ2UudjEuRWRnZUIJukgGkgEDEIgnEjYKCnJlZmVyZW5jZXMYAyADKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZkIIukgFkgECEGQi9wEKBUNoaWxkEhcKBGtpbmQYASABKAlCCbpIBnIEEAEYPxIhCgxraW5kX3ZlcnNpb24YAiABKAVCC7pICBoGGP//ASgBEjsKBG5hbWUYAyABKAlCLbpIKnIoEAEY/QEyIV5bYS16MC05XShbYS16MC05Ll8tXSpbYS16MC05XSk/JBI4CgZsYWJlbHMYBCADKAsyHi5jb252ZXJnZS52MS5DaGlsZC5MYWJlbHNFbnRyeUIIukgFmgECEEASDAoEc3BlYxgFIAEoDBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIp0BCgRFZGdlEjMKCWRlcGVuZGVudBgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQga6SAPIAQESNAoKZGVwZW5kZW5jeRgCIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQga6SAPIAQESKgoFZmxvd3MYAyADKAsyES5jb252ZXJnZS52MS5GbG93Qgi6SAWSAQIQICJjCgRGbG93EhgKBGZyb20YASABKAlCCLpIBXIDGIAISAASGAoEZXhwchgCIAEoCUIIukgFcgMYgCBIABIWCgJ0bxgDIAEoCUIKukgHcgUQARiACEIPCgZzb3VyY2USBbpIAggBIi4KCVRhc2tFcnJvchIPCgdtZXNzYWdlGAEgASgJEhAKCHRlcm1pbmFsGAIgASgIIj0KCUhlYXJ0YmVhdBIwCglpbl9mbGlnaHQYASADKAsyEi5jb252ZXJnZS52MS5MZWFzZUIJukgGkgEDEJBOIgcKBURyYWluIt0BCg1TZXJ2ZXJNZXNzYWdlEi0KCnN1YnNjcmliZWQYASABKAsyFy5jb252ZXJnZS52MS5TdWJzY3JpYmVkSAASIwoFdGFza3MYAiABKAsyEi5jb252ZXJnZS52MS5UYXNrc0gAEiUKBmNhbmNlbBgDIAEoCzITLmNvbnZlcmdlLnYxLkNhbmNlbEgAEiEKBGFja3MYBCABKAsyES5jb252ZXJnZS52MS5BY2tzSAASJwoHY29uZmlncxgFIAEoCzIULmNvbnZlcmdlLnYxLkNvbmZpZ3NIAEIFCgNtc2ciMwoHQ29uZmlncxIoCgdjb25maWdzGAEgAygLMhcuY29udmVyZ2UudjEuS2luZENvbmZpZyJSCgpLaW5kQ29uZmlnEgwKBGtpbmQYASABKAkSFAoMa2luZF92ZXJzaW9uGAIgASgFEg4KBmNvbmZpZxgDIAEoDBIQCghyZXZpc2lvbhgEIAEoAyIpCgVUYXNrcxIgCgV0YXNrcxgBIAMoCzIRLmNvbnZlcmdlLnYxLlRhc2siLAoEQWNrcxIkCgRhY2tzGAEgAygLMhYuY29udmVyZ2UudjEuUmVzdWx0QWNrIsIBCgpTdWJzY3JpYmVkEhIKCnNlc3Npb25faWQYASABKAkSEQoJbWVtYmVyX2lkGAIgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoBRIVCg1sZWFzZV9zZWNvbmRzGAQgASgFEiMKB2Fkb3B0ZWQYBSADKAsyEi5jb252ZXJnZS52MS5MZWFzZRIgCgRsb3N0GAYgAygLMhIuY29udmVyZ2UudjEuTGVhc2USEAoId2FybmluZ3MYByADKAkimwMKBFRhc2sSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIMCgRraW5kGAIgASgJEhQKDGtpbmRfdmVyc2lvbhgDIAEoBRIQCghyZWFjdGlvbhgEIAEoCRIPCgd0cmlnZ2VyGAUgASgJEisKCHJlc291cmNlGAYgASgLMhkuY29udmVyZ2UudjEuVGFza1Jlc291cmNlEiwKCGRlYWRsaW5lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAggASgFEhMKC2RlZHVwX3Rva2VuGAkgASgJEhkKEW1hbmlmZXN0X3JldmlzaW9uGAogASgDEiMKBnJvbGx1cBgLIAEoCzITLmNvbnZlcmdlLnYxLlJvbGx1cBIOCgZjb25maWcYDCABKAwSLQoJb3BlcmF0aW9uGA0gASgLMhouY29udmVyZ2UudjEuT3BlcmF0aW9uVGFzaxIpCgdyZWFjdG9yGA4gASgLMhguY29udmVyZ2UudjEuUmVhY3RvclRhc2siOAoNT3BlcmF0aW9uVGFzaxIKCgJpZBgBIAEoCRIMCgR2ZXJiGAIgASgJEg0KBWlucHV0GAMgASgMIsYBCgtSZWFjdG9yVGFzaxIPCgdiaW5kaW5nGAEgASgJEhIKCnRyYW5zaXRpb24YAiABKAkSKQoHd2F0Y2hlZBgDIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEhwKFHdhdGNoZWRfa2luZF92ZXJzaW9uGAQgASgFEhoKEndhdGNoZWRfZ2VuZXJhdGlvbhgFIAEoAxIVCg13YXRjaGVkX3BoYXNlGAYgASgJEhYKDndhdGNoZWRfc3RhdHVzGAcgASgMIu0BCgxUYXNrUmVzb3VyY2USEQoJbmFtZXNwYWNlGAEgASgJEgwKBG5hbWUYAiABKAkSCwoDdWlkGAMgASgJEhIKCmdlbmVyYXRpb24YBCABKAMSNQoGbGFiZWxzGAUgAygLMiUuY29udmVyZ2UudjEuVGFza1Jlc291cmNlLkxhYmVsc0VudHJ5EgwKBHNwZWMYBiABKAwSDgoGc3RhdHVzGAcgASgMEhcKD3JlamVjdGVkX3N0YXR1cxgIIAEoDBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjsKBkNhbmNlbBIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEg4KBnJlYXNvbhgCIAEoCSJPCglSZXN1bHRBY2sSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIPCgdhcHBsaWVkGAIgASgIEg4KBnJlYXNvbhgDIAEoCTJWCg1Xb3JrZXJTZXJ2aWNlEkUKB0Nvbm5lY3QSGi5jb252ZXJnZS52MS5Xb3JrZXJNZXNzYWdlGhouY29udmVyZ2UudjEuU2VydmVyTWVzc2FnZSgBMAFCrQEKD2NvbS5jb252ZXJnZS52MUILV29ya2VyUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIs8CCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAEjIKDWNvbXBvc2VfY2h1bmsYBSABKAsyGS5jb252ZXJnZS52MS5Db21wb3NlQ2h1bmtIABIrCglyZWFkaW5lc3MYBiABKAsyFi5jb252ZXJnZS52MS5SZWFkaW5lc3NIABInCgdyZWxlYXNlGAcgASgLMhQuY29udmVyZ2UudjEuUmVsZWFzZUgAQgwKA21zZxIFukgCCAEiSwoJUmVhZGluZXNzEj4KCXJlYWN0aW9ucxgBIAMoCzIeLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVhZGluZXNzQgu6SAiSAQUIARCACCJwChFSZWFjdGlvblJlYWRpbmVzcxIyCghyZWFjdGlvbhgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVmQga6SAPIAQESDQoFcmVhZHkYAiABKAgSGAoGcmVhc29uGAMgASgJQgi6SAVyAxiACCKBAQoMQ29tcG9zZUNodW5rEikKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2VCBrpIA8gBARIWCgVpbmRleBgCIAEoBUIHukgEGgIoABIuCgRwYXJ0GAMgASgLMhguY29udmVyZ2UudjEuQ29tcG9zaXRpb25CBrpIA8gBASLJAQoJU3Vic2NyaWJlEh0KC3dvcmtlcl9uYW1lGAEgASgJQgi6SAVyAxj9ARI4CglyZWFjdGlvbnMYAiADKAsyGC5jb252ZXJnZS52MS5SZWFjdGlvblJlZkILukgIkgEFCAEQgAgSHAoIY2FwYWNpdHkYAyABKAVCCrpIBxoFGJBOKAESLgoHcmVzdW1lZBgEIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4SFQoDc2RrGAUgASgJQgi6SAVyAxiAASJmCgtSZWFjdGlvblJlZhIXCgRraW5kGAEgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIbCghyZWFjdGlvbhgDIAEoCUIJukgGcgQQARg/IlYKBUxlYXNlEhgKB3Rhc2tfaWQYASABKANCB7pIBCICIAASFgoFZXBvY2gYAiABKANCB7pIBCICIAASGwoKZ2VuZXJhdGlvbhgDIAEoA0IHukgEIgIoACJACgdSZXN1bHRzEjUKB3Jlc3VsdHMYASADKAsyFy5jb252ZXJnZS52MS5UYXNrUmVzdWx0Qgu6SAiSAQUIARDoByKbAQoKVGFza1Jlc3VsdBIpCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlQga6SAPIAQESJwoHc3VjY2VzcxgCIAEoCzIULmNvbnZlcmdlLnYxLlN1Y2Nlc3NIABInCgVlcnJvchgDIAEoCzIWLmNvbnZlcmdlLnYxLlRhc2tFcnJvckgAQhAKB291dGNvbWUSBbpIAggBIswBCgdTdWNjZXNzEg4KBnN0YXR1cxgBIAEoDBIRCgl1bmhlYWx0aHkYAiABKAgSNAoKY29uZGl0aW9ucxgDIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbkIIukgFkgECEEASLQoLY29tcG9zaXRpb24YBCABKAsyGC5jb252ZXJnZS52MS5Db21wb3NpdGlvbhIfCg5jb21wb3NlX2NodW5rcxgFIAEoBUIHukgEGgIoABIYChBvcGVyYXRpb25fb3V0cHV0GAYgASgMIqMBCgtDb21wb3NpdGlvbhIvCghjaGlsZHJlbhgBIAMoCzISLmNvbnZlcmdlLnYxLkNoaWxkQgm6SAaSAQMQ6AcSKwoFZWRnZXMYAiADKAsyES5jb252ZXJnZS52MS5FZGdlQgm6SAaSAQMQiCcSNgoKcmVmZXJlbmNlcxgDIAMoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQgi6SAWSAQIQZCL3AQoFQ2hpbGQSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESOwoEbmFtZRgDIAEoCUItukgqcigQARj9ATIhXlthLXowLTldKFthLXowLTkuXy1dKlthLXowLTldKT8kEjgKBmxhYmVscxgEIAMoCzIeLmNvbnZlcmdlLnYxLkNoaWxkLkxhYmVsc0VudHJ5Qgi6SAWaAQIQQBIMCgRzcGVjGAUgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinQEKBEVkZ2USMwoJZGVwZW5kZW50GAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARI0CgpkZXBlbmRlbmN5GAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARIqCgVmbG93cxgDIAMoCzIRLmNvbnZlcmdlLnYxLkZsb3dCCLpIBZIBAhAgImMKBEZsb3cSGAoEZnJvbRgBIAEoCUIIukgFcgMYgAhIABIYCgRleHByGAIgASgJQgi6SAVyAxiAIEgAEhYKAnRvGAMgASgJQgq6SAdyBRABGIAIQg8KBnNvdXJjZRIFukgCCAEivgIKCVRhc2tFcnJvchIPCgdtZXNzYWdlGAEgASgJEhAKCHRlcm1pbmFsGAIgASgIEi8KBnJlYXNvbhgDIAEoCUIfukgc2AEBchcYPzITXltBLVpdW0EtWmEtejAtOV0qJBI+CgtyZXRyeV9hZnRlchgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIOukgLqgEIIgQIgKMFKgA6nAG6SJgBGpUBCh90YXNrX2Vycm9yLnRlcm1pbmFsX3JldHJ5X2FmdGVyEkhyZXRyeV9hZnRlciBpcyBmb3IgdHJhbnNpZW50IGZhaWx1cmVzOyBhIHRlcm1pbmFsIGZhaWx1cmUgaXMgbm90IHJldHJpZWQaKCF0aGlzLnRlcm1pbmFsIHx8ICFoYXModGhpcy5yZXRyeV9hZnRlcikiPQoJSGVhcnRiZWF0EjAKCWluX2ZsaWdodBgBIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4iBwoFRHJhaW4iOgoHUmVsZWFzZRIvCgZsZWFzZXMYASADKAsyEi5jb252ZXJnZS52MS5MZWFzZUILukgIkgEFCAEQkE4i3QEKDVNlcnZlck1lc3NhZ2USLQoKc3Vic2NyaWJlZBgBIAEoCzIXLmNvbnZlcmdlLnYxLlN1YnNjcmliZWRIABIjCgV0YXNrcxgCIAEoCzISLmNvbnZlcmdlLnYxLlRhc2tzSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASIQoEYWNrcxgEIAEoCzIRLmNvbnZlcmdlLnYxLkFja3NIABInCgdjb25maWdzGAUgASgLMhQuY29udmVyZ2UudjEuQ29uZmlnc0gAQgUKA21zZyIzCgdDb25maWdzEigKB2NvbmZpZ3MYASADKAsyFy5jb252ZXJnZS52MS5LaW5kQ29uZmlnIlIKCktpbmRDb25maWcSDAoEa2luZBgBIAEoCRIUCgxraW5kX3ZlcnNpb24YAiABKAUSDgoGY29uZmlnGAMgASgMEhAKCHJldmlzaW9uGAQgASgDIikKBVRhc2tzEiAKBXRhc2tzGAEgAygLMhEuY29udmVyZ2UudjEuVGFzayIsCgRBY2tzEiQKBGFja3MYASADKAsyFi5jb252ZXJnZS52MS5SZXN1bHRBY2siwgEKClN1YnNjcmliZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCgltZW1iZXJfaWQYAiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAMgASgFEhUKDWxlYXNlX3NlY29uZHMYBCABKAUSIwoHYWRvcHRlZBgFIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlEiAKBGxvc3QYBiADKAsyEi5jb252ZXJnZS52MS5MZWFzZRIQCgh3YXJuaW5ncxgHIAMoCSKbAwoEVGFzaxIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEgwKBGtpbmQYAiABKAkSFAoMa2luZF92ZXJzaW9uGAMgASgFEhAKCHJlYWN0aW9uGAQgASgJEg8KB3RyaWdnZXIYBSABKAkSKwoIcmVzb3VyY2UYBiABKAsyGS5jb252ZXJnZS52MS5UYXNrUmVzb3VyY2USLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2F0dGVtcHQYCCABKAUSEwoLZGVkdXBfdG9rZW4YCSABKAkSGQoRbWFuaWZlc3RfcmV2aXNpb24YCiABKAMSIwoGcm9sbHVwGAsgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEg4KBmNvbmZpZxgMIAEoDBItCglvcGVyYXRpb24YDSABKAsyGi5jb252ZXJnZS52MS5PcGVyYXRpb25UYXNrEikKB3JlYWN0b3IYDiABKAsyGC5jb252ZXJnZS52MS5SZWFjdG9yVGFzayI4Cg1PcGVyYXRpb25UYXNrEgoKAmlkGAEgASgJEgwKBHZlcmIYAiABKAkSDQoFaW5wdXQYAyABKAwixgEKC1JlYWN0b3JUYXNrEg8KB2JpbmRpbmcYASABKAkSEgoKdHJhbnNpdGlvbhgCIAEoCRIpCgd3YXRjaGVkGAMgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSHAoUd2F0Y2hlZF9raW5kX3ZlcnNpb24YBCABKAUSGgoSd2F0Y2hlZF9nZW5lcmF0aW9uGAUgASgDEhUKDXdhdGNoZWRfcGhhc2UYBiABKAkSFgoOd2F0Y2hlZF9zdGF0dXMYByABKAwi7QEKDFRhc2tSZXNvdXJjZRIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRILCgN1aWQYAyABKAkSEgoKZ2VuZXJhdGlvbhgEIAEoAxI1CgZsYWJlbHMYBSADKAsyJS5jb252ZXJnZS52MS5UYXNrUmVzb3VyY2UuTGFiZWxzRW50cnkSDAoEc3BlYxgGIAEoDBIOCgZzdGF0dXMYByABKAwSFwoPcmVqZWN0ZWRfc3RhdHVzGAggASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoGQ2FuY2VsEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDgoGcmVhc29uGAIgASgJIk8KCVJlc3VsdEFjaxIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEg8KB2FwcGxpZWQYAiABKAgSDgoGcmVhc29uGAMgASgJMlYKDVdvcmtlclNlcnZpY2USRQoHQ29ubmVjdBIaLmNvbnZlcmdlLnYxLldvcmtlck1lc3NhZ2UaGi5jb252ZXJnZS52MS5TZXJ2ZXJNZXNzYWdlKAEwAUKtAQoPY29tLmNvbnZlcmdlLnYxQgtXb3JrZXJQcm90b1ABWkBnaXRodWIuY29tL2NvbnZlcmdlaHEvY29udmVyZ2Uvc2RrLWdvL2dlbi9jb252ZXJnZS92MTtjb252ZXJnZXYxogIDQ1hYqgILQ29udmVyZ2UuVjHKAgtDb252ZXJnZVxWMeICF0NvbnZlcmdlXFYxXEdQQk1ldGFkYXRh6gIMQ29udmVyZ2U6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message converge.v1.WorkerMessage
@@ -70,6 +70,15 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
      */
     value: Readiness;
     case: "readiness";
+  } | {
+    /**
+     * Tasks the worker gives back unfinished, e.g. when its drain timeout
+     * ends: the server makes them claimable again at once.
+     *
+     * @generated from field: converge.v1.Release release = 7;
+     */
+    value: Release;
+    case: "release";
   } | { case: undefined; value?: undefined };
 };
 
@@ -535,6 +544,23 @@ export type TaskError = Message<"converge.v1.TaskError"> & {
    * @generated from field: bool terminal = 2;
    */
   terminal: boolean;
+
+  /**
+   * A machine-readable cause, e.g. QuotaExceeded: shown as the reason of
+   * the resource's conditions and counted by reason in the metrics.
+   * Optional: empty for none.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Retry no sooner than this (instead of the server's backoff); transient
+   * failures only.
+   *
+   * @generated from field: google.protobuf.Duration retry_after = 4;
+   */
+  retryAfter?: Duration | undefined;
 };
 
 /**
@@ -575,6 +601,28 @@ export type Drain = Message<"converge.v1.Drain"> & {
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
   messageDesc(file_converge_v1_worker, 16);
+
+/**
+ * Release gives back tasks the worker holds but will not finish: running
+ * ones it stopped and ones it received but never started. They become
+ * claimable at once (no waiting for the lease to run out), and the attempt
+ * does not count as a failure. Leases the worker does not hold are ignored.
+ *
+ * @generated from message converge.v1.Release
+ */
+export type Release = Message<"converge.v1.Release"> & {
+  /**
+   * @generated from field: repeated converge.v1.Lease leases = 1;
+   */
+  leases: Lease[];
+};
+
+/**
+ * Describes the message converge.v1.Release.
+ * Use `create(ReleaseSchema)` to create a new message.
+ */
+export const ReleaseSchema: GenMessage<Release> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 17);
 
 /**
  * @generated from message converge.v1.ServerMessage
@@ -624,7 +672,7 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 17);
+  messageDesc(file_converge_v1_worker, 18);
 
 /**
  * @generated from message converge.v1.Configs
@@ -641,7 +689,7 @@ export type Configs = Message<"converge.v1.Configs"> & {
  * Use `create(ConfigsSchema)` to create a new message.
  */
 export const ConfigsSchema: GenMessage<Configs> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 18);
+  messageDesc(file_converge_v1_worker, 19);
 
 /**
  * A kind version's default provider config.
@@ -677,7 +725,7 @@ export type KindConfig = Message<"converge.v1.KindConfig"> & {
  * Use `create(KindConfigSchema)` to create a new message.
  */
 export const KindConfigSchema: GenMessage<KindConfig> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 19);
+  messageDesc(file_converge_v1_worker, 20);
 
 /**
  * Tasks travel in batches: whatever the server claimed for this worker
@@ -697,7 +745,7 @@ export type Tasks = Message<"converge.v1.Tasks"> & {
  * Use `create(TasksSchema)` to create a new message.
  */
 export const TasksSchema: GenMessage<Tasks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 20);
+  messageDesc(file_converge_v1_worker, 21);
 
 /**
  * @generated from message converge.v1.Acks
@@ -714,7 +762,7 @@ export type Acks = Message<"converge.v1.Acks"> & {
  * Use `create(AcksSchema)` to create a new message.
  */
 export const AcksSchema: GenMessage<Acks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 21);
+  messageDesc(file_converge_v1_worker, 22);
 
 /**
  * @generated from message converge.v1.Subscribed
@@ -776,7 +824,7 @@ export type Subscribed = Message<"converge.v1.Subscribed"> & {
  * Use `create(SubscribedSchema)` to create a new message.
  */
 export const SubscribedSchema: GenMessage<Subscribed> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 22);
+  messageDesc(file_converge_v1_worker, 23);
 
 /**
  * @generated from message converge.v1.Task
@@ -884,7 +932,7 @@ export type Task = Message<"converge.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 23);
+  messageDesc(file_converge_v1_worker, 24);
 
 /**
  * @generated from message converge.v1.OperationTask
@@ -913,7 +961,7 @@ export type OperationTask = Message<"converge.v1.OperationTask"> & {
  * Use `create(OperationTaskSchema)` to create a new message.
  */
 export const OperationTaskSchema: GenMessage<OperationTask> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 24);
+  messageDesc(file_converge_v1_worker, 25);
 
 /**
  * @generated from message converge.v1.ReactorTask
@@ -964,7 +1012,7 @@ export type ReactorTask = Message<"converge.v1.ReactorTask"> & {
  * Use `create(ReactorTaskSchema)` to create a new message.
  */
 export const ReactorTaskSchema: GenMessage<ReactorTask> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 25);
+  messageDesc(file_converge_v1_worker, 26);
 
 /**
  * @generated from message converge.v1.TaskResource
@@ -1025,7 +1073,7 @@ export type TaskResource = Message<"converge.v1.TaskResource"> & {
  * Use `create(TaskResourceSchema)` to create a new message.
  */
 export const TaskResourceSchema: GenMessage<TaskResource> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 26);
+  messageDesc(file_converge_v1_worker, 27);
 
 /**
  * @generated from message converge.v1.Cancel
@@ -1047,7 +1095,7 @@ export type Cancel = Message<"converge.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 27);
+  messageDesc(file_converge_v1_worker, 28);
 
 /**
  * @generated from message converge.v1.ResultAck
@@ -1076,7 +1124,7 @@ export type ResultAck = Message<"converge.v1.ResultAck"> & {
  * Use `create(ResultAckSchema)` to create a new message.
  */
 export const ResultAckSchema: GenMessage<ResultAck> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 28);
+  messageDesc(file_converge_v1_worker, 29);
 
 /**
  * WorkerService is what workers dial. A worker holds one bidirectional

@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// onRelease gives back, at once, the tasks a worker says it will not
+// finish: they are claimable again without waiting for their leases to run
+// out, and no attempt is counted (the worker stopped, the task did not
+// fail). Leases that are not current, not this worker's, or whose result
+// is already on its way are left alone.
+func (b *Broker) onRelease(s *session, r *convergev1.Release) {
+	var give []store.Lease
+	b.mu.Lock()
+	for _, pl := range r.GetLeases() {
+		l := b.leases[pl.GetTaskId()]
+		if l == nil || l.Epoch != pl.GetEpoch() || l.session != s || l.done {
+			continue
+		}
+		delete(b.leases, l.TaskID)
+		s.inflight--
+		give = append(give, l.Lease)
+	}
+	b.mu.Unlock()
+	if len(give) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.store.ReleaseLeases(ctx, give); err != nil {
+		b.log.Warn("could not release the tasks a worker gave back; they run again after the lease window",
+			"session", s.id, "tasks", len(give), "err", err)
+		return
+	}
+	b.log.Info("worker released unfinished tasks", "session", s.id, "worker", s.name, "tasks", len(give))
+	b.bus.Publish(notify.Tasks)
+	b.wakeClaimer()
+}
