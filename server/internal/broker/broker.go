@@ -283,14 +283,7 @@ func (b *Broker) releasePending() {
 		delete(b.pending, k)
 	}
 	b.mu.Unlock()
-	if len(give) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := b.store.ReleaseLeases(ctx, give); err != nil {
-		b.log.Warn("could not release unsent tasks; they run again after the lease window", "tasks", len(give), "err", err)
-	}
+	b.giveBack(give, "unsent tasks")
 }
 
 // leaseLoop renews leases of attested and pending tasks, forgets leases of

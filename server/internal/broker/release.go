@@ -27,17 +27,27 @@ func (b *Broker) onRelease(s *session, r *convergev1.Release) {
 		give = append(give, l.Lease)
 	}
 	b.mu.Unlock()
-	if len(give) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := b.store.ReleaseLeases(ctx, give); err != nil {
-		b.log.Warn("could not release the tasks a worker gave back; they run again after the lease window",
-			"session", s.id, "tasks", len(give), "err", err)
+	if !b.giveBack(give, "the tasks a worker gave back", "session", s.id) {
 		return
 	}
 	b.log.Info("worker released unfinished tasks", "session", s.id, "worker", s.name, "tasks", len(give))
 	b.bus.Publish(notify.Tasks)
 	b.wakeClaimer()
+}
+
+// giveBack makes leased tasks claimable again at once, and reports whether
+// it did; what names them in the warning when the database refuses (they
+// then run again after their lease).
+func (b *Broker) giveBack(give []store.Lease, what string, attrs ...any) bool {
+	if len(give) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.store.ReleaseLeases(ctx, give); err != nil {
+		b.log.Warn("could not release "+what+"; they run again after the lease window",
+			append(attrs, "tasks", len(give), "err", err)...)
+		return false
+	}
+	return true
 }
