@@ -57,11 +57,21 @@ func (t *Tracker) Changed() {
 func (*Tracker) Name() string { return "members tracker" }
 
 // Run heartbeats until ctx ends, then removes this replica's row.
+//
+// A heartbeat is not cancelled with ctx but allowed to finish (bounded by
+// Interval): a cancelled upsert can still commit in the database after
+// the client gave up on it, and then bring back the row the delete below
+// just removed, leaving the others to tile shards for a replica that is
+// gone.
 func (t *Tracker) Run(ctx context.Context) {
 	tick := time.NewTicker(Interval)
 	defer tick.Stop()
 	for {
-		t.beat(ctx)
+		if ctx.Err() == nil {
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Interval)
+			t.beat(bctx)
+			cancel()
+		}
 		select {
 		case <-ctx.Done():
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
