@@ -63,7 +63,9 @@ async function project(name: string): Promise<string> {
   await run("npm", ["init", "-y"], dir);
   await run("npm", ["pkg", "set", "type=module"], dir);
   await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", tarball], dir);
-  writeFileSync(join(dir, "check.ts"), check);
+  // Under src/, where the README's tsconfig (rootDir src) puts sources.
+  mkdirSync(join(dir, "src"));
+  writeFileSync(join(dir, "src", "check.ts"), check);
   return dir;
 }
 
@@ -77,7 +79,7 @@ async function typecheck(dir: string, compilerOptions: Record<string, unknown>):
         types: ["node"], typeRoots: [join(repo, "node_modules", "@types")],
         ...compilerOptions,
       },
-      files: ["check.ts"],
+      files: ["src/check.ts"],
     }),
   );
   await run(process.execPath, [tsc, "-p", "tsconfig.json"], dir);
