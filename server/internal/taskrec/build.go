@@ -103,7 +103,10 @@ func build(p *Pending, flows [][]byte, maxBytes int) store.TaskRecord {
 // parts first in an order that keeps the most telling ones (the error,
 // the flowed values, the children) longest. It reports whether it cut.
 func fit(in, out doc, maxBytes int) bool {
-	cut := false
+	size := in.size() + out.size()
+	if size <= maxBytes {
+		return false
+	}
 	for _, part := range []struct {
 		d   doc
 		key string
@@ -112,15 +115,16 @@ func fit(in, out doc, maxBytes int) bool {
 		{in, "spec"}, {in, "config"}, {out, "conditions"}, {in, "labels"}, {in, "flowed"}, {out, "error"},
 		{out, "server_error"},
 	} {
-		if len(in.bytes())+len(out.bytes()) <= maxBytes {
-			return cut
+		if size <= maxBytes {
+			break
 		}
 		if v, ok := part.d[part.key]; ok {
-			part.d[part.key] = json.RawMessage(fmt.Sprintf(`{"omitted_bytes":%d}`, len(v)))
-			cut = true
+			marker := json.RawMessage(fmt.Sprintf(`{"omitted_bytes":%d}`, len(v)))
+			part.d[part.key] = marker
+			size -= len(v) - len(marker)
 		}
 	}
-	return cut
+	return true
 }
 
 // flowed reads, for each flow into the resource, the value its pointer
@@ -188,6 +192,18 @@ func (d doc) msg(key string, m proto.Message) {
 	if m != nil && m.ProtoReflect().IsValid() {
 		d[key] = marshalMsg(m)
 	}
+}
+
+// size is about the length of d encoded, without encoding it: its
+// values' lengths, for each key its quoted name, a colon and a comma (keys
+// here need no escaping), and the braces. It counts one comma too many,
+// and misses only the HTML escapes encoding/json adds (< > & in values).
+func (d doc) size() int {
+	n := 2
+	for k, v := range d {
+		n += len(k) + 4 + len(v)
+	}
+	return n
 }
 
 func (d doc) bytes() []byte {

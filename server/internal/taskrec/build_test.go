@@ -59,3 +59,14 @@ func TestBuildFitsTheBudget(t *testing.T) {
 		t.Fatalf("cut record lost what it should keep: %s %s", rec.Input, rec.Result)
 	}
 }
+
+func TestDocSizeIsItsEncodedLength(t *testing.T) {
+	d := doc{}
+	d.str("kind", "subnet")
+	d.set("n", 12)
+	d.raw("spec", []byte(`{"a":[1,2]}`))
+	if got, want := d.size(), len(d.bytes()); got != want+1 {
+		// size counts a comma after every value; the encoding has one fewer.
+		t.Fatalf("size = %d, encoded %d bytes", got, want)
+	}
+}
