@@ -275,6 +275,8 @@ BEGIN
     DELETE FROM edges e USING old_rows o WHERE e.dependency_id = o.id $q$;
   EXECUTE $q$
     DELETE FROM spec_revisions s USING old_rows o WHERE s.resource_id = o.id $q$;
+  EXECUTE $q$
+    DELETE FROM task_records t USING old_rows o WHERE t.resource_id = o.id $q$;
   RETURN NULL;
 END
 $$;

@@ -231,6 +231,32 @@ CREATE TABLE spec_revisions (
 );
 ALTER TABLE spec_revisions ADD CONSTRAINT spec_revisions_pkey PRIMARY KEY (resource_id, generation);
 
+CREATE TABLE task_records (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    resource_id bigint NOT NULL,
+    task_id bigint NOT NULL,
+    trigger text NOT NULL,
+    generation bigint NOT NULL,
+    attempt integer NOT NULL,
+    worker text NOT NULL,
+    session text NOT NULL,
+    claimed_at timestamp with time zone NOT NULL,
+    dispatched_at timestamp with time zone,
+    ended_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    discard_reason text NOT NULL,
+    failed boolean NOT NULL,
+    terminal boolean NOT NULL,
+    error_reason text NOT NULL,
+    error text NOT NULL,
+    children integer NOT NULL,
+    truncated boolean NOT NULL,
+    input jsonb NOT NULL,
+    result jsonb NOT NULL
+);
+ALTER TABLE task_records ADD CONSTRAINT task_records_pkey PRIMARY KEY (id);
+CREATE INDEX task_records_resource ON public.task_records USING btree (resource_id, id DESC);
+
 CREATE TABLE tasks (
     id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
     resource_id bigint NOT NULL,
@@ -356,6 +382,8 @@ BEGIN
     DELETE FROM edges e USING old_rows o WHERE e.dependency_id = o.id $q$;
   EXECUTE $q$
     DELETE FROM spec_revisions s USING old_rows o WHERE s.resource_id = o.id $q$;
+  EXECUTE $q$
+    DELETE FROM task_records t USING old_rows o WHERE t.resource_id = o.id $q$;
   RETURN NULL;
 END
 $function$;

@@ -71,6 +71,7 @@ type options struct {
 	pgSettings   string
 	top          int
 	profile      string
+	serveFlags   string
 	split        bool
 	brokers      int
 	workload     string
@@ -119,6 +120,7 @@ func main() {
 	flag.StringVar(&o.workerBin, "worker-bin", "", "no-op worker binary (default: built from sdk-go/examples/noop)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the PostgreSQL data directory")
 	flag.StringVar(&o.pgSettings, "pg", "", "extra PostgreSQL settings, comma-separated key=value")
+	flag.StringVar(&o.serveFlags, "serve-flags", "", "extra flags for every converge serve, space-separated (e.g. \"--task-records 0\" to measure with task records off)")
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,6 +61,7 @@ func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db strin
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		args := append([]string{"serve", "--database-url", url, "--listen", addr, "--log-level", "warn", "--role", role}, extra...)
+		args = append(args, strings.Fields(o.serveFlags)...)
 		p, err := start(name, s.logDir, o.convergeBin, args...)
 		if err != nil {
 			return nil, "", err

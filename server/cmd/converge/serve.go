@@ -13,6 +13,7 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/maintenance"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/taskrec"
 	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
@@ -33,6 +34,8 @@ type serverFlags struct {
 	pprofListen   string
 	metricsListen string
 	historyKeep   int
+	taskRecords   int
+	recordBytes   int
 	tls           tlsconf.Config
 	authz         authzFlags
 	clients       app.ClientLimits
@@ -96,6 +99,8 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address, plaintext and apart from the API (e.g. :9090); off by default")
 	fs.IntVar(&f.historyKeep, "history-keep", store.DefaultHistoryKeep, "spec revisions kept per resource for history and rollback (1..1000)")
+	fs.IntVar(&f.taskRecords, "task-records", taskrec.DefaultKeep, "task records kept per resource: what each task was sent and returned, and what became of it (0..1000; 0 keeps none)")
+	fs.IntVar(&f.recordBytes, "task-record-bytes", taskrec.DefaultMaxBytes, "byte budget of one task record's input and result; larger parts are cut")
 	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM; re-read when it changes)")
 	fs.StringVar(&f.tls.KeyFile, "tls-key", "", "private key of --tls-cert (PEM; re-read when it changes)")
 	fs.StringVar(&f.tls.ClientCAFile, "tls-client-ca", "", "verify client certificates against these CAs (PEM): mutual TLS")
@@ -117,6 +122,12 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	}
 	if f.historyKeep < 1 || f.historyKeep > 1000 {
 		return app.Config{}, fmt.Errorf("--history-keep %d: must be between 1 and 1000", f.historyKeep)
+	}
+	if f.taskRecords < 0 || f.taskRecords > 1000 {
+		return app.Config{}, fmt.Errorf("--task-records %d: must be between 0 (off) and 1000", f.taskRecords)
+	}
+	if f.recordBytes < taskrec.MinMaxBytes || f.recordBytes > 16<<20 {
+		return app.Config{}, fmt.Errorf("--task-record-bytes %d: must be between %d and %d", f.recordBytes, taskrec.MinMaxBytes, 16<<20)
 	}
 	if !(f.notifyBudget >= 1 && f.notifyBudget <= 10000) {
 		return app.Config{}, fmt.Errorf("--notify-budget %g: must be between 1 and 10000 per second", f.notifyBudget)
@@ -154,6 +165,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		PprofListen:   f.pprofListen,
 		MetricsListen: f.metricsListen,
 		HistoryKeep:   f.historyKeep,
+		TaskRecords:   taskrec.Config{Keep: f.taskRecords, MaxBytes: f.recordBytes},
 		TLS:           f.tls,
 		Authz:         policy,
 		Clients:       f.clients,

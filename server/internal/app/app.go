@@ -33,6 +33,7 @@ import (
 	"github.com/convergehq/converge/server/internal/reactor"
 	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/taskrec"
 	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
@@ -74,6 +75,9 @@ type Config struct {
 	// HistoryKeep is how many spec revisions per resource are kept
 	// (1..1000; 0 means store.DefaultHistoryKeep).
 	HistoryKeep int
+	// TaskRecords bounds the task records a broker keeps; Keep 0 keeps
+	// none.
+	TaskRecords taskrec.Config
 	// TLS, if enabled, serves the listener over TLS (mutual with a client
 	// CA) and admits callers by SPIFFE ID per audience.
 	TLS tlsconf.Config
@@ -170,11 +174,14 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		m = metrics.New()
 	}
 	var b *broker.Broker
+	var rec *taskrec.Recorder
 	var tracker *members.Tracker // set below; it needs the broker's Served
 	if brokerRole {
 		bc := cfg.Broker
 		bc.MemberID = a.memberID
 		bc.Metrics = m
+		rec = taskrec.New(cfg.TaskRecords, st, cfg.Log)
+		bc.Records = rec
 		bc.Tile = func(kind string, version int32) (lo, hi int16) {
 			if tracker == nil {
 				return 0, store.Shards
@@ -215,7 +222,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	if m != nil {
-		if err := watchAll(m, st, pool, relaxed, b, bus, cfg.Log); err != nil {
+		if err := watchAll(m, st, pool, relaxed, b, rec, bus, cfg.Log); err != nil {
 			a.closePools()
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
@@ -247,6 +254,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	duties, err := a.duties(control, st, reg, bus, tracker, b, m, pool)
 	if levels != nil {
 		duties = append(duties, levels)
+	}
+	if rec != nil {
+		duties = append(duties, rec)
 	}
 	if err != nil {
 		ln.Close()

@@ -13,12 +13,14 @@ import (
 	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/taskrec"
 )
 
 // watchAll registers the scrape-time sources of m: both pools, the queue
 // depth, the broker's state (when this process runs one) and the NOTIFY
 // counters.
-func watchAll(m *metrics.Metrics, st *store.Store, pool, relaxed *pgxpool.Pool, b *broker.Broker, bus *notify.Bus, log *slog.Logger) error {
+func watchAll(m *metrics.Metrics, st *store.Store, pool, relaxed *pgxpool.Pool, b *broker.Broker,
+	rec *taskrec.Recorder, bus *notify.Bus, log *slog.Logger) error {
 	if err := m.WatchPools(map[string]*pgxpool.Pool{"requests": pool, "relaxed": relaxed}); err != nil {
 		return err
 	}
@@ -35,6 +37,11 @@ func watchAll(m *metrics.Metrics, st *store.Store, pool, relaxed *pgxpool.Pool, 
 	}
 	if b != nil {
 		if err := m.WatchBroker(b.Stats); err != nil {
+			return err
+		}
+	}
+	if rec != nil {
+		if err := m.WatchTaskRecords(rec.Written, rec.Dropped); err != nil {
 			return err
 		}
 	}

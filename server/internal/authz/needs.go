@@ -9,6 +9,7 @@ var needs = map[string]Need{
 	"GetResource": NeedRead, "ListResources": NeedRead,
 	"GetResourceTree": NeedRead, "GetResourceGraph": NeedRead, "ExplainResource": NeedRead,
 	"GetResourceHistory": NeedRead, "GetOperation": NeedRead,
+	"ListTaskRecords": NeedRead, "GetTaskRecord": NeedRead,
 	"ListOperations": NeedRead, "ListEvents": NeedRead, "Watch": NeedRead,
 	"CountResources": NeedRead, "WhoAmI": NeedRead, "GetCluster": NeedRead,
 

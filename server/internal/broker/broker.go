@@ -16,6 +16,7 @@ import (
 	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/taskrec"
 )
 
 // Config tunes a broker. Zero fields take the defaults of DefaultConfig.
@@ -45,6 +46,8 @@ type Config struct {
 	// Tile gives this replica's tile of the shards for a kind version (see
 	// store.Want); nil claims every shard alike.
 	Tile func(kind string, version int32) (lo, hi int16)
+	// Records keeps task records; nil keeps none.
+	Records *taskrec.Recorder
 }
 
 // DefaultConfig returns the production defaults.
@@ -154,6 +157,8 @@ type lease struct {
 	parts        []*convergev1.Composition
 	partChildren int
 	overflow     bool
+	// rec is the task's record being filled; nil when records are off.
+	rec *taskrec.Pending
 }
 
 // New returns a broker. Run it with Run and mount Handler.
@@ -308,6 +313,7 @@ func (b *Broker) leaseLoop(ctx context.Context) {
 				// (the worker vanished, or lost it): stop renewing, so the
 				// database lease runs out and the task is requeued.
 				delete(b.leases, id)
+				b.cfg.Records.Finish(l.rec, store.Outcome{}, store.RecordLost, "lease expired: the worker did not attest the task in time")
 				if !l.session.closed {
 					l.session.inflight--
 					l.session.send(cancelMessage(l.Lease, "lease expired: the task was not attested in time"))

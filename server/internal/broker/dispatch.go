@@ -204,7 +204,7 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 		}
 		l := &lease{
 			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
-			name: c.Name, attempt: c.Attempt, task: task,
+			name: c.Name, attempt: c.Attempt, task: task, rec: b.cfg.Records.Start(c, task, now),
 		}
 		b.leases[c.TaskID] = l
 		if s := b.pickSession(k.kind, k.version, reaction); s != nil {
@@ -245,6 +245,7 @@ func (b *Broker) pickSession(kind string, version int32, reaction string) *sessi
 func (b *Broker) dispatch(s *session, l *lease, now time.Time) {
 	s.inflight++
 	l.session, l.attested = s, now
+	l.rec.Dispatched(now, s.name, s.id)
 	task := l.task
 	l.task = nil
 	s.send(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Tasks{Tasks: &convergev1.Tasks{Tasks: []*convergev1.Task{task}}}})

@@ -54,11 +54,15 @@ func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
 		// The manifest changed while the task ran, so the result answers
 		// the old contract: discard it and run the task again.
 		b.forget(l)
-		s.send(ack(pl, false, fmt.Sprintf("kind %s v%d changed while the task ran (revision %d, now %d); the task runs again",
-			e.Kind, e.Version, l.revision, e.Revision)))
+		why := fmt.Sprintf("kind %s v%d changed while the task ran (revision %d, now %d); the task runs again",
+			e.Kind, e.Version, l.revision, e.Revision)
+		l.rec.Returned(r, nil)
+		b.cfg.Records.Finish(l.rec, store.Outcome{}, store.RecordDiscarded, "KindChanged: "+why)
+		s.send(ack(pl, false, why))
 		return
 	}
 	out, comp := b.outcome(s, l, e, r)
+	l.rec.Returned(r, comp)
 	b.results <- &result{lease: l, session: s, echo: pl, out: out, comp: comp}
 }
 
@@ -342,10 +346,11 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 				outcome = metrics.Superseded
 				reason = "the resource changed while the task ran; it runs again at the new generation"
 			default:
-				reason = "the lease is no longer current"
+				reason = staleLease
 			}
 		}
 		b.cfg.Metrics.Completed(r.lease.key.kind, outcome, reasonOf(r.out, outcome))
+		b.record(r, applied, outcome, reason)
 		if r.echo != nil && !r.session.closed {
 			r.session.send(ack(r.echo, applied, reason))
 		}

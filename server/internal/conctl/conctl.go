@@ -183,7 +183,7 @@ tune a kind's policy live.`,
 	f.StringVar(&a.tls.key, "tls-key", "", "private key of --tls-cert (PEM; env "+tlsKeyEnv+")")
 	f.StringVar(&a.token, "token", "", "bearer token sent with every call, for a server started with --token-file (env "+tokenEnv+")")
 
-	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.explainCmd(), a.treeCmd(), a.graphCmd(), a.logLevelCmd(),
+	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.explainCmd(), a.tasksCmd(), a.treeCmd(), a.graphCmd(), a.logLevelCmd(),
 		a.deleteCmd(), a.watchCmd(), a.eventsCmd(), a.historyCmd(), a.rollbackCmd(), a.quarantineCmd(),
 		a.unquarantineCmd(), a.reconcileCmd(), a.opCmd(), a.kindCmd(), a.catalogCmd(), a.syncCmd())
 	return root

@@ -3205,6 +3205,446 @@ func (x *GetResourceHistoryResponse) GetKeep() int32 {
 	return 0
 }
 
+type ListTaskRecordsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// 1..100 (default 20).
+	PageSize      int32  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTaskRecordsRequest) Reset() {
+	*x = ListTaskRecordsRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTaskRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTaskRecordsRequest) ProtoMessage() {}
+
+func (x *ListTaskRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTaskRecordsRequest.ProtoReflect.Descriptor instead.
+func (*ListTaskRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListTaskRecordsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListTaskRecordsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListTaskRecordsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ListTaskRecordsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTaskRecordsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListTaskRecordsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first, without input and result (GetTaskRecord has them).
+	Records       []*TaskRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	NextPageToken string        `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTaskRecordsResponse) Reset() {
+	*x = ListTaskRecordsResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTaskRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTaskRecordsResponse) ProtoMessage() {}
+
+func (x *ListTaskRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTaskRecordsResponse.ProtoReflect.Descriptor instead.
+func (*ListTaskRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ListTaskRecordsResponse) GetRecords() []*TaskRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListTaskRecordsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type GetTaskRecordRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskRecordRequest) Reset() {
+	*x = GetTaskRecordRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskRecordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskRecordRequest) ProtoMessage() {}
+
+func (x *GetTaskRecordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskRecordRequest.ProtoReflect.Descriptor instead.
+func (*GetTaskRecordRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GetTaskRecordRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetTaskRecordResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Record        *TaskRecord            `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskRecordResponse) Reset() {
+	*x = GetTaskRecordResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskRecordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskRecordResponse) ProtoMessage() {}
+
+func (x *GetTaskRecordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskRecordResponse.ProtoReflect.Descriptor instead.
+func (*GetTaskRecordResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *GetTaskRecordResponse) GetRecord() *TaskRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+// What one task was sent and returned, and what became of the result.
+// Kept for the last tasks of each resource (converge serve --task-records).
+type TaskRecord struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Resource   *ResourceRef           `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	TaskId     int64                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Trigger    string                 `protobuf:"bytes,4,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	Generation int64                  `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
+	Attempt    int32                  `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The worker's name and session id.
+	Worker    string                 `protobuf:"bytes,7,opt,name=worker,proto3" json:"worker,omitempty"`
+	Session   string                 `protobuf:"bytes,8,opt,name=session,proto3" json:"session,omitempty"`
+	ClaimedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=claimed_at,json=claimedAt,proto3" json:"claimed_at,omitempty"`
+	// Unset: never sent to a worker.
+	DispatchedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=dispatched_at,json=dispatchedAt,proto3" json:"dispatched_at,omitempty"`
+	EndedAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// "applied", "discarded" (the fence refused the result) or "lost" (no
+	// result came: the lease expired).
+	Outcome string `protobuf:"bytes,12,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// Why a result was discarded or lost, a code first: Superseded,
+	// StaleLease, KindChanged, ApplyFailed, or "lease expired".
+	DiscardReason string `protobuf:"bytes,13,opt,name=discard_reason,json=discardReason,proto3" json:"discard_reason,omitempty"`
+	// The failure applied (for a discarded result: the one the worker
+	// reported), with its terminal flag and reason code.
+	Failed      bool   `protobuf:"varint,14,opt,name=failed,proto3" json:"failed,omitempty"`
+	Terminal    bool   `protobuf:"varint,15,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	ErrorReason string `protobuf:"bytes,16,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
+	Error       string `protobuf:"bytes,17,opt,name=error,proto3" json:"error,omitempty"`
+	// Children in a composer's answer.
+	Children int32 `protobuf:"varint,18,opt,name=children,proto3" json:"children,omitempty"`
+	// Parts of input or result were cut to the record's byte budget.
+	Truncated bool `protobuf:"varint,19,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// What the worker was sent: kind, kind_version, reaction, spec, status,
+	// labels, config (values under secret-looking keys redacted), flowed
+	// ([{to, from|expr, value}]), operation, reactor.
+	Input *structpb.Struct `protobuf:"bytes,20,opt,name=input,proto3" json:"input,omitempty"`
+	// What it returned: status, unhealthy, conditions, children ({count,
+	// names}), error ({message, terminal, reason, retry_after}),
+	// operation_output; server_error when the server failed the task itself.
+	Result        *structpb.Struct `protobuf:"bytes,21,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskRecord) Reset() {
+	*x = TaskRecord{}
+	mi := &file_converge_v1_control_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskRecord) ProtoMessage() {}
+
+func (x *TaskRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskRecord.ProtoReflect.Descriptor instead.
+func (*TaskRecord) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *TaskRecord) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetTaskId() int64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetClaimedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ClaimedAt
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetDispatchedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DispatchedAt
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetDiscardReason() string {
+	if x != nil {
+		return x.DiscardReason
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
+
+func (x *TaskRecord) GetTerminal() bool {
+	if x != nil {
+		return x.Terminal
+	}
+	return false
+}
+
+func (x *TaskRecord) GetErrorReason() string {
+	if x != nil {
+		return x.ErrorReason
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetChildren() int32 {
+	if x != nil {
+		return x.Children
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *TaskRecord) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetResult() *structpb.Struct {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 type RollbackResourceRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -3219,7 +3659,7 @@ type RollbackResourceRequest struct {
 
 func (x *RollbackResourceRequest) Reset() {
 	*x = RollbackResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[54]
+	mi := &file_converge_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3231,7 +3671,7 @@ func (x *RollbackResourceRequest) String() string {
 func (*RollbackResourceRequest) ProtoMessage() {}
 
 func (x *RollbackResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[54]
+	mi := &file_converge_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3244,7 +3684,7 @@ func (x *RollbackResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResourceRequest.ProtoReflect.Descriptor instead.
 func (*RollbackResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RollbackResourceRequest) GetNamespace() string {
@@ -3291,7 +3731,7 @@ type RollbackResourceResponse struct {
 
 func (x *RollbackResourceResponse) Reset() {
 	*x = RollbackResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[55]
+	mi := &file_converge_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3743,7 @@ func (x *RollbackResourceResponse) String() string {
 func (*RollbackResourceResponse) ProtoMessage() {}
 
 func (x *RollbackResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[55]
+	mi := &file_converge_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3756,7 @@ func (x *RollbackResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResourceResponse.ProtoReflect.Descriptor instead.
 func (*RollbackResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RollbackResourceResponse) GetResource() *Resource {
@@ -3338,7 +3778,7 @@ type QuarantineResourceRequest struct {
 
 func (x *QuarantineResourceRequest) Reset() {
 	*x = QuarantineResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[56]
+	mi := &file_converge_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3790,7 @@ func (x *QuarantineResourceRequest) String() string {
 func (*QuarantineResourceRequest) ProtoMessage() {}
 
 func (x *QuarantineResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[56]
+	mi := &file_converge_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3803,7 @@ func (x *QuarantineResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantineResourceRequest.ProtoReflect.Descriptor instead.
 func (*QuarantineResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *QuarantineResourceRequest) GetNamespace() string {
@@ -3403,7 +3843,7 @@ type QuarantineResourceResponse struct {
 
 func (x *QuarantineResourceResponse) Reset() {
 	*x = QuarantineResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[57]
+	mi := &file_converge_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3855,7 @@ func (x *QuarantineResourceResponse) String() string {
 func (*QuarantineResourceResponse) ProtoMessage() {}
 
 func (x *QuarantineResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[57]
+	mi := &file_converge_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3868,7 @@ func (x *QuarantineResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantineResourceResponse.ProtoReflect.Descriptor instead.
 func (*QuarantineResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *QuarantineResourceResponse) GetResource() *Resource {
@@ -3450,7 +3890,7 @@ type UnquarantineResourceRequest struct {
 
 func (x *UnquarantineResourceRequest) Reset() {
 	*x = UnquarantineResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[58]
+	mi := &file_converge_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +3902,7 @@ func (x *UnquarantineResourceRequest) String() string {
 func (*UnquarantineResourceRequest) ProtoMessage() {}
 
 func (x *UnquarantineResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[58]
+	mi := &file_converge_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +3915,7 @@ func (x *UnquarantineResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnquarantineResourceRequest.ProtoReflect.Descriptor instead.
 func (*UnquarantineResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *UnquarantineResourceRequest) GetNamespace() string {
@@ -3515,7 +3955,7 @@ type UnquarantineResourceResponse struct {
 
 func (x *UnquarantineResourceResponse) Reset() {
 	*x = UnquarantineResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[59]
+	mi := &file_converge_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3967,7 @@ func (x *UnquarantineResourceResponse) String() string {
 func (*UnquarantineResourceResponse) ProtoMessage() {}
 
 func (x *UnquarantineResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[59]
+	mi := &file_converge_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3980,7 @@ func (x *UnquarantineResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnquarantineResourceResponse.ProtoReflect.Descriptor instead.
 func (*UnquarantineResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *UnquarantineResourceResponse) GetResource() *Resource {
@@ -3562,7 +4002,7 @@ type ReconcileResourceRequest struct {
 
 func (x *ReconcileResourceRequest) Reset() {
 	*x = ReconcileResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[60]
+	mi := &file_converge_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3574,7 +4014,7 @@ func (x *ReconcileResourceRequest) String() string {
 func (*ReconcileResourceRequest) ProtoMessage() {}
 
 func (x *ReconcileResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[60]
+	mi := &file_converge_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3587,7 +4027,7 @@ func (x *ReconcileResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReconcileResourceRequest) GetNamespace() string {
@@ -3627,7 +4067,7 @@ type ReconcileResourceResponse struct {
 
 func (x *ReconcileResourceResponse) Reset() {
 	*x = ReconcileResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[61]
+	mi := &file_converge_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3639,7 +4079,7 @@ func (x *ReconcileResourceResponse) String() string {
 func (*ReconcileResourceResponse) ProtoMessage() {}
 
 func (x *ReconcileResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[61]
+	mi := &file_converge_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3652,7 +4092,7 @@ func (x *ReconcileResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ReconcileResourceResponse) GetResource() *Resource {
@@ -3677,7 +4117,7 @@ type InvokeOperationRequest struct {
 
 func (x *InvokeOperationRequest) Reset() {
 	*x = InvokeOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[62]
+	mi := &file_converge_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3689,7 +4129,7 @@ func (x *InvokeOperationRequest) String() string {
 func (*InvokeOperationRequest) ProtoMessage() {}
 
 func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[62]
+	mi := &file_converge_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3702,7 +4142,7 @@ func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationRequest.ProtoReflect.Descriptor instead.
 func (*InvokeOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *InvokeOperationRequest) GetNamespace() string {
@@ -3756,7 +4196,7 @@ type InvokeOperationResponse struct {
 
 func (x *InvokeOperationResponse) Reset() {
 	*x = InvokeOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[63]
+	mi := &file_converge_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3768,7 +4208,7 @@ func (x *InvokeOperationResponse) String() string {
 func (*InvokeOperationResponse) ProtoMessage() {}
 
 func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[63]
+	mi := &file_converge_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3781,7 +4221,7 @@ func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationResponse.ProtoReflect.Descriptor instead.
 func (*InvokeOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *InvokeOperationResponse) GetOperation() *Operation {
@@ -3800,7 +4240,7 @@ type GetOperationRequest struct {
 
 func (x *GetOperationRequest) Reset() {
 	*x = GetOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[64]
+	mi := &file_converge_v1_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3812,7 +4252,7 @@ func (x *GetOperationRequest) String() string {
 func (*GetOperationRequest) ProtoMessage() {}
 
 func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[64]
+	mi := &file_converge_v1_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3825,7 +4265,7 @@ func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
 func (*GetOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetOperationRequest) GetId() string {
@@ -3844,7 +4284,7 @@ type GetOperationResponse struct {
 
 func (x *GetOperationResponse) Reset() {
 	*x = GetOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[65]
+	mi := &file_converge_v1_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3856,7 +4296,7 @@ func (x *GetOperationResponse) String() string {
 func (*GetOperationResponse) ProtoMessage() {}
 
 func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[65]
+	mi := &file_converge_v1_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3869,7 +4309,7 @@ func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationResponse.ProtoReflect.Descriptor instead.
 func (*GetOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetOperationResponse) GetOperation() *Operation {
@@ -3890,7 +4330,7 @@ type ListOperationsRequest struct {
 
 func (x *ListOperationsRequest) Reset() {
 	*x = ListOperationsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[66]
+	mi := &file_converge_v1_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3902,7 +4342,7 @@ func (x *ListOperationsRequest) String() string {
 func (*ListOperationsRequest) ProtoMessage() {}
 
 func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[66]
+	mi := &file_converge_v1_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3915,7 +4355,7 @@ func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
 func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListOperationsRequest) GetNamespace() string {
@@ -3949,7 +4389,7 @@ type ListOperationsResponse struct {
 
 func (x *ListOperationsResponse) Reset() {
 	*x = ListOperationsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[67]
+	mi := &file_converge_v1_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3961,7 +4401,7 @@ func (x *ListOperationsResponse) String() string {
 func (*ListOperationsResponse) ProtoMessage() {}
 
 func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[67]
+	mi := &file_converge_v1_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3974,7 +4414,7 @@ func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
 func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListOperationsResponse) GetOperations() []*Operation {
@@ -4001,7 +4441,7 @@ type CountResourcesRequest struct {
 
 func (x *CountResourcesRequest) Reset() {
 	*x = CountResourcesRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[68]
+	mi := &file_converge_v1_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4013,7 +4453,7 @@ func (x *CountResourcesRequest) String() string {
 func (*CountResourcesRequest) ProtoMessage() {}
 
 func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[68]
+	mi := &file_converge_v1_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4026,7 +4466,7 @@ func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesRequest.ProtoReflect.Descriptor instead.
 func (*CountResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{68}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CountResourcesRequest) GetNamespace() string {
@@ -4075,7 +4515,7 @@ type CountResourcesResponse struct {
 
 func (x *CountResourcesResponse) Reset() {
 	*x = CountResourcesResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[69]
+	mi := &file_converge_v1_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4087,7 +4527,7 @@ func (x *CountResourcesResponse) String() string {
 func (*CountResourcesResponse) ProtoMessage() {}
 
 func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[69]
+	mi := &file_converge_v1_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4100,7 +4540,7 @@ func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesResponse.ProtoReflect.Descriptor instead.
 func (*CountResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{69}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CountResourcesResponse) GetPhases() map[string]int64 {
@@ -4125,7 +4565,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[70]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4137,7 +4577,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[70]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4150,7 +4590,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{70}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
 }
 
 type WhoAmIResponse struct {
@@ -4170,7 +4610,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[71]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4182,7 +4622,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[71]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4195,7 +4635,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{71}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *WhoAmIResponse) GetIdentity() string {
@@ -4234,7 +4674,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[72]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4246,7 +4686,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[72]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4259,7 +4699,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{72}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{77}
 }
 
 type GetClusterResponse struct {
@@ -4280,7 +4720,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[73]
+	mi := &file_converge_v1_control_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4292,7 +4732,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[73]
+	mi := &file_converge_v1_control_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4305,7 +4745,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{73}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GetClusterResponse) GetMembers() []*ClusterMember {
@@ -4353,7 +4793,7 @@ type SetLogLevelRequest struct {
 
 func (x *SetLogLevelRequest) Reset() {
 	*x = SetLogLevelRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4365,7 +4805,7 @@ func (x *SetLogLevelRequest) String() string {
 func (*SetLogLevelRequest) ProtoMessage() {}
 
 func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4378,7 +4818,7 @@ func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelRequest.ProtoReflect.Descriptor instead.
 func (*SetLogLevelRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *SetLogLevelRequest) GetLevel() string {
@@ -4400,7 +4840,7 @@ type SetLogLevelResponse struct {
 
 func (x *SetLogLevelResponse) Reset() {
 	*x = SetLogLevelResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4852,7 @@ func (x *SetLogLevelResponse) String() string {
 func (*SetLogLevelResponse) ProtoMessage() {}
 
 func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4865,7 @@ func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelResponse.ProtoReflect.Descriptor instead.
 func (*SetLogLevelResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SetLogLevelResponse) GetLevel() string {
@@ -4460,7 +4900,7 @@ type ClusterMember struct {
 
 func (x *ClusterMember) Reset() {
 	*x = ClusterMember{}
-	mi := &file_converge_v1_control_proto_msgTypes[76]
+	mi := &file_converge_v1_control_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4472,7 +4912,7 @@ func (x *ClusterMember) String() string {
 func (*ClusterMember) ProtoMessage() {}
 
 func (x *ClusterMember) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[76]
+	mi := &file_converge_v1_control_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4485,7 +4925,7 @@ func (x *ClusterMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterMember.ProtoReflect.Descriptor instead.
 func (*ClusterMember) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{76}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ClusterMember) GetId() string {
@@ -4564,7 +5004,7 @@ type ServedReaction struct {
 
 func (x *ServedReaction) Reset() {
 	*x = ServedReaction{}
-	mi := &file_converge_v1_control_proto_msgTypes[77]
+	mi := &file_converge_v1_control_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4576,7 +5016,7 @@ func (x *ServedReaction) String() string {
 func (*ServedReaction) ProtoMessage() {}
 
 func (x *ServedReaction) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[77]
+	mi := &file_converge_v1_control_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4589,7 +5029,7 @@ func (x *ServedReaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServedReaction.ProtoReflect.Descriptor instead.
 func (*ServedReaction) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{77}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ServedReaction) GetKind() string {
@@ -4895,7 +5335,50 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x1aGetResourceHistoryResponse\x123\n" +
 	"\trevisions\x18\x01 \x03(\v2\x15.converge.v1.RevisionR\trevisions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x12\n" +
-	"\x04keep\x18\x03 \x01(\x05R\x04keep\"\xd3\x01\n" +
+	"\x04keep\x18\x03 \x01(\x05R\x04keep\"\xd8\x01\n" +
+	"\x16ListTaskRecordsRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12&\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\tpageToken\"t\n" +
+	"\x17ListTaskRecordsResponse\x121\n" +
+	"\arecords\x18\x01 \x03(\v2\x17.converge.v1.TaskRecordR\arecords\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"/\n" +
+	"\x14GetTaskRecordRequest\x12\x17\n" +
+	"\x02id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\x02id\"H\n" +
+	"\x15GetTaskRecordResponse\x12/\n" +
+	"\x06record\x18\x01 \x01(\v2\x17.converge.v1.TaskRecordR\x06record\"\xec\x05\n" +
+	"\n" +
+	"TaskRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x124\n" +
+	"\bresource\x18\x02 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\x03R\x06taskId\x12\x18\n" +
+	"\atrigger\x18\x04 \x01(\tR\atrigger\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x05 \x01(\x03R\n" +
+	"generation\x12\x18\n" +
+	"\aattempt\x18\x06 \x01(\x05R\aattempt\x12\x16\n" +
+	"\x06worker\x18\a \x01(\tR\x06worker\x12\x18\n" +
+	"\asession\x18\b \x01(\tR\asession\x129\n" +
+	"\n" +
+	"claimed_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tclaimedAt\x12?\n" +
+	"\rdispatched_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt\x125\n" +
+	"\bended_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x18\n" +
+	"\aoutcome\x18\f \x01(\tR\aoutcome\x12%\n" +
+	"\x0ediscard_reason\x18\r \x01(\tR\rdiscardReason\x12\x16\n" +
+	"\x06failed\x18\x0e \x01(\bR\x06failed\x12\x1a\n" +
+	"\bterminal\x18\x0f \x01(\bR\bterminal\x12!\n" +
+	"\ferror_reason\x18\x10 \x01(\tR\verrorReason\x12\x14\n" +
+	"\x05error\x18\x11 \x01(\tR\x05error\x12\x1a\n" +
+	"\bchildren\x18\x12 \x01(\x05R\bchildren\x12\x1c\n" +
+	"\ttruncated\x18\x13 \x01(\bR\ttruncated\x12-\n" +
+	"\x05input\x18\x14 \x01(\v2\x17.google.protobuf.StructR\x05input\x12/\n" +
+	"\x06result\x18\x15 \x01(\v2\x17.google.protobuf.StructR\x06result\"\xd3\x01\n" +
 	"\x17RollbackResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -5011,7 +5494,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\bcapacity\x18\x05 \x01(\x05R\bcapacity\x12\x1b\n" +
 	"\tnot_ready\x18\x06 \x01(\tR\bnotReady\x12\x19\n" +
 	"\bshard_lo\x18\a \x01(\x05R\ashardLo\x12\x19\n" +
-	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\x8a'\n" +
+	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\xaa)\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -5035,7 +5518,9 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x0fGetResourceTree\x12#.converge.v1.GetResourceTreeRequest\x1a$.converge.v1.GetResourceTreeResponse\"C\x82\xd3\xe4\x93\x02=\x12;/api/v1/namespaces/{namespace}/resources/{kind}/{name}/tree\x12\xa4\x01\n" +
 	"\x0fExplainResource\x12#.converge.v1.ExplainResourceRequest\x1a$.converge.v1.ExplainResourceResponse\"F\x82\xd3\xe4\x93\x02@\x12>/api/v1/namespaces/{namespace}/resources/{kind}/{name}/explain\x12\xa5\x01\n" +
 	"\x10GetResourceGraph\x12$.converge.v1.GetResourceGraphRequest\x1a%.converge.v1.GetResourceGraphResponse\"D\x82\xd3\xe4\x93\x02>\x12</api/v1/namespaces/{namespace}/resources/{kind}/{name}/graph\x12\xad\x01\n" +
-	"\x12GetResourceHistory\x12&.converge.v1.GetResourceHistoryRequest\x1a'.converge.v1.GetResourceHistoryResponse\"F\x82\xd3\xe4\x93\x02@\x12>/api/v1/namespaces/{namespace}/resources/{kind}/{name}/history\x12\xab\x01\n" +
+	"\x12GetResourceHistory\x12&.converge.v1.GetResourceHistoryRequest\x1a'.converge.v1.GetResourceHistoryResponse\"F\x82\xd3\xe4\x93\x02@\x12>/api/v1/namespaces/{namespace}/resources/{kind}/{name}/history\x12\xa2\x01\n" +
+	"\x0fListTaskRecords\x12#.converge.v1.ListTaskRecordsRequest\x1a$.converge.v1.ListTaskRecordsResponse\"D\x82\xd3\xe4\x93\x02>\x12</api/v1/namespaces/{namespace}/resources/{kind}/{name}/tasks\x12y\n" +
+	"\rGetTaskRecord\x12!.converge.v1.GetTaskRecordRequest\x1a\".converge.v1.GetTaskRecordResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/api/v1/task-records/{id}\x12\xab\x01\n" +
 	"\x10RollbackResource\x12$.converge.v1.RollbackResourceRequest\x1a%.converge.v1.RollbackResourceResponse\"J\x82\xd3\xe4\x93\x02D:\x01*\"?/api/v1/namespaces/{namespace}/resources/{kind}/{name}/rollback\x12\xb3\x01\n" +
 	"\x12QuarantineResource\x12&.converge.v1.QuarantineResourceRequest\x1a'.converge.v1.QuarantineResourceResponse\"L\x82\xd3\xe4\x93\x02F:\x01*\"A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/quarantine\x12\xbb\x01\n" +
 	"\x14UnquarantineResource\x12(.converge.v1.UnquarantineResourceRequest\x1a).converge.v1.UnquarantineResourceResponse\"N\x82\xd3\xe4\x93\x02H:\x01*\"C/api/v1/namespaces/{namespace}/resources/{kind}/{name}/unquarantine\x12\xaf\x01\n" +
@@ -5065,7 +5550,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -5121,180 +5606,197 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*DeleteReactorBindingResponse)(nil), // 51: converge.v1.DeleteReactorBindingResponse
 	(*GetResourceHistoryRequest)(nil),    // 52: converge.v1.GetResourceHistoryRequest
 	(*GetResourceHistoryResponse)(nil),   // 53: converge.v1.GetResourceHistoryResponse
-	(*RollbackResourceRequest)(nil),      // 54: converge.v1.RollbackResourceRequest
-	(*RollbackResourceResponse)(nil),     // 55: converge.v1.RollbackResourceResponse
-	(*QuarantineResourceRequest)(nil),    // 56: converge.v1.QuarantineResourceRequest
-	(*QuarantineResourceResponse)(nil),   // 57: converge.v1.QuarantineResourceResponse
-	(*UnquarantineResourceRequest)(nil),  // 58: converge.v1.UnquarantineResourceRequest
-	(*UnquarantineResourceResponse)(nil), // 59: converge.v1.UnquarantineResourceResponse
-	(*ReconcileResourceRequest)(nil),     // 60: converge.v1.ReconcileResourceRequest
-	(*ReconcileResourceResponse)(nil),    // 61: converge.v1.ReconcileResourceResponse
-	(*InvokeOperationRequest)(nil),       // 62: converge.v1.InvokeOperationRequest
-	(*InvokeOperationResponse)(nil),      // 63: converge.v1.InvokeOperationResponse
-	(*GetOperationRequest)(nil),          // 64: converge.v1.GetOperationRequest
-	(*GetOperationResponse)(nil),         // 65: converge.v1.GetOperationResponse
-	(*ListOperationsRequest)(nil),        // 66: converge.v1.ListOperationsRequest
-	(*ListOperationsResponse)(nil),       // 67: converge.v1.ListOperationsResponse
-	(*CountResourcesRequest)(nil),        // 68: converge.v1.CountResourcesRequest
-	(*CountResourcesResponse)(nil),       // 69: converge.v1.CountResourcesResponse
-	(*WhoAmIRequest)(nil),                // 70: converge.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 71: converge.v1.WhoAmIResponse
-	(*GetClusterRequest)(nil),            // 72: converge.v1.GetClusterRequest
-	(*GetClusterResponse)(nil),           // 73: converge.v1.GetClusterResponse
-	(*SetLogLevelRequest)(nil),           // 74: converge.v1.SetLogLevelRequest
-	(*SetLogLevelResponse)(nil),          // 75: converge.v1.SetLogLevelResponse
-	(*ClusterMember)(nil),                // 76: converge.v1.ClusterMember
-	(*ServedReaction)(nil),               // 77: converge.v1.ServedReaction
-	nil,                                  // 78: converge.v1.ApplyResourceRequest.LabelsEntry
-	nil,                                  // 79: converge.v1.CountResourcesResponse.PhasesEntry
-	(*KindManifest)(nil),                 // 80: converge.v1.KindManifest
-	(*structpb.Struct)(nil),              // 81: google.protobuf.Struct
-	(*Resource)(nil),                     // 82: converge.v1.Resource
-	(*Event)(nil),                        // 83: converge.v1.Event
-	(*Change)(nil),                       // 84: converge.v1.Change
-	(*ResourceRef)(nil),                  // 85: converge.v1.ResourceRef
-	(*Rollup)(nil),                       // 86: converge.v1.Rollup
-	(*timestamppb.Timestamp)(nil),        // 87: google.protobuf.Timestamp
-	(*Culprit)(nil),                      // 88: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 89: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 90: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 91: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 92: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 93: converge.v1.Revision
-	(*Operation)(nil),                    // 94: converge.v1.Operation
+	(*ListTaskRecordsRequest)(nil),       // 54: converge.v1.ListTaskRecordsRequest
+	(*ListTaskRecordsResponse)(nil),      // 55: converge.v1.ListTaskRecordsResponse
+	(*GetTaskRecordRequest)(nil),         // 56: converge.v1.GetTaskRecordRequest
+	(*GetTaskRecordResponse)(nil),        // 57: converge.v1.GetTaskRecordResponse
+	(*TaskRecord)(nil),                   // 58: converge.v1.TaskRecord
+	(*RollbackResourceRequest)(nil),      // 59: converge.v1.RollbackResourceRequest
+	(*RollbackResourceResponse)(nil),     // 60: converge.v1.RollbackResourceResponse
+	(*QuarantineResourceRequest)(nil),    // 61: converge.v1.QuarantineResourceRequest
+	(*QuarantineResourceResponse)(nil),   // 62: converge.v1.QuarantineResourceResponse
+	(*UnquarantineResourceRequest)(nil),  // 63: converge.v1.UnquarantineResourceRequest
+	(*UnquarantineResourceResponse)(nil), // 64: converge.v1.UnquarantineResourceResponse
+	(*ReconcileResourceRequest)(nil),     // 65: converge.v1.ReconcileResourceRequest
+	(*ReconcileResourceResponse)(nil),    // 66: converge.v1.ReconcileResourceResponse
+	(*InvokeOperationRequest)(nil),       // 67: converge.v1.InvokeOperationRequest
+	(*InvokeOperationResponse)(nil),      // 68: converge.v1.InvokeOperationResponse
+	(*GetOperationRequest)(nil),          // 69: converge.v1.GetOperationRequest
+	(*GetOperationResponse)(nil),         // 70: converge.v1.GetOperationResponse
+	(*ListOperationsRequest)(nil),        // 71: converge.v1.ListOperationsRequest
+	(*ListOperationsResponse)(nil),       // 72: converge.v1.ListOperationsResponse
+	(*CountResourcesRequest)(nil),        // 73: converge.v1.CountResourcesRequest
+	(*CountResourcesResponse)(nil),       // 74: converge.v1.CountResourcesResponse
+	(*WhoAmIRequest)(nil),                // 75: converge.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 76: converge.v1.WhoAmIResponse
+	(*GetClusterRequest)(nil),            // 77: converge.v1.GetClusterRequest
+	(*GetClusterResponse)(nil),           // 78: converge.v1.GetClusterResponse
+	(*SetLogLevelRequest)(nil),           // 79: converge.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 80: converge.v1.SetLogLevelResponse
+	(*ClusterMember)(nil),                // 81: converge.v1.ClusterMember
+	(*ServedReaction)(nil),               // 82: converge.v1.ServedReaction
+	nil,                                  // 83: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 84: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 85: converge.v1.KindManifest
+	(*structpb.Struct)(nil),              // 86: google.protobuf.Struct
+	(*Resource)(nil),                     // 87: converge.v1.Resource
+	(*Event)(nil),                        // 88: converge.v1.Event
+	(*Change)(nil),                       // 89: converge.v1.Change
+	(*ResourceRef)(nil),                  // 90: converge.v1.ResourceRef
+	(*Rollup)(nil),                       // 91: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 92: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 93: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 94: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 95: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 96: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 97: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 98: converge.v1.Revision
+	(*Operation)(nil),                    // 99: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	80, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	80, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	80, // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	80, // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	78, // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	81, // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	82, // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
-	8,  // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
-	12, // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	82, // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	82, // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	82, // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	83, // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	84, // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
-	25, // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	85, // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	86, // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
-	25, // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	85, // 18: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
-	28, // 19: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	85, // 20: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	85, // 21: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	87, // 22: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
-	31, // 23: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
-	32, // 24: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	88, // 25: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	85, // 26: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	85, // 27: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	85, // 28: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
-	33, // 29: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	89, // 30: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	90, // 31: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	80, // 32: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	91, // 33: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	91, // 34: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	91, // 35: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	91, // 36: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	92, // 37: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	92, // 38: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	92, // 39: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	92, // 40: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	93, // 41: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	82, // 42: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	82, // 43: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	82, // 44: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	82, // 45: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	81, // 46: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	94, // 47: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	94, // 48: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	94, // 49: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	79, // 50: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
-	76, // 51: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	87, // 52: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
-	87, // 53: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	87, // 54: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
-	77, // 55: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	0,  // 56: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,  // 57: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,  // 58: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,  // 59: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	34, // 60: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	36, // 61: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	38, // 62: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	40, // 63: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	42, // 64: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	44, // 65: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	46, // 66: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	48, // 67: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	50, // 68: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,  // 69: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10, // 70: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13, // 71: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15, // 72: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17, // 73: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23, // 74: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26, // 75: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	29, // 76: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	52, // 77: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	54, // 78: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	56, // 79: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	58, // 80: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	60, // 81: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	62, // 82: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	64, // 83: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	66, // 84: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19, // 85: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21, // 86: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	68, // 87: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	70, // 88: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	72, // 89: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	74, // 90: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
-	1,  // 91: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,  // 92: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,  // 93: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,  // 94: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	35, // 95: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	37, // 96: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	39, // 97: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	41, // 98: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	43, // 99: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	45, // 100: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	47, // 101: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	49, // 102: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	51, // 103: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,  // 104: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11, // 105: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14, // 106: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16, // 107: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18, // 108: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24, // 109: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27, // 110: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	30, // 111: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	53, // 112: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	55, // 113: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	57, // 114: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	59, // 115: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	61, // 116: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	63, // 117: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	65, // 118: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	67, // 119: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20, // 120: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22, // 121: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	69, // 122: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	71, // 123: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	73, // 124: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	75, // 125: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
-	91, // [91:126] is the sub-list for method output_type
-	56, // [56:91] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	85,  // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	85,  // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	85,  // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	85,  // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	83,  // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	86,  // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	87,  // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	8,   // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
+	12,  // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
+	87,  // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	87,  // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	87,  // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	88,  // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	89,  // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	25,  // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
+	90,  // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	91,  // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	25,  // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
+	90,  // 18: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	28,  // 19: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
+	90,  // 20: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	90,  // 21: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	92,  // 22: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	31,  // 23: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
+	32,  // 24: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
+	93,  // 25: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	90,  // 26: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	90,  // 27: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	90,  // 28: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	33,  // 29: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
+	94,  // 30: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	95,  // 31: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	85,  // 32: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	96,  // 33: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	96,  // 34: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	96,  // 35: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	96,  // 36: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	97,  // 37: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	97,  // 38: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	97,  // 39: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	97,  // 40: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	98,  // 41: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	58,  // 42: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
+	58,  // 43: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
+	90,  // 44: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
+	92,  // 45: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
+	92,  // 46: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	92,  // 47: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
+	86,  // 48: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
+	86,  // 49: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
+	87,  // 50: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	87,  // 51: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	87,  // 52: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	87,  // 53: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 54: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	99,  // 55: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	99,  // 56: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	99,  // 57: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	84,  // 58: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	81,  // 59: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	92,  // 60: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	92,  // 61: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	92,  // 62: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	82,  // 63: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	0,   // 64: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,   // 65: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,   // 66: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,   // 67: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	34,  // 68: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	36,  // 69: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	38,  // 70: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	40,  // 71: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	42,  // 72: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	44,  // 73: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	46,  // 74: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	48,  // 75: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	50,  // 76: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,   // 77: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10,  // 78: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13,  // 79: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15,  // 80: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17,  // 81: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23,  // 82: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26,  // 83: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	29,  // 84: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	52,  // 85: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	54,  // 86: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
+	56,  // 87: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
+	59,  // 88: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	61,  // 89: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	63,  // 90: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	65,  // 91: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	67,  // 92: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	69,  // 93: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	71,  // 94: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19,  // 95: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21,  // 96: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	73,  // 97: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	75,  // 98: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	77,  // 99: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	79,  // 100: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	1,   // 101: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,   // 102: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,   // 103: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,   // 104: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	35,  // 105: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	37,  // 106: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	39,  // 107: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	41,  // 108: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	43,  // 109: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	45,  // 110: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	47,  // 111: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	49,  // 112: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	51,  // 113: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,   // 114: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11,  // 115: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14,  // 116: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16,  // 117: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18,  // 118: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24,  // 119: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27,  // 120: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	30,  // 121: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	53,  // 122: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	55,  // 123: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
+	57,  // 124: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
+	60,  // 125: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	62,  // 126: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	64,  // 127: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	66,  // 128: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	68,  // 129: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	70,  // 130: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	72,  // 131: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20,  // 132: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22,  // 133: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	74,  // 134: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	76,  // 135: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	78,  // 136: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	80,  // 137: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	101, // [101:138] is the sub-list for method output_type
+	64,  // [64:101] is the sub-list for method input_type
+	64,  // [64:64] is the sub-list for extension type_name
+	64,  // [64:64] is the sub-list for extension extendee
+	0,   // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -5310,7 +5812,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   80,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

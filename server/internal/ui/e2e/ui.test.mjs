@@ -133,6 +133,17 @@ test('history shows diffs and rollback makes a new generation', async () => {
   await shot('05-rolled-back');
 });
 
+test('the task timeline shows the resource\'s task records', async () => {
+  await page.click('#tasks summary');
+  const rec = page.locator('.task-record[data-outcome="applied"]').first();
+  await rec.waitFor();
+  assert.match(await rec.textContent(), /generation \d+ · attempt 1/);
+  await rec.locator('.rev-head').click();
+  await rec.locator('.task-detail pre.json').first().waitFor();
+  assert.match(await rec.locator('.task-detail').textContent(), /"spec"/);
+  await shot('06-tasks');
+});
+
 test('kinds and cluster pages render', async () => {
   await page.click('a[data-nav="kinds"]');
   await page.locator('tr[data-kind="vpc/1"]').waitFor();

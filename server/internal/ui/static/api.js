@@ -73,6 +73,8 @@ export const countResources = (q) => call('/resourcecounts', { query: q });
 export const getResource = (ref) => call(resourcePath(ref)).then((r) => r.resource);
 export const getGraph = (ref) => call(`${resourcePath(ref)}/graph`);
 export const getHistory = (ref, q) => call(`${resourcePath(ref)}/history`, { query: q });
+export const listTaskRecords = (ref, q) => call(`${resourcePath(ref)}/tasks`, { query: q });
+export const getTaskRecord = (id) => call(`/task-records/${seg(String(id))}`);
 export const listEvents = (ref) =>
   call('/events', { query: { namespace: ref.namespace, kind: ref.kind, name: ref.name, page_size: 50 } });
 export const rollback = (ref, generation, reason) =>

@@ -98,6 +98,12 @@ const (
 	// ControlServiceGetResourceHistoryProcedure is the fully-qualified name of the ControlService's
 	// GetResourceHistory RPC.
 	ControlServiceGetResourceHistoryProcedure = "/converge.v1.ControlService/GetResourceHistory"
+	// ControlServiceListTaskRecordsProcedure is the fully-qualified name of the ControlService's
+	// ListTaskRecords RPC.
+	ControlServiceListTaskRecordsProcedure = "/converge.v1.ControlService/ListTaskRecords"
+	// ControlServiceGetTaskRecordProcedure is the fully-qualified name of the ControlService's
+	// GetTaskRecord RPC.
+	ControlServiceGetTaskRecordProcedure = "/converge.v1.ControlService/GetTaskRecord"
 	// ControlServiceRollbackResourceProcedure is the fully-qualified name of the ControlService's
 	// RollbackResource RPC.
 	ControlServiceRollbackResourceProcedure = "/converge.v1.ControlService/RollbackResource"
@@ -177,6 +183,11 @@ type ControlServiceClient interface {
 	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
 	// A resource's spec revisions, newest first.
 	GetResourceHistory(context.Context, *v1.GetResourceHistoryRequest) (*v1.GetResourceHistoryResponse, error)
+	// A resource's task records, newest first: what each of its last tasks
+	// was sent and returned, who ran it, when, and what became of the result.
+	ListTaskRecords(context.Context, *v1.ListTaskRecordsRequest) (*v1.ListTaskRecordsResponse, error)
+	// One task record whole, with its input and result documents.
+	GetTaskRecord(context.Context, *v1.GetTaskRecordRequest) (*v1.GetTaskRecordResponse, error)
 	// Apply an earlier revision's spec again, as a new generation.
 	RollbackResource(context.Context, *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error)
 	// Freeze a resource: no work runs for it, and its ancestors stop counting
@@ -349,6 +360,18 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("GetResourceHistory")),
 			connect.WithClientOptions(opts...),
 		),
+		listTaskRecords: connect.NewClient[v1.ListTaskRecordsRequest, v1.ListTaskRecordsResponse](
+			httpClient,
+			baseURL+ControlServiceListTaskRecordsProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ListTaskRecords")),
+			connect.WithClientOptions(opts...),
+		),
+		getTaskRecord: connect.NewClient[v1.GetTaskRecordRequest, v1.GetTaskRecordResponse](
+			httpClient,
+			baseURL+ControlServiceGetTaskRecordProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetTaskRecord")),
+			connect.WithClientOptions(opts...),
+		),
 		rollbackResource: connect.NewClient[v1.RollbackResourceRequest, v1.RollbackResourceResponse](
 			httpClient,
 			baseURL+ControlServiceRollbackResourceProcedure,
@@ -454,6 +477,8 @@ type controlServiceClient struct {
 	explainResource      *connect.Client[v1.ExplainResourceRequest, v1.ExplainResourceResponse]
 	getResourceGraph     *connect.Client[v1.GetResourceGraphRequest, v1.GetResourceGraphResponse]
 	getResourceHistory   *connect.Client[v1.GetResourceHistoryRequest, v1.GetResourceHistoryResponse]
+	listTaskRecords      *connect.Client[v1.ListTaskRecordsRequest, v1.ListTaskRecordsResponse]
+	getTaskRecord        *connect.Client[v1.GetTaskRecordRequest, v1.GetTaskRecordResponse]
 	rollbackResource     *connect.Client[v1.RollbackResourceRequest, v1.RollbackResourceResponse]
 	quarantineResource   *connect.Client[v1.QuarantineResourceRequest, v1.QuarantineResourceResponse]
 	unquarantineResource *connect.Client[v1.UnquarantineResourceRequest, v1.UnquarantineResourceResponse]
@@ -667,6 +692,24 @@ func (c *controlServiceClient) GetResourceHistory(ctx context.Context, req *v1.G
 	return nil, err
 }
 
+// ListTaskRecords calls converge.v1.ControlService.ListTaskRecords.
+func (c *controlServiceClient) ListTaskRecords(ctx context.Context, req *v1.ListTaskRecordsRequest) (*v1.ListTaskRecordsResponse, error) {
+	response, err := c.listTaskRecords.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetTaskRecord calls converge.v1.ControlService.GetTaskRecord.
+func (c *controlServiceClient) GetTaskRecord(ctx context.Context, req *v1.GetTaskRecordRequest) (*v1.GetTaskRecordResponse, error) {
+	response, err := c.getTaskRecord.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // RollbackResource calls converge.v1.ControlService.RollbackResource.
 func (c *controlServiceClient) RollbackResource(ctx context.Context, req *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error) {
 	response, err := c.rollbackResource.CallUnary(ctx, connect.NewRequest(req))
@@ -820,6 +863,11 @@ type ControlServiceHandler interface {
 	GetResourceGraph(context.Context, *v1.GetResourceGraphRequest) (*v1.GetResourceGraphResponse, error)
 	// A resource's spec revisions, newest first.
 	GetResourceHistory(context.Context, *v1.GetResourceHistoryRequest) (*v1.GetResourceHistoryResponse, error)
+	// A resource's task records, newest first: what each of its last tasks
+	// was sent and returned, who ran it, when, and what became of the result.
+	ListTaskRecords(context.Context, *v1.ListTaskRecordsRequest) (*v1.ListTaskRecordsResponse, error)
+	// One task record whole, with its input and result documents.
+	GetTaskRecord(context.Context, *v1.GetTaskRecordRequest) (*v1.GetTaskRecordResponse, error)
 	// Apply an earlier revision's spec again, as a new generation.
 	RollbackResource(context.Context, *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error)
 	// Freeze a resource: no work runs for it, and its ancestors stop counting
@@ -988,6 +1036,18 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("GetResourceHistory")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceListTaskRecordsHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceListTaskRecordsProcedure,
+		svc.ListTaskRecords,
+		connect.WithSchema(controlServiceMethods.ByName("ListTaskRecords")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceGetTaskRecordHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetTaskRecordProcedure,
+		svc.GetTaskRecord,
+		connect.WithSchema(controlServiceMethods.ByName("GetTaskRecord")),
+		connect.WithHandlerOptions(opts...),
+	)
 	controlServiceRollbackResourceHandler := connect.NewUnaryHandlerSimple(
 		ControlServiceRollbackResourceProcedure,
 		svc.RollbackResource,
@@ -1112,6 +1172,10 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceGetResourceGraphHandler.ServeHTTP(w, r)
 		case ControlServiceGetResourceHistoryProcedure:
 			controlServiceGetResourceHistoryHandler.ServeHTTP(w, r)
+		case ControlServiceListTaskRecordsProcedure:
+			controlServiceListTaskRecordsHandler.ServeHTTP(w, r)
+		case ControlServiceGetTaskRecordProcedure:
+			controlServiceGetTaskRecordHandler.ServeHTTP(w, r)
 		case ControlServiceRollbackResourceProcedure:
 			controlServiceRollbackResourceHandler.ServeHTTP(w, r)
 		case ControlServiceQuarantineResourceProcedure:
@@ -1233,6 +1297,14 @@ func (UnimplementedControlServiceHandler) GetResourceGraph(context.Context, *v1.
 
 func (UnimplementedControlServiceHandler) GetResourceHistory(context.Context, *v1.GetResourceHistoryRequest) (*v1.GetResourceHistoryResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetResourceHistory is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ListTaskRecords(context.Context, *v1.ListTaskRecordsRequest) (*v1.ListTaskRecordsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ListTaskRecords is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetTaskRecord(context.Context, *v1.GetTaskRecordRequest) (*v1.GetTaskRecordResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetTaskRecord is not implemented"))
 }
 
 func (UnimplementedControlServiceHandler) RollbackResource(context.Context, *v1.RollbackResourceRequest) (*v1.RollbackResourceResponse, error) {

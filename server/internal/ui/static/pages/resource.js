@@ -1,5 +1,6 @@
 // One resource: header and actions, culprits, dependency graph,
-// conditions, spec and status, events and spec history with rollback.
+// conditions, spec and status, events, spec history with rollback and the
+// task timeline.
 
 import * as api from '../api.js';
 import { debounce, errorBox, h, link, phaseBadge, replace, time } from '../dom.js';
@@ -7,6 +8,7 @@ import { diffLines, pretty } from '../diff.js';
 import { drawGraph } from '../graph.js';
 import { refId } from '../graphmodel.js';
 import { resourceHref } from './resources.js';
+import { taskTimeline } from './tasks.js';
 
 export function resourcePage(root, { params, navigate, session }) {
   const ref = { namespace: params.namespace, kind: params.kind, name: params.name };
@@ -21,10 +23,11 @@ export function resourcePage(root, { params, navigate, session }) {
   const historyBody = h('div', { class: 'history' });
   const historyEl = h('details', { class: 'history-section', id: 'history', ontoggle: () => historyEl.open && loadHistory() },
     h('summary', {}, 'Spec history'), historyBody);
+  const tasks = taskTimeline(ref);
   const liveEl = h('span', { class: 'live' }, 'connecting…');
   replace(root,
     h('div', { class: 'page-head' }, h('h1', {}, `${ref.kind}/${ref.name}`), liveEl),
-    head, actions, notice, culpritsEl, graphEl, overview, historyEl, eventsEl);
+    head, actions, notice, culpritsEl, graphEl, overview, historyEl, tasks.el, eventsEl);
 
   let current = null;
   let owner = '';
@@ -194,7 +197,8 @@ export function resourcePage(root, { params, navigate, session }) {
     renderActions(current);
     renderCulprits(current);
     renderOverview(current);
-    await Promise.all([loadGraph(), loadEvents(), historyEl.open ? loadHistory() : null]);
+    await Promise.all([loadGraph(), loadEvents(), historyEl.open ? loadHistory() : null,
+      tasks.el.open ? tasks.load() : null]);
   }
 
   const reload = debounce(loadAll, 300);

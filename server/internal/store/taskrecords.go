@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Task record outcomes.
+const (
+	RecordApplied   = "applied"
+	RecordDiscarded = "discarded"
+	RecordLost      = "lost"
+)
+
+// TaskRecord is what one task was sent and returned, and what became of
+// the result (see migrations/00004_task_records.sql).
+type TaskRecord struct {
+	ID         int64
+	ResourceID int64
+	// Ref is filled by reads.
+	Ref           Ref
+	TaskID        int64
+	Trigger       string
+	Generation    int64
+	Attempt       int32
+	Worker        string
+	Session       string
+	ClaimedAt     time.Time
+	DispatchedAt  time.Time // zero: never sent to a worker
+	EndedAt       time.Time
+	Outcome       string
+	DiscardReason string
+	Failed        bool
+	Terminal      bool
+	ErrorReason   string
+	Error         string
+	Children      int32
+	Truncated     bool
+	// Input and Result are JSON documents; reads of a list leave them nil.
+	Input, Result []byte
+}
+
+// TaskRecordPage is a page of a resource's records, newest first.
+type TaskRecordPage struct {
+	Records []TaskRecord
+	More    bool
+}
+
+// EdgeFlows returns, per dependent among ids, the flows of its edges
+// (each a JSON array of {"from"|"expr", "to"}).
+func (s *Store) EdgeFlows(ctx context.Context, ids []int64) (map[int64][][]byte, error) {
+	rows, err := s.relaxed.Query(ctx, `SELECT dependent_id, flows FROM edges
+		WHERE dependent_id = ANY($1::bigint[]) AND flows IS NOT NULL AND flows <> '[]'::jsonb`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64][][]byte{}
+	for rows.Next() {
+		var id int64
+		var f []byte
+		if err := rows.Scan(&id, &f); err != nil {
+			return nil, err
+		}
+		out[id] = append(out[id], f)
+	}
+	return out, rows.Err()
+}
+
+// WriteTaskRecords inserts recs in one statement, in order (ids grow with
+// it), skipping those whose
+// resource is gone, then keeps only the newest keep records of each
+// resource written to. Records are evidence, not state: they go through
+// the relaxed pool.
+func (s *Store) WriteTaskRecords(ctx context.Context, recs []TaskRecord, keep int) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := len(recs)
+	var (
+		resource, task, generation     = make([]int64, n), make([]int64, n), make([]int64, n)
+		attempt, children              = make([]int32, n), make([]int32, n)
+		trig, worker, session, outcome = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		discard, reason, msg           = make([]string, n), make([]string, n), make([]string, n)
+		claimed, ended                 = make([]time.Time, n), make([]time.Time, n)
+		dispatched                     = make([]pgtype.Timestamptz, n)
+		failed, terminal, truncated    = make([]bool, n), make([]bool, n), make([]bool, n)
+		input, result                  = make([]string, n), make([]string, n)
+		ids                            = make([]int64, 0, n)
+		seen                           = map[int64]bool{}
+	)
+	for i, r := range recs {
+		resource[i], task[i], generation[i] = r.ResourceID, r.TaskID, r.Generation
+		attempt[i], children[i] = r.Attempt, r.Children
+		trig[i], worker[i], session[i], outcome[i] = r.Trigger, r.Worker, r.Session, r.Outcome
+		discard[i], reason[i], msg[i] = r.DiscardReason, r.ErrorReason, r.Error
+		claimed[i], ended[i] = r.ClaimedAt, r.EndedAt
+		dispatched[i] = pgtype.Timestamptz{Time: r.DispatchedAt, Valid: !r.DispatchedAt.IsZero()}
+		failed[i], terminal[i], truncated[i] = r.Failed, r.Terminal, r.Truncated
+		input[i], result[i] = string(orEmptyObject(r.Input)), string(orEmptyObject(r.Result))
+		if !seen[r.ResourceID] {
+			seen[r.ResourceID] = true
+			ids = append(ids, r.ResourceID)
+		}
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`
+		INSERT INTO task_records (resource_id, task_id, trigger, generation, attempt, worker, session,
+		    claimed_at, dispatched_at, ended_at, outcome, discard_reason, failed, terminal, error_reason,
+		    error, children, truncated, input, result)
+		SELECT u.resource_id, u.task_id, u.trigger, u.generation, u.attempt, u.worker, u.session, u.claimed_at,
+		    u.dispatched_at, u.ended_at, u.outcome, u.discard_reason, u.failed, u.terminal, u.error_reason,
+		    u.error, u.children, u.truncated, u.input, u.result
+		FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::int[], $6::text[],
+		    $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[],
+		    $13::bool[], $14::bool[], $15::text[], $16::text[], $17::int[], $18::bool[], $19::jsonb[], $20::jsonb[])
+		    WITH ORDINALITY AS u(resource_id, task_id, trigger, generation, attempt, worker, session, claimed_at, dispatched_at,
+		         ended_at, outcome, discard_reason, failed, terminal, error_reason, error, children, truncated,
+		         input, result, ord)
+		WHERE EXISTS (SELECT 1 FROM resources r WHERE r.id = u.resource_id)
+		ORDER BY u.ord`,
+		resource, task, trig, generation, attempt, worker, session, claimed, dispatched, ended, outcome,
+		discard, failed, terminal, reason, msg, children, truncated, input, result)
+	// Pruning by each resource's keep-th newest id reads at most keep+1
+	// index entries per resource written to.
+	batch.Queue(`
+		DELETE FROM task_records t USING (
+		    SELECT r.id, (SELECT k.id FROM task_records k WHERE k.resource_id = r.id
+		                  ORDER BY k.id DESC OFFSET $2 - 1 LIMIT 1) AS oldest
+		    FROM unnest($1::bigint[]) AS r(id)) c
+		WHERE t.resource_id = c.id AND t.id < c.oldest`, ids, keep)
+	return s.relaxed.SendBatch(ctx, batch).Close()
+}
+
+func orEmptyObject(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("{}")
+	}
+	return b
+}
+
+const taskRecordColumns = `t.id, t.resource_id, r.namespace, r.kind, r.name, t.task_id, t.trigger, t.generation,
+	t.attempt, t.worker, t.session, t.claimed_at, t.dispatched_at, t.ended_at, t.outcome, t.discard_reason,
+	t.failed, t.terminal, t.error_reason, t.error, t.children, t.truncated`
+
+func scanTaskRecord(row pgx.Row, whole bool) (TaskRecord, error) {
+	var r TaskRecord
+	var dispatched pgtype.Timestamptz
+	dst := []any{&r.ID, &r.ResourceID, &r.Ref.Namespace, &r.Ref.Kind, &r.Ref.Name, &r.TaskID, &r.Trigger,
+		&r.Generation, &r.Attempt, &r.Worker, &r.Session, &r.ClaimedAt, &dispatched, &r.EndedAt, &r.Outcome,
+		&r.DiscardReason, &r.Failed, &r.Terminal, &r.ErrorReason, &r.Error, &r.Children, &r.Truncated}
+	if whole {
+		dst = append(dst, &r.Input, &r.Result)
+	}
+	if err := row.Scan(dst...); err != nil {
+		return TaskRecord{}, err
+	}
+	if dispatched.Valid {
+		r.DispatchedAt = dispatched.Time
+	}
+	return r, nil
+}
+
+// ListTaskRecords returns up to limit of a resource's records, newest
+// first, with ids below before (0: from the newest), without their input
+// and result.
+func (s *Store) ListTaskRecords(ctx context.Context, key ResourceKey, before int64, limit int) (TaskRecordPage, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
+		key.Namespace, key.Kind, key.Name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return TaskRecordPage{}, notFoundf("resource %s/%s/%s not found", key.Namespace, key.Kind, key.Name)
+	}
+	if err != nil {
+		return TaskRecordPage{}, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+taskRecordColumns+`
+		FROM task_records t JOIN resources r ON r.id = t.resource_id
+		WHERE t.resource_id = $1 AND ($2 = 0 OR t.id < $2)
+		ORDER BY t.id DESC LIMIT $3`, id, before, limit+1)
+	if err != nil {
+		return TaskRecordPage{}, err
+	}
+	defer rows.Close()
+	var page TaskRecordPage
+	for rows.Next() {
+		r, err := scanTaskRecord(rows, false)
+		if err != nil {
+			return TaskRecordPage{}, err
+		}
+		page.Records = append(page.Records, r)
+	}
+	if err := rows.Err(); err != nil {
+		return TaskRecordPage{}, err
+	}
+	if len(page.Records) > limit {
+		page.Records, page.More = page.Records[:limit], true
+	}
+	return page, nil
+}
+
+// GetTaskRecord returns one record whole.
+func (s *Store) GetTaskRecord(ctx context.Context, id int64) (TaskRecord, error) {
+	r, err := scanTaskRecord(s.pool.QueryRow(ctx, `SELECT `+taskRecordColumns+`, t.input, t.result
+		FROM task_records t JOIN resources r ON r.id = t.resource_id WHERE t.id = $1`, id), true)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return TaskRecord{}, notFoundf("task record %d not found (records are kept for the last tasks of each resource only)", id)
+	}
+	return r, err
+}

@@ -1,0 +1,215 @@
+// Package taskrec keeps task records: for each task a broker runs, what
+// the worker was sent (spec, the effective config with secret-looking
+// values redacted, the values dependencies flowed in), what it returned,
+// who ran it and when, and whether the fence applied or discarded the
+// result. The broker's hot path only fills a Pending and hands it over
+// without blocking; a writer goroutine builds the documents and writes
+// them in batches, pruning each resource to its last Keep records. When
+// the buffer is full a record is dropped and counted, never waited for.
+package taskrec
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/store"
+)
+
+// Defaults of the converge serve flags.
+const (
+	DefaultKeep     = 20
+	DefaultMaxBytes = 64 << 10
+	// MinMaxBytes is the smallest byte budget: room for the summary, the
+	// flowed values' pointers and the error.
+	MinMaxBytes = 1 << 10
+)
+
+// Config bounds the records. Keep 0 turns them off.
+type Config struct {
+	// Keep is how many records are kept per resource.
+	Keep int
+	// MaxBytes is the budget of one record's input and result documents
+	// together; larger parts are cut (see fit).
+	MaxBytes int
+	// Buffer is how many finished records may wait for the writer
+	// (default 8192); more are dropped.
+	Buffer int
+	// Batch caps the records written in one statement (default 500).
+	Batch int
+}
+
+// Recorder collects and writes records. A nil Recorder records nothing;
+// every method is safe on nil.
+type Recorder struct {
+	cfg     Config
+	store   *store.Store
+	log     *slog.Logger
+	queue   chan *Pending
+	written atomic.Int64
+	dropped atomic.Int64
+}
+
+// New returns a recorder, or nil when cfg.Keep is 0.
+func New(cfg Config, st *store.Store, log *slog.Logger) *Recorder {
+	if cfg.Keep <= 0 {
+		return nil
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 8192
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 500
+	}
+	return &Recorder{cfg: cfg, store: st, log: log, queue: make(chan *Pending, cfg.Buffer)}
+}
+
+// Pending is a record being filled by the broker while its task runs.
+// The broker's lock guards it; after Finish it belongs to the writer.
+type Pending struct {
+	claimed      store.Claimed
+	task         *convergev1.Task
+	claimedAt    time.Time
+	dispatchedAt time.Time
+	endedAt      time.Time
+	worker       string
+	session      string
+	// returned is the worker's result as received; children are the
+	// children of a composer's answer, all parts together.
+	returned *convergev1.TaskResult
+	children []store.ChildSpec
+	// out is what the broker applied (or tried to): it differs from the
+	// worker's result when the server refused that (a contract breach, a
+	// refused composition, a deadline).
+	out     store.Outcome
+	outcome string
+	why     string
+}
+
+// Start begins the record of a claimed task, given the message the
+// worker will be sent. It returns nil when records are off, or for a task
+// of no resource.
+func (r *Recorder) Start(c store.Claimed, task *convergev1.Task, now time.Time) *Pending {
+	if r == nil || c.ResourceID == 0 {
+		return nil
+	}
+	return &Pending{claimed: c, task: task, claimedAt: now}
+}
+
+// Dispatched notes the task went to a worker.
+func (p *Pending) Dispatched(now time.Time, worker, session string) {
+	if p != nil {
+		p.dispatchedAt, p.worker, p.session = now, worker, session
+	}
+}
+
+// Returned notes the worker's result, and a composer's children.
+func (p *Pending) Returned(res *convergev1.TaskResult, comp *store.Composition) {
+	if p == nil {
+		return
+	}
+	p.returned = res
+	if comp != nil {
+		p.children = comp.Children
+	}
+}
+
+// Finish ends the record: outcome is store.RecordApplied,
+// store.RecordDiscarded or store.RecordLost, why says why it was not
+// applied, and out is the outcome the broker applied or tried to. It
+// never blocks: with the buffer full the record is dropped.
+func (r *Recorder) Finish(p *Pending, out store.Outcome, outcome, why string) {
+	if r == nil || p == nil {
+		return
+	}
+	p.endedAt, p.out, p.outcome, p.why = time.Now(), out, outcome, why
+	select {
+	case r.queue <- p:
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+// Written and Dropped count records written and dropped, for metrics.
+func (r *Recorder) Written() int64 { return r.written.Load() }
+
+// Dropped counts records dropped because the buffer was full or their
+// batch could not be written.
+func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+
+// Name implements service.Service.
+func (*Recorder) Name() string { return "task recorder" }
+
+// Run writes records until ctx ends, then writes what is buffered.
+func (r *Recorder) Run(ctx context.Context) {
+	for {
+		var batch []*Pending
+		select {
+		case <-ctx.Done():
+			r.drain()
+			return
+		case p := <-r.queue:
+			batch = append(batch, p)
+		}
+		batch = r.fill(batch)
+		r.write(ctx, batch)
+	}
+}
+
+func (r *Recorder) fill(batch []*Pending) []*Pending {
+	for len(batch) < r.cfg.Batch {
+		select {
+		case p := <-r.queue:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// drain writes what is buffered at shutdown, for a few seconds at most.
+func (r *Recorder) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		batch := r.fill(nil)
+		if len(batch) == 0 {
+			return
+		}
+		r.write(ctx, batch)
+	}
+}
+
+func (r *Recorder) write(ctx context.Context, batch []*Pending) {
+	var withSpec []int64
+	for _, p := range batch {
+		if p.task.GetResource() != nil {
+			withSpec = append(withSpec, p.claimed.ResourceID)
+		}
+	}
+	var flows map[int64][][]byte
+	if len(withSpec) > 0 {
+		var err error
+		if flows, err = r.store.EdgeFlows(ctx, withSpec); err != nil && ctx.Err() == nil {
+			r.log.Warn("reading flows for task records failed; the records name no flowed values", "err", err)
+		}
+	}
+	recs := make([]store.TaskRecord, len(batch))
+	for i, p := range batch {
+		recs[i] = build(p, flows[p.claimed.ResourceID], r.cfg.MaxBytes)
+	}
+	if err := r.store.WriteTaskRecords(ctx, recs, r.cfg.Keep); err != nil {
+		r.dropped.Add(int64(len(recs)))
+		if ctx.Err() == nil {
+			r.log.Warn("writing task records failed; they are dropped", "records", len(recs), "err", err)
+		}
+		return
+	}
+	r.written.Add(int64(len(recs)))
+}
