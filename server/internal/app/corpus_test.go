@@ -51,7 +51,7 @@ func operations(t *testing.T) []operation {
 			var op struct {
 				Parameters []struct {
 					Name, In string
-					Schema   struct{ Type string }
+					Schema   struct{ Type, Format string }
 				}
 				RequestBody *struct {
 					Content map[string]struct {
@@ -66,7 +66,11 @@ func operations(t *testing.T) []operation {
 			}
 			o := operation{method: strings.ToUpper(method), path: path}
 			for _, p := range op.Parameters {
-				o.params = append(o.params, param{p.Name, p.In, p.Schema.Type})
+				typ := p.Schema.Type
+				if f := p.Schema.Format; f == "int64" || f == "uint64" || f == "int32" || f == "uint32" {
+					typ = "integer" // 64-bit integers are JSON strings in proto3 JSON
+				}
+				o.params = append(o.params, param{p.Name, p.In, typ})
 			}
 			if op.RequestBody != nil {
 				ref := op.RequestBody.Content["application/json"].Schema.Ref
