@@ -290,29 +290,14 @@ func TestStaleRecomposeIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := stackWorker(t, wrk)
-	first := w.Task()
-	w.Compose(first.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("s-a", `{}`)}})
-	w.Ack()
-	a := w.Task()
-	w.Result(a.GetLease(), `{}`)
-	w.Ack()
+	composeOneChild(w)
 	// The resync's recompose arrives and is held while the spec changes.
-	var resync *convergev1.Task
-	for resync == nil {
-		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "resync" {
-			resync = tk
-		}
-	}
+	resync := nextTask(w, "stack", "resync")
 	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s",
 		Spec: mustStruct(t, map[string]any{"v": 2})}); err != nil {
 		t.Fatal(err)
 	}
-	var gen2 *convergev1.Task
-	for gen2 == nil {
-		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "specChange" {
-			gen2 = tk
-		}
-	}
+	gen2 := nextTask(w, "stack", "specChange")
 	w.Compose(gen2.GetLease(), &convergev1.Composition{})
 	w.Ack()
 	testkit.Eventually(t, "s-a gone after the new generation dropped it", func() bool {
@@ -355,28 +340,13 @@ func TestStaleChildrenSettledIsDropped(t *testing.T) {
 		{Kind: "stack", KindVersion: 1, Reaction: "settled"},
 		{Kind: "part", KindVersion: 1, Reaction: "reconcile"},
 	})
-	first := w.Task()
-	w.Compose(first.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("s-a", `{}`)}})
-	w.Ack()
-	a := w.Task()
-	w.Result(a.GetLease(), `{}`)
-	w.Ack()
-	var settled *convergev1.Task
-	for settled == nil {
-		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "childrenSettled" {
-			settled = tk
-		}
-	}
+	composeOneChild(w)
+	settled := nextTask(w, "stack", "childrenSettled")
 	if _, err := ctl.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "stack", KindVersion: 1, Name: "s",
 		Spec: mustStruct(t, map[string]any{"v": 2})}); err != nil {
 		t.Fatal(err)
 	}
-	var gen2 *convergev1.Task
-	for gen2 == nil {
-		if tk := w.Task(); tk.GetKind() == "stack" && tk.GetTrigger() == "specChange" {
-			gen2 = tk
-		}
-	}
+	gen2 := nextTask(w, "stack", "specChange")
 	w.Succeed(gen2.GetLease(), &convergev1.Success{Status: []byte(`{"gen":2}`), Composition: &convergev1.Composition{}})
 	w.Ack()
 	w.Result(settled.GetLease(), `{"gen":1}`)
@@ -386,5 +356,25 @@ func TestStaleChildrenSettledIsDropped(t *testing.T) {
 	r := get(t, ctl, "stack", "s")
 	if r.GetSyncedGeneration() != 2 || r.GetStatus().GetFields()["gen"].GetNumberValue() != 2 {
 		t.Fatalf("after the stale answer: synced generation %d, status %v; want 2 and gen 2", r.GetSyncedGeneration(), r.GetStatus())
+	}
+}
+
+// composeOneChild answers stack s's first compose with child s-a, and
+// reconciles s-a.
+func composeOneChild(w *rawWorker) {
+	first := w.Task()
+	w.Compose(first.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("s-a", `{}`)}})
+	w.Ack()
+	a := w.Task()
+	w.Result(a.GetLease(), `{}`)
+	w.Ack()
+}
+
+// nextTask skips tasks until one of kind for trigger arrives, and holds it.
+func nextTask(w *rawWorker, kind, trigger string) *convergev1.Task {
+	for {
+		if tk := w.Task(); tk.GetKind() == kind && tk.GetTrigger() == trigger {
+			return tk
+		}
 	}
 }
