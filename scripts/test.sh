@@ -81,7 +81,7 @@ go test -race -count=1 -timeout 25m "$@" "${gopkgs[@]}" 2>&1 | tee /tmp/converge
 status=${PIPESTATUS[0]}
 set -e
 passed=$(grep -c '^ok ' /tmp/converge-test.log || true)
-failed=$(grep -c '^FAIL' /tmp/converge-test.log || true)
+failed=$(grep -cE '^FAIL\s+\S' /tmp/converge-test.log || true)
 go_summary="Go: $passed packages passed, $failed failed, $(( $(date +%s) - start ))s"
 
 say "TypeScript SDK"

@@ -107,21 +107,27 @@ func TestWorkerKilledWithTasksInFlight(t *testing.T) {
 	killed := time.Now()
 	l.leaf = startLeaf(t, l.srv, "leaf #2", "-delay", loadDelay, "-capacity", strconv.Itoa(loadCapacity))
 	l.finish(t)
-	// The killed worker held up to loadCapacity leases; each ran out once.
-	expired := eventsWithReason(t, l.srv.api, "greeting", "LeaseExpired")
-	if len(expired) < 1 || len(expired) > loadCapacity {
-		t.Fatalf("%d LeaseExpired events, want between 1 and %d: one per task the killed worker held", len(expired), loadCapacity)
+	// The killed worker held up to loadCapacity leases; each ran out once,
+	// within a lease of the kill. The second worker claims them only then,
+	// so a lease of its own that ran out (a machine too loaded to renew it)
+	// shows up later; exactly-once above covers those, they are only logged.
+	var first time.Time
+	var held, later int
+	for _, e := range eventsWithReason(t, l.srv.api, "greeting", "LeaseExpired") {
+		at := e.GetTime().AsTime()
+		if at.Sub(killed) >= 2*fast.lease {
+			later++
+			continue
+		}
+		held++
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
 	}
-	first := expired[0].GetTime().AsTime()
-	for _, e := range expired {
-		first = minTime(first, e.GetTime().AsTime())
+	if held < 1 || held > loadCapacity {
+		t.Fatalf("%d LeaseExpired events within %s of the kill (and %d later), want between 1 and %d: one per task the killed worker held",
+			held, 2*fast.lease, later, loadCapacity)
 	}
-	t.Logf("the killed worker's %d tasks were requeued %s after the kill (lease %s)", len(expired), first.Sub(killed).Round(time.Millisecond), fast.lease)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
+	t.Logf("the killed worker's %d tasks were requeued %s after the kill (lease %s); %d leases ran out later",
+		held, first.Sub(killed).Round(time.Millisecond), fast.lease, later)
 }

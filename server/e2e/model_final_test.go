@@ -146,7 +146,7 @@ func (w *world) deletingExplained(m *mres, r *convergev1.Resource, all map[strin
 	if m.quarantined {
 		return true, "quarantined: its teardown waits"
 	}
-	if !m.deleted && !m.orphan && !(m.owner != "" && w.res[m.owner].handDeleted) {
+	if !m.deleted && !m.orphan && !m.reclaimed && !(m.owner != "" && w.res[m.owner].handDeleted) {
 		return false, "Deleting, but nothing deleted it"
 	}
 	if w.anyChild(m, all, func(*convergev1.Resource) bool { return true }) {

@@ -206,3 +206,35 @@ func TestModelRegressionCapWithFinalizer(t *testing.T) {
 		waitResource(t, s.api, "capped", n, "Ready (a capped kind's deleteRequested trigger must not take the free slots it does not use)", regressTimeout, client.IsReady)
 	}
 }
+
+// TestModelRegressionReclaimedChildComesBack is what TestModel found in CI
+// (seed 7534878104997317649): a composite drops its children while no
+// worker can tear them down, then emits them again. They stay Deleting
+// (their teardown is owed), and once a worker runs it the composite
+// re-creates them and settles Ready on its latest generation.
+func TestModelRegressionReclaimedChildComesBack(t *testing.T) {
+	begin(t)
+	s, f, part, stack := startRegressWorld(t, fast, true)
+	f.start(stack, 2)
+	applyStack := func(n int) int64 {
+		return mustCall(t, "apply stack/s", s.api.ApplyResource, &convergev1.ApplyResourceRequest{
+			Kind: "stack", KindVersion: 1, Name: "s", Spec: mustStructOf(compSpec{N: n, ChildKind: "part"})}).GetResource().GetGeneration()
+	}
+	synced := func(gen int64) func(*convergev1.Resource) bool {
+		return func(r *convergev1.Resource) bool { return r.GetSyncedGeneration() >= gen }
+	}
+	waitResource(t, s.api, "stack", "s", "composed with 2 children", regressTimeout, synced(applyStack(2)))
+	waitResource(t, s.api, "stack", "s", "composed with no children", regressTimeout, synced(applyStack(0)))
+	for _, n := range []string{childName("s", 0), childName("s", 1)} {
+		waitResource(t, s.api, "part", n, "Deleting (its teardown has no worker)", regressTimeout, func(r *convergev1.Resource) bool {
+			return r.GetPhase() == client.PhaseDeleting
+		})
+	}
+	g3 := applyStack(2)
+	waitResource(t, s.api, "stack", "s", "composed with 2 children again", regressTimeout, synced(g3))
+	f.start(part, 2)
+	r := waitResource(t, s.api, "stack", "s", "Ready with its children re-created", regressTimeout, func(r *convergev1.Resource) bool {
+		return client.IsReady(r) && r.GetSyncedGeneration() >= g3 && r.GetRollup().GetReady() == 2
+	})
+	t.Logf("stack/s: %s", explainFull(r))
+}

@@ -44,6 +44,10 @@ type mres struct {
 	// murky: a quarantined child its composite then stopped emitting; the
 	// docs do not say what becomes of it, so the model accepts any end.
 	murky bool
+	// reclaimed: a child its composite stopped emitting and then emitted
+	// again. The composer may have dropped it in between, so it may be
+	// Deleting until its teardown runs; its composite re-creates it then.
+	reclaimed bool
 	ops   []string // operation ids invoked on it
 }
 
@@ -138,6 +142,7 @@ func (w *world) syncChildren(c *mres) {
 			w.res[k] = m
 			w.resKeys = append(w.resKeys, k)
 		}
+		m.reclaimed = m.reclaimed || m.orphan
 		m.orphan, m.counter = false, c.comp.Counter
 	}
 	for _, k := range w.resKeys {
