@@ -231,7 +231,7 @@ CREATE TABLE spec_revisions (
 );
 ALTER TABLE spec_revisions ADD CONSTRAINT spec_revisions_pkey PRIMARY KEY (resource_id, generation);
 
-CREATE TABLE task_records (
+CREATE UNLOGGED TABLE task_records (
     id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
     resource_id bigint NOT NULL,
     task_id bigint NOT NULL,

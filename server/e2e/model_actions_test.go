@@ -111,6 +111,7 @@ func (w *world) applyKind(t *rapid.T) {
 }
 
 func (w *world) setPolicy(t *rapid.T) {
+	w.rec.nudge() // it may run a resource before its retry time
 	k := w.kinds[pick(t, w.kindNames, "kind")]
 	v := rapid.SampledFrom(k.def.versions).Draw(t, "version")
 	p := drawPolicy(t, k.def.composite)
@@ -263,6 +264,7 @@ func (w *world) exists(m *mres) bool {
 }
 
 func (w *world) unquarantine(t *rapid.T) {
+	w.rec.nudge() // it may run a resource before its retry time
 	m := w.res[pick(t, w.resWhere(func(m *mres) bool { return m.quarantined && !m.murky }), "resource")]
 	w.note(t, "unquarantine %s", m.key())
 	_, err := call(t, "unquarantine "+m.key(), w.api.UnquarantineResource, &convergev1.UnquarantineResourceRequest{Kind: m.kind, Name: m.name, Reason: "model"})
@@ -273,6 +275,7 @@ func (w *world) unquarantine(t *rapid.T) {
 }
 
 func (w *world) reconcile(t *rapid.T) {
+	w.rec.nudge() // it may run a resource before its retry time
 	m := w.res[pick(t, w.resWhere(func(m *mres) bool { return !m.quarantined && !m.deleted && !m.orphan && !m.handDeleted }), "resource")]
 	w.note(t, "reconcile %s", m.key())
 	_, err := call(t, "reconcile "+m.key(), w.api.ReconcileResource, &convergev1.ReconcileResourceRequest{Kind: m.kind, Name: m.name, Reason: "model"})
@@ -292,6 +295,7 @@ func (w *world) invokeOp(t *rapid.T) {
 }
 
 func (w *world) setConfig(t *rapid.T) {
+	w.rec.nudge() // it may run a resource before its retry time
 	k := w.kinds[pick(t, w.kindsWhere(func(k *mkind) bool { return k.config }), "kind")]
 	v := rapid.SampledFrom(k.def.versions).Draw(t, "version")
 	region := fmt.Sprintf("region-%d", rapid.IntRange(1, 3).Draw(t, "region"))

@@ -16,6 +16,7 @@ import (
 // moveVersion applies v2 of a leaf kind and moves one of its roots there
 // in place, with a spec change so the move is a real generation.
 func (w *world) moveVersion(t *rapid.T) {
+	w.rec.nudge() // it may run a resource before its retry time
 	k := w.kinds[pick(t, w.kindsWhere(func(k *mkind) bool { return !k.def.composite && len(k.def.versions) == 1 }), "leaf kind")]
 	p := drawPolicy(t, false)
 	w.note(t, "moveVersion %s to v2 policy={%v}", k.def.name, p)
@@ -44,8 +45,16 @@ func (w *world) moveVersion(t *rapid.T) {
 
 func drawBehaviour(t *rapid.T) behaviour {
 	switch mode := rapid.SampledFrom([]string{behOK, behOK, behFailFirst, behFailAlways, behTerminal, behSlow}).Draw(t, "behaviour"); mode {
-	case behFailFirst:
-		return behaviour{mode: mode, k: rapid.IntRange(1, 3).Draw(t, "fail_k")}
+	case behFailFirst, behFailAlways:
+		b := behaviour{mode: mode}
+		if mode == behFailFirst {
+			b.k = rapid.IntRange(1, 3).Draw(t, "fail_k")
+		}
+		if rapid.Bool().Draw(t, "with_reason") {
+			b.reason = "ModelBusy"
+			b.retryAfter = time.Duration(rapid.IntRange(0, 4).Draw(t, "retry_after_100ms")) * 100 * time.Millisecond
+		}
+		return b
 	case behSlow:
 		return behaviour{mode: mode, slow: time.Duration(rapid.IntRange(100, slowHandlerMs).Draw(t, "slow_ms")) * time.Millisecond}
 	default:

@@ -40,6 +40,7 @@ func (w *world) finish(t tb) {
 	}
 	w.checkTeardownOrder(t)
 	w.checkOps(t)
+	w.checkRecords(t)
 	w.checkProblems(t)
 }
 

@@ -29,7 +29,9 @@ type invocation struct {
 	gen              int64
 	attempt          int
 	start, end       time.Time
-	outcome          string // "ok", "transient", "terminal", "cancelled"; "" while running
+	outcome          string        // "ok", "transient", "terminal", "cancelled"; "" while running
+	retryAfter       time.Duration // the retry-after a transient failure asked for
+	reason           string        // the reason code a failure gave
 }
 
 func (i *invocation) String() string {
@@ -58,13 +60,16 @@ type capState struct {
 type recorder struct {
 	faultFor time.Duration // how long a fault excuses duplicates
 
-	mu       sync.Mutex
-	log      []*invocation
-	running  map[kindVer]map[*invocation]bool
-	maxSeen  map[kindVer]int
-	caps     map[kindVer]capState
-	seen     map[string]*invocation // token#attempt
-	faults   []time.Time
+	mu      sync.Mutex
+	log     []*invocation
+	running map[kindVer]map[*invocation]bool
+	maxSeen map[kindVer]int
+	caps    map[kindVer]capState
+	seen    map[string]*invocation // token#attempt
+	faults  []time.Time
+	// nudges are when the model did what may run a resource before its
+	// retry time: a forced reconcile, a config or policy edit.
+	nudges   []time.Time
 	problems []problem
 }
 
@@ -80,6 +85,23 @@ func (r *recorder) fault() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.faults = append(r.faults, time.Now())
+}
+
+// nudge notes an action that may run a waiting resource early.
+func (r *recorder) nudge() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nudges = append(r.nudges, time.Now())
+}
+
+// nudgedBetween reports whether a nudge fell in [from, to]; r.mu is held.
+func (r *recorder) nudgedBetween(from, to time.Time) bool {
+	for _, n := range r.nudges {
+		if !n.Before(from) && !n.After(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // inFault reports whether at lies in a fault window; r.mu is held.
@@ -134,8 +156,28 @@ func (r *recorder) begin(t *converge.Task) *invocation {
 				fmt.Sprintf("(dedup token, attempt) (%s, %d) ran twice outside a fault window:\n  first:  %s\n  second: %s", inv.token, inv.attempt, prev, inv)})
 		}
 		r.seen[key] = inv
+		r.checkRetryAfter(inv)
 	}
 	return inv
+}
+
+// retrySlack allows for the clock reads of the handler and the server.
+const retrySlack = 20 * time.Millisecond
+
+// checkRetryAfter: a retry of a transient failure that asked for a
+// retry-after starts no sooner, unless a fault or a nudge came between;
+// r.mu is held.
+func (r *recorder) checkRetryAfter(inv *invocation) {
+	prev := r.seen[fmt.Sprintf("%s#%d", inv.token, inv.attempt-1)]
+	if prev == nil || prev.outcome != "transient" || prev.retryAfter == 0 || prev.end.IsZero() {
+		return
+	}
+	if early := prev.end.Add(prev.retryAfter - retrySlack); inv.start.Before(early) &&
+		!r.inFault(prev.end) && !r.inFault(inv.start) && !r.nudgedBetween(prev.start, inv.start) {
+		r.problems = append(r.problems, problem{"retry-after not honoured",
+			fmt.Sprintf("attempt %d started %s after attempt %d failed asking to be retried after %s:\n  failed: %s\n  retry:  %s",
+				inv.attempt, inv.start.Sub(prev.end).Round(time.Millisecond), prev.attempt, prev.retryAfter, prev, inv)})
+	}
 }
 
 // startedBefore reports whether a running handler started before at: it
@@ -159,10 +201,11 @@ func renderRunning(run map[*invocation]bool) string {
 }
 
 // finish records how a handler run ended.
-func (r *recorder) finish(inv *invocation, outcome string) {
+func (r *recorder) finish(inv *invocation, outcome string, err error) {
+	retryAfter, _ := converge.RetryAfterOf(err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inv.end, inv.outcome = time.Now(), outcome
+	inv.end, inv.outcome, inv.retryAfter, inv.reason = time.Now(), outcome, retryAfter, converge.ReasonOf(err)
 	delete(r.running[inv.kv], inv)
 }
 
@@ -171,6 +214,35 @@ func (r *recorder) takeProblems() []problem {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]problem(nil), r.problems...)
+}
+
+// recordable returns, by resource uid, up to n of its last handler runs
+// that ended (not cancelled) away from any fault: no fault window open at
+// their start or end, nor one opened within margin after they ended.
+func (r *recorder) recordable(n int, margin time.Duration) map[string][]invocation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]invocation{}
+	for i := len(r.log) - 1; i >= 0; i-- {
+		inv := r.log[i]
+		if len(out[inv.uid]) >= n || inv.outcome == "" || inv.outcome == "cancelled" ||
+			r.inFault(inv.start) || r.inFault(inv.end) || r.faultWithin(inv.end, margin) {
+			continue
+		}
+		out[inv.uid] = append(out[inv.uid], *inv)
+	}
+	return out
+}
+
+// faultWithin reports whether a fault began within d after at; r.mu is
+// held.
+func (r *recorder) faultWithin(at time.Time, d time.Duration) bool {
+	for _, f := range r.faults {
+		if !f.Before(at) && f.Before(at.Add(d)) {
+			return true
+		}
+	}
+	return false
 }
 
 // invocations returns a copy of the log, in start order.

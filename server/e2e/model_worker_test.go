@@ -27,16 +27,28 @@ type behaviour struct {
 	mode string
 	k    int           // for failFirst
 	slow time.Duration // for slow
+	// reason and retryAfter, for the transient failures of failFirst and
+	// failAlways: the reason code and retry-after they report ("", 0:
+	// none, the server's backoff).
+	reason     string
+	retryAfter time.Duration
 }
 
 func (b behaviour) String() string {
+	s := b.mode
 	switch b.mode {
 	case behFailFirst:
-		return fmt.Sprintf("failFirst(%d)", b.k)
+		s = fmt.Sprintf("failFirst(%d)", b.k)
 	case behSlow:
-		return fmt.Sprintf("slow(%s)", b.slow)
+		s = fmt.Sprintf("slow(%s)", b.slow)
 	}
-	return b.mode
+	if b.reason != "" {
+		s += " reason=" + b.reason
+	}
+	if b.retryAfter > 0 {
+		s += " retryAfter=" + b.retryAfter.String()
+	}
+	return s
 }
 
 // failsTransiently reports whether a reconcile at attempt may fail
@@ -213,7 +225,7 @@ func (f *fleet) wrap(kw *kworker, h handlerFunc) converge.HandlerFunc {
 		case err != nil:
 			outcome = "transient"
 		}
-		f.rec.finish(inv, outcome)
+		f.rec.finish(inv, outcome, err)
 		return res, err
 	}
 }
@@ -227,7 +239,14 @@ func (f *fleet) run(ctx context.Context, t *converge.Task, b behaviour, h handle
 		}
 	}
 	if b.failsTransiently(t.Attempt) {
-		return nil, fmt.Errorf("model: transient failure (%s, attempt %d)", b, t.Attempt)
+		err := fmt.Errorf("model: transient failure (%s, attempt %d)", b, t.Attempt)
+		if b.reason != "" {
+			err = converge.Reason(b.reason, err)
+		}
+		if b.retryAfter > 0 {
+			err = converge.RetryAfter(b.retryAfter, err)
+		}
+		return nil, err
 	}
 	return h(ctx, t, b)
 }

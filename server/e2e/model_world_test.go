@@ -48,7 +48,7 @@ type mres struct {
 	// again. The composer may have dropped it in between, so it may be
 	// Deleting until its teardown runs; its composite re-creates it then.
 	reclaimed bool
-	ops   []string // operation ids invoked on it
+	ops       []string // operation ids invoked on it
 }
 
 func resKey(kind, name string) string { return kind + "/" + name }

@@ -60,7 +60,12 @@ func writeTable(ctx context.Context, conn *pgx.Conn, b *strings.Builder, table s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b, "\nCREATE TABLE %s (\n    %s\n)", table, strings.Join(cols, ",\n    "))
+	var persistence string
+	if err := conn.QueryRow(ctx, `SELECT CASE relpersistence WHEN 'u' THEN 'UNLOGGED ' ELSE '' END
+		FROM pg_class WHERE oid = $1::regclass`, table).Scan(&persistence); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "\nCREATE %sTABLE %s (\n    %s\n)", persistence, table, strings.Join(cols, ",\n    "))
 	opts, err := texts(ctx, conn, `SELECT unnest(reloptions) FROM pg_class WHERE oid = $1::regclass ORDER BY 1`, table)
 	if err != nil {
 		return err

@@ -22,12 +22,16 @@ func TestTaskRecordsKeepPageAndDelete(t *testing.T) {
 	rev := cfgKind(t, s, "leaf", 1, store.Policy{})
 	a := histApply(t, s, "alice", "leaf", 1, rev, "a", `{}`)
 	b := histApply(t, s, "alice", "leaf", 1, rev, "b", `{}`)
-	// Two batches: the second prunes a to its newest 3; b keeps its one;
-	// the record of a resource that does not exist is skipped.
-	if err := s.WriteTaskRecords(ctx, []store.TaskRecord{taskRec(a.ID, 1), taskRec(a.ID, 2), taskRec(b.ID, 3)}, 3); err != nil {
+	// Two batches, then a prune: a keeps its newest 3; b keeps its one;
+	// the record of a resource that does not exist is removed.
+	gone := a.ID + b.ID + 1000
+	if err := s.WriteTaskRecords(ctx, []store.TaskRecord{taskRec(a.ID, 1), taskRec(a.ID, 2), taskRec(b.ID, 3)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WriteTaskRecords(ctx, []store.TaskRecord{taskRec(a.ID, 4), taskRec(a.ID, 5), taskRec(a.ID+b.ID+1000, 6)}, 3); err != nil {
+	if err := s.WriteTaskRecords(ctx, []store.TaskRecord{taskRec(a.ID, 4), taskRec(a.ID, 5), taskRec(gone, 6)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PruneTaskRecords(ctx, []int64{a.ID, b.ID, gone}, 3); err != nil {
 		t.Fatal(err)
 	}
 	page, err := s.ListTaskRecords(ctx, histKey("leaf", "a"), 0, 2)

@@ -3,6 +3,7 @@ package taskrec
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -24,7 +25,7 @@ const childNames = 5
 // error ({message, terminal, reason, retry_after}), operation_output, and
 // server_error when the server failed the task itself (a result breaking
 // the kind's contract, a refused composition, a missed deadline).
-func build(p *Pending, flows [][]byte, maxBytes int) store.TaskRecord {
+func build(p *Pending, flows [][]byte, maxBytes int, configs redactions) store.TaskRecord {
 	c, t := p.claimed, p.task
 	rec := store.TaskRecord{
 		ResourceID: c.ResourceID, TaskID: c.TaskID, Trigger: c.Trigger, Generation: c.Generation,
@@ -55,7 +56,7 @@ func build(p *Pending, flows [][]byte, maxBytes int) store.TaskRecord {
 		}
 	}
 	if cfg := t.GetConfig(); len(cfg) > 0 {
-		in.set("config", Redact(cfg))
+		in["config"] = configs.of(cfg)
 	}
 	in.msg("operation", t.GetOperation())
 	in.msg("reactor", t.GetReactor())
@@ -196,8 +197,7 @@ func (d doc) msg(key string, m proto.Message) {
 
 // size is about the length of d encoded, without encoding it: its
 // values' lengths, for each key its quoted name, a colon and a comma (keys
-// here need no escaping), and the braces. It counts one comma too many,
-// and misses only the HTML escapes encoding/json adds (< > & in values).
+// here need no escaping), and the braces. It counts one comma too many.
 func (d doc) size() int {
 	n := 2
 	for k, v := range d {
@@ -206,9 +206,27 @@ func (d doc) size() int {
 	return n
 }
 
+// bytes encodes d with its keys in order. Every value is valid JSON
+// already (encoded by set, or checked by raw), so it is copied as it is:
+// encoding/json would validate and compact each one again.
 func (d doc) bytes() []byte {
-	b, _ := json.Marshal(map[string]json.RawMessage(d))
-	return b
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b := make([]byte, 0, d.size())
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, k...)
+		b = append(b, '"', ':')
+		b = append(b, d[k]...)
+	}
+	return append(b, '}')
 }
 
 func marshalMsg(m proto.Message) json.RawMessage {

@@ -33,7 +33,7 @@ func pendingOf(spec string) *Pending {
 }
 
 func TestBuildFlowedAndError(t *testing.T) {
-	rec := build(pendingOf(`{"vpc":"vpc-1","cidr":"10.0.0.0/24"}`), [][]byte{[]byte(`[{"from":"/id","to":"/vpc"}]`)}, DefaultMaxBytes)
+	rec := build(pendingOf(`{"vpc":"vpc-1","cidr":"10.0.0.0/24"}`), [][]byte{[]byte(`[{"from":"/id","to":"/vpc"}]`)}, DefaultMaxBytes, redactions{})
 	in, out := string(rec.Input), string(rec.Result)
 	for _, want := range []string{`"flowed":[{"from":"/id","to":"/vpc","value":"vpc-1"}]`, `"secret":"(redacted)"`, `"zone":"a"`} {
 		if !strings.Contains(in, want) {
@@ -50,7 +50,7 @@ func TestBuildFlowedAndError(t *testing.T) {
 
 func TestBuildFitsTheBudget(t *testing.T) {
 	big := `{"vpc":"vpc-1","blob":"` + strings.Repeat("x", 5000) + `"}`
-	rec := build(pendingOf(big), [][]byte{[]byte(`[{"from":"/id","to":"/vpc"}]`)}, MinMaxBytes)
+	rec := build(pendingOf(big), [][]byte{[]byte(`[{"from":"/id","to":"/vpc"}]`)}, MinMaxBytes, redactions{})
 	if !rec.Truncated || len(rec.Input)+len(rec.Result) > MinMaxBytes {
 		t.Fatalf("record of %d bytes, truncated=%v; want cut to %d", len(rec.Input)+len(rec.Result), rec.Truncated, MinMaxBytes)
 	}
@@ -68,5 +68,30 @@ func TestDocSizeIsItsEncodedLength(t *testing.T) {
 	if got, want := d.size(), len(d.bytes()); got != want+1 {
 		// size counts a comma after every value; the encoding has one fewer.
 		t.Fatalf("size = %d, encoded %d bytes", got, want)
+	}
+}
+
+func TestDocBytesIsValidJSONInKeyOrder(t *testing.T) {
+	d := doc{}
+	d.str("kind", "a<b")
+	d.raw("spec", []byte(`{"z": 1, "a": [true]}`))
+	d.raw("bad", []byte(`{"not json`))
+	got := string(d.bytes())
+	if want := `{"kind":"a\u003cb","spec":{"z": 1, "a": [true]}}`; got != want || !json.Valid([]byte(got)) {
+		t.Fatalf("bytes = %s, want %s", got, want)
+	}
+}
+
+// BenchmarkBuild is the writer's cost of one W1-sized record.
+func BenchmarkBuild(b *testing.B) {
+	p := pendingOf(`{"i":12345}`)
+	p.task.Resource.Status = []byte(`{"ok":true,"at":"2026-12-02T06:00:00.123456Z"}`)
+	p.returned = &convergev1.TaskResult{Outcome: &convergev1.TaskResult_Success{Success: &convergev1.Success{
+		Status: []byte(`{"ok":true,"at":"2026-12-02T06:00:01.123456Z"}`)}}}
+	p.out = store.Outcome{}
+	b.ReportAllocs()
+	configs := redactions{}
+	for b.Loop() {
+		build(p, nil, DefaultMaxBytes, configs)
 	}
 }

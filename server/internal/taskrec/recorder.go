@@ -4,7 +4,8 @@
 // who ran it and when, and whether the fence applied or discarded the
 // result. The broker's hot path only fills a Pending and hands it over
 // without blocking; a writer goroutine builds the documents and writes
-// them in batches, pruning each resource to its last Keep records. When
+// them in batches, pruning a resource to its last Keep records once it has
+// Keep/2 new ones (see Run). When
 // the buffer is full a record is dropped and counted, never waited for.
 package taskrec
 
@@ -16,6 +17,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // Defaults of the converge serve flags.
@@ -145,20 +147,57 @@ func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 // Name implements service.Service.
 func (*Recorder) Name() string { return "task recorder" }
 
+// maxUnpruned bounds the resources the writer remembers as written to
+// since their last prune, and pruneAll how long it remembers them; past
+// either, all are pruned at once. pruneChunk bounds the resources of one
+// prune statement.
+const (
+	maxUnpruned = 100_000
+	pruneAll    = 10 * time.Minute
+	pruneChunk  = 2000
+)
+
 // Run writes records until ctx ends, then writes what is buffered.
+//
+// A resource is pruned once Keep/2 records were written to it since its
+// last prune, so it holds at most about 1.5 x Keep records (reads show
+// the newest Keep), and pruning costs a write a tenth of a prune at the
+// default Keep; one reconciled once is not pruned for nothing. A resource
+// with fewer new records waits for more, for maxUnpruned or pruneAll, or
+// for the shutdown. A teardown's record is pruned at once: its resource
+// is likely gone by then, and the prune removes the records of a resource
+// that no longer exists.
 func (r *Recorder) Run(ctx context.Context) {
+	unpruned := map[int64]int{}
+	tick := time.NewTicker(pruneAll)
+	defer tick.Stop()
 	for {
 		var batch []*Pending
 		select {
 		case <-ctx.Done():
-			r.drain()
+			r.drain(unpruned)
 			return
+		case <-tick.C:
+			r.prune(ctx, unpruned, keys(unpruned))
+			continue
 		case p := <-r.queue:
 			batch = append(batch, p)
 		}
 		batch = r.fill(batch)
-		r.write(ctx, batch)
+		due := r.write(ctx, batch, unpruned)
+		if len(unpruned) > maxUnpruned {
+			due = keys(unpruned)
+		}
+		r.prune(ctx, unpruned, due)
 	}
+}
+
+func keys(m map[int64]int) []int64 {
+	out := make([]int64, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	return out
 }
 
 func (r *Recorder) fill(batch []*Pending) []*Pending {
@@ -173,20 +212,38 @@ func (r *Recorder) fill(batch []*Pending) []*Pending {
 	return batch
 }
 
-// drain writes what is buffered at shutdown, for a few seconds at most.
-func (r *Recorder) drain() {
+// drain writes what is buffered at shutdown, for a few seconds at most,
+// and prunes every resource written to.
+func (r *Recorder) drain(unpruned map[int64]int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		batch := r.fill(nil)
 		if len(batch) == 0 {
-			return
+			break
 		}
-		r.write(ctx, batch)
+		r.write(ctx, batch, unpruned)
+	}
+	r.prune(ctx, unpruned, keys(unpruned))
+}
+
+// prune trims the resources ids and forgets them in unpruned.
+func (r *Recorder) prune(ctx context.Context, unpruned map[int64]int, ids []int64) {
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), pruneChunk)]
+		ids = ids[len(chunk):]
+		for _, id := range chunk {
+			delete(unpruned, id)
+		}
+		if err := r.store.PruneTaskRecords(ctx, chunk, r.cfg.Keep); err != nil && ctx.Err() == nil {
+			r.log.Warn("pruning task records failed; they are trimmed at a later prune", "resources", len(chunk), "err", err)
+		}
 	}
 }
 
-func (r *Recorder) write(ctx context.Context, batch []*Pending) {
+// write builds and writes a batch, counting in unpruned the records of
+// each resource; it returns those due a prune (Keep/2 new records).
+func (r *Recorder) write(ctx context.Context, batch []*Pending, unpruned map[int64]int) (due []int64) {
 	var withSpec []int64
 	for _, p := range batch {
 		if p.task.GetResource() != nil {
@@ -201,15 +258,21 @@ func (r *Recorder) write(ctx context.Context, batch []*Pending) {
 		}
 	}
 	recs := make([]store.TaskRecord, len(batch))
+	configs := redactions{}
 	for i, p := range batch {
-		recs[i] = build(p, flows[p.claimed.ResourceID], r.cfg.MaxBytes)
+		recs[i] = build(p, flows[p.claimed.ResourceID], r.cfg.MaxBytes, configs)
+		id := p.claimed.ResourceID
+		if unpruned[id]++; unpruned[id] == max(1, r.cfg.Keep/2) || p.claimed.Trigger == trigger.DeleteRequested {
+			due = append(due, id)
+		}
 	}
-	if err := r.store.WriteTaskRecords(ctx, recs, r.cfg.Keep); err != nil {
+	if err := r.store.WriteTaskRecords(ctx, recs); err != nil {
 		r.dropped.Add(int64(len(recs)))
 		if ctx.Err() == nil {
 			r.log.Warn("writing task records failed; they are dropped", "records", len(recs), "err", err)
 		}
-		return
+		return due
 	}
 	r.written.Add(int64(len(recs)))
+	return due
 }

@@ -1,0 +1,68 @@
+//go:build unix
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+)
+
+// recordsChecked is how many of a resource's last handler runs
+// checkRecords compares with its task records (the server keeps 20).
+const recordsChecked = 3
+
+// checkRecords: the last runs of every resource left at the end have
+// task records that say what the handler did: the same trigger,
+// generation and attempt, and for a failure its terminal flag and reason.
+// Runs near a fault are left out: a killed server loses the records it
+// had not written yet.
+func (w *world) checkRecords(t tb) {
+	t.Helper()
+	runs := w.rec.recordable(recordsChecked, time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for key, r := range w.listAll(t) {
+		want := runs[r.GetUid()]
+		if len(want) == 0 {
+			continue
+		}
+		for {
+			missing := w.unrecorded(t, r, want)
+			if len(missing) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Logf("task records of %s lack these runs:\n  %s\n%s", key, strings.Join(missing, "\n  "), w.report(w.listAll(t)))
+				t.Fatalf("invariant broken: a handler run has no true task record")
+			}
+			time.Sleep(finalPoll)
+		}
+	}
+}
+
+// unrecorded lists the runs of want that r's records do not show truly.
+func (w *world) unrecorded(t tb, r *convergev1.Resource, want []invocation) []string {
+	resp := mustCall(t, "task records of "+r.GetKind()+"/"+r.GetName(), w.api.ListTaskRecords,
+		&convergev1.ListTaskRecordsRequest{Kind: r.GetKind(), Name: r.GetName(), PageSize: 100})
+	var missing []string
+	for _, inv := range want {
+		var found *convergev1.TaskRecord
+		for _, rec := range resp.GetRecords() {
+			if rec.GetTrigger() == inv.trigger && rec.GetGeneration() == inv.gen && int(rec.GetAttempt()) == inv.attempt {
+				found = rec
+				break
+			}
+		}
+		failed := inv.outcome == "transient" || inv.outcome == "terminal"
+		switch {
+		case found == nil:
+			missing = append(missing, fmt.Sprintf("no record of %s", &inv))
+		case failed && (!found.GetFailed() || found.GetTerminal() != (inv.outcome == "terminal") || found.GetErrorReason() != inv.reason):
+			missing = append(missing, fmt.Sprintf("%s: record failed=%v terminal=%v reason=%q", &inv,
+				found.GetFailed(), found.GetTerminal(), found.GetErrorReason()))
+		}
+	}
+	return missing
+}
