@@ -15,6 +15,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT r.synced_generation >= r.generation
 $$;
 
+-- converge_blocks_dependents: the dependency gate holds a resource's
+-- dependents while it is being deleted or has not observed its current
+-- generation.
+CREATE OR REPLACE FUNCTION converge_blocks_dependents(r resources) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT r.deletion_requested_at IS NOT NULL OR NOT converge_synced(r)
+$$;
+
 -- converge_hold says what holds a resource back from reconcile work, in
 -- precedence order, or NULL when nothing does:
 --   deleting     teardown has started; only teardown work runs

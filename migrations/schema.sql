@@ -282,6 +282,14 @@ CREATE INDEX tasks_claimable ON public.tasks USING btree (kind, kind_version, tr
 CREATE INDEX tasks_internal ON public.tasks USING btree (not_before) WHERE ((claimed_by IS NULL) AND (trigger = ANY (ARRAY['rollup'::text, 'gate'::text, 'teardown'::text])));
 CREATE INDEX tasks_leased ON public.tasks USING btree (lease_expires_at) WHERE (claimed_by IS NOT NULL);
 
+CREATE OR REPLACE FUNCTION public.converge_blocks_dependents(r resources)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT r.deletion_requested_at IS NOT NULL OR NOT converge_synced(r)
+$function$;
+
 CREATE OR REPLACE FUNCTION public.converge_claimable(t tasks)
  RETURNS boolean
  LANGUAGE sql

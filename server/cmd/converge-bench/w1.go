@@ -103,6 +103,9 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	if err := waitReady(ctx, pool, o.resources+1, 30*time.Minute); err != nil {
 		return res, err
 	}
+	if err := waitRecordsWritten(ctx, pool); err != nil {
+		return res, err
+	}
 	after, err := takeSnapshot(ctx, db, cluster, st)
 	if err != nil {
 		return res, err
@@ -377,4 +380,27 @@ func notifyCount(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 		return 0, fmt.Errorf("counting notifications in pg_stat_statements: %w", err)
 	}
 	return n, nil
+}
+
+// waitRecordsWritten waits until the server's task records stop growing,
+// so the cost figures include the records of the load's tasks: the
+// recorder writes them behind the results, up to a buffer behind.
+func waitRecordsWritten(ctx context.Context, pool *pgxpool.Pool) error {
+	last := int64(-1)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM task_records`).Scan(&n); err != nil {
+			return fmt.Errorf("counting task records: %w", err)
+		}
+		if n == last {
+			return nil
+		}
+		last = n
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("task records still growing 30 s after the last resource was Ready")
 }

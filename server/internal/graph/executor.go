@@ -168,10 +168,10 @@ func (x *Executor) decide(in store.GateInput) store.GateDecision {
 	var writes []flow.Write
 	for _, d := range in.Deps {
 		name := d.Ref.Kind + "/" + d.Ref.Name
-		if d.Deleting {
+		if d.Blocks && d.Deleting {
 			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s: it is being deleted, and comes back once its composite composes it again", name)}
 		}
-		if !d.Synced {
+		if d.Blocks {
 			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s to sync (it is %s)", name, d.Phase)}
 		}
 		var flows []struct {

@@ -35,7 +35,7 @@ func (s *Store) BlockersOf(ctx context.Context, r Resource, limit int) (Blockers
 		*dst, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Resource, error) { return scanResource(row) })
 	}
 	collect(&b.Dependencies, `r.id IN (SELECT e.dependency_id FROM edges e WHERE e.dependent_id = $1)
-		AND (r.deletion_requested_at IS NOT NULL OR NOT converge_synced(r))`)
+		AND converge_blocks_dependents(r)`)
 	collect(&b.Children, `r.owner_id = $1 AND `+notReady("r"))
 	if r.DeletionRequestedAt != nil {
 		collect(&b.Dependents, `(r.owner_id = $1 OR r.id IN (SELECT e.dependent_id FROM edges e WHERE e.dependency_id = $1))

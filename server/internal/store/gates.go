@@ -21,9 +21,11 @@ type GateInput struct {
 
 // GateDep is one dependency of a dependent.
 type GateDep struct {
-	Ref      Ref
-	Phase    string
-	Synced   bool
+	Ref   Ref
+	Phase string
+	// Blocks: the dependency holds its dependents (converge_blocks_dependents);
+	// Deleting says whether because it is being deleted.
+	Blocks   bool
 	Deleting bool
 	Status   []byte
 	Spec     []byte
@@ -74,7 +76,7 @@ func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateIn
 			return err
 		}
 		rows, err = tx.Query(ctx, `
-			SELECT e.dependent_id, d.namespace, d.kind, d.name, converge_phase(d), converge_synced(d),
+			SELECT e.dependent_id, d.namespace, d.kind, d.name, converge_phase(d), converge_blocks_dependents(d),
 			       d.deletion_requested_at IS NOT NULL, d.status, d.spec, e.flows
 			FROM edges e JOIN resources d ON d.id = e.dependency_id
 			WHERE e.dependent_id = ANY($1::bigint[]) ORDER BY e.dependent_id, d.id`, order)
@@ -84,7 +86,7 @@ func (s *Store) Gates(ctx context.Context, ts []InternalTask, decide func(GateIn
 		for rows.Next() {
 			var id int64
 			var d GateDep
-			if err := rows.Scan(&id, &d.Ref.Namespace, &d.Ref.Kind, &d.Ref.Name, &d.Phase, &d.Synced, &d.Deleting, &d.Status, &d.Spec, &d.Flows); err != nil {
+			if err := rows.Scan(&id, &d.Ref.Namespace, &d.Ref.Kind, &d.Ref.Name, &d.Phase, &d.Blocks, &d.Deleting, &d.Status, &d.Spec, &d.Flows); err != nil {
 				rows.Close()
 				return err
 			}
