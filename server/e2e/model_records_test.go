@@ -50,7 +50,10 @@ func (w *world) unrecorded(t tb, r *convergev1.Resource, want []invocation) []st
 	for _, inv := range want {
 		var found *convergev1.TaskRecord
 		for _, rec := range resp.GetRecords() {
-			if rec.GetTrigger() == inv.trigger && rec.GetGeneration() == inv.gen && int(rec.GetAttempt()) == inv.attempt {
+			// An operation's record names its verb ("operation:ping"); the
+			// worker is told "operation".
+			trig := rec.GetTrigger() == inv.trigger || strings.HasPrefix(rec.GetTrigger(), inv.trigger+":")
+			if trig && rec.GetGeneration() == inv.gen && int(rec.GetAttempt()) == inv.attempt {
 				found = rec
 				break
 			}
