@@ -34,7 +34,7 @@ func (w *world) checkRecords(t tb) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Logf("task records of %s lack these runs:\n  %s\n%s", key, strings.Join(missing, "\n  "), w.report(w.listAll(t)))
+				w.logBoth(t, "task records of %s lack these runs:\n  %s\n%s", key, strings.Join(missing, "\n  "), w.report(w.listAll(t)))
 				t.Fatalf("invariant broken: a handler run has no true task record")
 			}
 			time.Sleep(finalPoll)
@@ -48,23 +48,30 @@ func (w *world) unrecorded(t tb, r *convergev1.Resource, want []invocation) []st
 		&convergev1.ListTaskRecordsRequest{Kind: r.GetKind(), Name: r.GetName(), PageSize: 100})
 	var missing []string
 	for _, inv := range want {
-		var found *convergev1.TaskRecord
+		failed := inv.outcome == "transient" || inv.outcome == "terminal"
+		var seen []string
+		ok := false
 		for _, rec := range resp.GetRecords() {
 			// An operation's record names its verb ("operation:ping"); the
 			// worker is told "operation".
 			trig := rec.GetTrigger() == inv.trigger || strings.HasPrefix(rec.GetTrigger(), inv.trigger+":")
-			if trig && rec.GetGeneration() == inv.gen && int(rec.GetAttempt()) == inv.attempt {
-				found = rec
-				break
+			if !trig || rec.GetGeneration() != inv.gen || int(rec.GetAttempt()) != inv.attempt {
+				continue
+			}
+			// A run may have two records: the lease ran out (lost) and
+			// its result came late (discarded). One must say what the
+			// handler said.
+			seen = append(seen, fmt.Sprintf("%s failed=%v terminal=%v reason=%q error=%q discard=%q", rec.GetOutcome(),
+				rec.GetFailed(), rec.GetTerminal(), rec.GetErrorReason(), rec.GetError(), rec.GetDiscardReason()))
+			if !failed || rec.GetFailed() && rec.GetTerminal() == (inv.outcome == "terminal") && rec.GetErrorReason() == inv.reason {
+				ok = true
 			}
 		}
-		failed := inv.outcome == "transient" || inv.outcome == "terminal"
 		switch {
-		case found == nil:
+		case len(seen) == 0:
 			missing = append(missing, fmt.Sprintf("no record of %s", &inv))
-		case failed && (!found.GetFailed() || found.GetTerminal() != (inv.outcome == "terminal") || found.GetErrorReason() != inv.reason):
-			missing = append(missing, fmt.Sprintf("%s: record failed=%v terminal=%v reason=%q", &inv,
-				found.GetFailed(), found.GetTerminal(), found.GetErrorReason()))
+		case !ok:
+			missing = append(missing, fmt.Sprintf("%s (reason %q): records %s", &inv, inv.reason, strings.Join(seen, "; ")))
 		}
 	}
 	return missing
