@@ -131,7 +131,8 @@ $$;
 
 -- converge_wake queues the server's own work (rollup, gate, teardown) for
 -- the given resources, or marks queued work as woken again: a claimed
--- internal task finishes only if no wake-up came in meanwhile.
+-- internal task finishes only if no wake-up came in meanwhile. The latest
+-- traced waker's traceparent is the one its trace links to.
 CREATE OR REPLACE FUNCTION converge_wake(ids bigint[], trig text) RETURNS void
 LANGUAGE sql AS $$
   INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
@@ -139,7 +140,8 @@ LANGUAGE sql AS $$
   FROM resources r WHERE r.id = ANY(ids)
   ORDER BY r.id
   ON CONFLICT (resource_id, trigger, key) DO UPDATE
-      SET generation = tasks.generation + 1, not_before = least(tasks.not_before, now())
+      SET generation = tasks.generation + 1, not_before = least(tasks.not_before, now()),
+          traceparent = coalesce(EXCLUDED.traceparent, tasks.traceparent)
 $$;
 
 -- converge_recompose runs the composers of the given composites again at

@@ -273,7 +273,8 @@ CREATE TABLE tasks (
     claimed_at timestamp with time zone,
     lease_expires_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
-    payload jsonb
+    payload jsonb,
+    traceparent text DEFAULT NULLIF(current_setting('converge.traceparent'::text, true), ''::text)
 ) WITH (autovacuum_analyze_scale_factor=0.05, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=1000, fillfactor=70);
 ALTER TABLE tasks ADD CONSTRAINT tasks_identity UNIQUE (resource_id, trigger, key);
 ALTER TABLE tasks ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
@@ -549,5 +550,6 @@ AS $function$
   FROM resources r WHERE r.id = ANY(ids)
   ORDER BY r.id
   ON CONFLICT (resource_id, trigger, key) DO UPDATE
-      SET generation = tasks.generation + 1, not_before = least(tasks.not_before, now())
+      SET generation = tasks.generation + 1, not_before = least(tasks.not_before, now()),
+          traceparent = coalesce(EXCLUDED.traceparent, tasks.traceparent)
 $function$;

@@ -52,15 +52,16 @@ command -v jq >/dev/null || die "jq is needed by the catalog's example programs 
 jq --version
 
 # The repository is a Go workspace (go.work): the root module (server,
-# stdworker, tools), the SDK's own module in sdk-go/ and its examples'.
+# stdworker, tools), the SDK's own module in sdk-go/, its examples' and
+# the OpenTelemetry adapter's (sdk-go/otelconverge).
 # ./... stops at a nested module, so each is named.
-gopkgs=(./... ./sdk-go/... ./sdk-go/examples/...)
+gopkgs=(./... ./sdk-go/... ./sdk-go/examples/... ./sdk-go/otelconverge/...)
 
 say "go vet, gofmt, go mod tidy"
 go vet "${gopkgs[@]}"
 # Each module's go.mod must stand alone (as the SDK's does for its users),
 # so tidiness is checked without the workspace.
-for mod in . sdk-go sdk-go/examples; do
+for mod in . sdk-go sdk-go/examples sdk-go/otelconverge; do
   (cd "$mod" && GOWORK=off go mod tidy -diff >/dev/null) || die "$mod/go.mod or go.sum is not tidy; run: (cd $mod && GOWORK=off go mod tidy)"
 done
 unformatted=$(gofmt -l server stdworker sdk-go scripts)

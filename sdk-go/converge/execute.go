@@ -78,7 +78,11 @@ func (w *Worker) logFailure(t *Task, rep *report) {
 	if f.GetTerminal() {
 		level = slog.LevelError
 	}
-	w.log.Log(context.Background(), level, "converge: task failed", "kind", t.Kind, "version", t.KindVersion,
+	attrs := []any{"kind", t.Kind, "version", t.KindVersion,
 		"reaction", t.Reaction, "namespace", t.Namespace, "name", t.Name, "generation", t.Generation,
-		"attempt", t.Attempt, "terminal", f.GetTerminal(), "reason", f.GetReason(), "err", f.GetMessage())
+		"attempt", t.Attempt, "terminal", f.GetTerminal(), "reason", f.GetReason(), "err", f.GetMessage()}
+	if id := traceID(t.TraceParent); id != "" {
+		attrs = append(attrs, "trace_id", id)
+	}
+	w.log.Log(context.Background(), level, "converge: task failed", attrs...)
 }

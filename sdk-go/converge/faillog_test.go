@@ -9,7 +9,8 @@ import (
 )
 
 // TestFailedTaskIsLoggedOnce: a failed task is logged once by the worker,
-// naming the resource, generation and attempt; a success is not logged.
+// naming the resource, generation, attempt and trace id; a success is not
+// logged.
 func TestFailedTaskIsLoggedOnce(t *testing.T) {
 	f := newFakeServer(t)
 	logs := &syncBuffer{}
@@ -23,7 +24,9 @@ func TestFailedTaskIsLoggedOnce(t *testing.T) {
 	w.run(t)
 	s := f.accept(t)
 	s.subscribed(t, nil, nil)
-	s.task(t, greetingTask(1, `{"name":"bad"}`))
+	bad := greetingTask(1, `{"name":"bad"}`)
+	bad.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	s.task(t, bad)
 	if r := s.result(t); r.GetError() == nil {
 		t.Fatalf("result = %v", r)
 	}
@@ -35,7 +38,8 @@ func TestFailedTaskIsLoggedOnce(t *testing.T) {
 	if n := strings.Count(got, "converge: task failed"); n != 1 {
 		t.Fatalf("%d failure lines, want 1:\n%s", n, got)
 	}
-	for _, want := range []string{"level=ERROR", "kind=greeting", "generation=", "attempt=", "terminal=true", `err="no such region"`} {
+	for _, want := range []string{"level=ERROR", "kind=greeting", "generation=", "attempt=", "terminal=true", `err="no such region"`,
+		"trace_id=4bf92f3577b34da6a3ce929d0e0e4736"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the failure line lacks %s:\n%s", want, got)
 		}

@@ -26,6 +26,8 @@ var serverOnly = []string{
 	"github.com/getkin/kin-openapi",
 	"helm.sh/helm",
 	"github.com/prometheus/client_golang",
+	// Tracing lives in the otelconverge module, for workers that want it.
+	"go.opentelemetry.io/",
 }
 
 // TestFreshModuleGraph builds a worker in a new module that requires the

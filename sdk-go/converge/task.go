@@ -77,6 +77,14 @@ type Task struct {
 	// Reactor says what happened to the watched resource, for a reactor
 	// reaction; nil for other triggers.
 	Reactor *ReactorEvent
+
+	// TraceParent is the W3C traceparent of the server's span for this
+	// task when the change behind it was traced and sampled; empty
+	// otherwise. The SDK has no tracing of its own: the middleware of
+	// package github.com/convergehq/converge/sdk-go/otelconverge starts the
+	// handler's span under it with OpenTelemetry, so the handler's own
+	// outbound calls join the trace.
+	TraceParent string
 }
 
 // DecodeSpec unmarshals the task's spec into v, as [json.Unmarshal] does.
@@ -127,6 +135,7 @@ func newTask(m *convergev1.Task) *Task {
 		RejectedStatus: json.RawMessage(r.GetRejectedStatus()),
 		Attempt:        int(m.GetAttempt()),
 		DedupToken:     m.GetDedupToken(),
+		TraceParent:    m.GetTraceparent(),
 		Config:         json.RawMessage(m.GetConfig()),
 		Rollup:         newRollup(m.GetRollup()),
 		Operation:      newOperation(m.GetOperation()),

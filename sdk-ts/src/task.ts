@@ -74,6 +74,13 @@ export interface Task<Spec = JsonObject, Status = JsonObject, Config = JsonObjec
   operation: Operation | undefined;
   /** What happened to the watched resource, for a reactor reaction. */
   reactor: ReactorEvent | undefined;
+  /**
+   * The W3C traceparent of the server's span for this task, when the change
+   * behind it was traced and sampled; undefined otherwise. The SDK does no
+   * tracing itself: a middleware can start the handler's span under it with
+   * `@opentelemetry/api` (see docs/debugging.md, "Traces").
+   */
+  traceparent: string | undefined;
 }
 
 /**
@@ -183,6 +190,7 @@ export function newTask(m: TaskMessage, signal: AbortSignal): Task {
     rejectedStatus: decode("rejected status", r?.rejectedStatus),
     attempt: m.attempt,
     dedupToken: m.dedupToken,
+    traceparent: m.traceparent || undefined,
     deadline: m.deadline ? new Date(Number(m.deadline.seconds) * 1000 + Math.floor(m.deadline.nanos / 1e6)) : undefined,
     signal,
     config: decode("config", m.config),

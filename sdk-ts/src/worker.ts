@@ -443,6 +443,7 @@ export class Worker {
       terminal: o.value.terminal,
       reason: o.value.reason || undefined,
       error: o.value.message,
+      trace_id: traceIdOf(t.traceparent),
     };
     if (o.value.terminal) this.s.logger.error("converge: task failed", fields);
     else this.s.logger.warn("converge: task failed", fields);
@@ -505,4 +506,10 @@ function refusesSubscription(e: unknown): boolean {
 
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** traceIdOf is the trace id of a W3C traceparent, for log lines; undefined when there is none. */
+function traceIdOf(tp: string): string | undefined {
+  const m = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(tp);
+  return m && !/^0+$/.test(m[1]) ? m[1] : undefined;
 }

@@ -54,6 +54,7 @@ describe("taskFor", () => {
       rollup: undefined,
       operation: undefined,
       reactor: undefined,
+      traceparent: undefined,
     });
   });
 

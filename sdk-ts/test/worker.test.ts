@@ -80,7 +80,7 @@ describe("Worker", () => {
     assert.deepEqual(seen, { name: "r1", ns: "default", spec: { name: "world" }, attempt: 1, token: "tok-1", gen: 1 });
   });
 
-  it("logs a failed task once, naming the attempt; a success is not logged", async () => {
+  it("logs a failed task once, naming the attempt and trace id; a success is not logged", async () => {
     const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
     const rec = (level: string) => (msg: string, fields?: Record<string, unknown>) => lines.push({ level, msg, fields });
     const w = worker(fake, { logger: { debug: rec("debug"), info: rec("info"), warn: rec("warn"), error: rec("error") } });
@@ -91,14 +91,17 @@ describe("Worker", () => {
     });
     start(w);
     const s = await fake.session(0);
-    s.send({ case: "tasks", value: { tasks: [task(1), task(2), task(3)] } });
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    s.send({ case: "tasks", value: { tasks: [task(1, { traceparent }), task(2), task(3)] } });
     await Promise.all([1, 2, 3].map((id) => result(s, id)));
     const failed = lines.filter((l) => l.msg === "converge: task failed");
     assert.deepEqual(
-      failed.map((l) => [l.level, l.fields?.name, l.fields?.terminal, l.fields?.error, l.fields?.attempt, l.fields?.kind]).sort(),
+      failed
+        .map((l) => [l.level, l.fields?.name, l.fields?.terminal, l.fields?.error, l.fields?.attempt, l.fields?.kind, l.fields?.trace_id])
+        .sort(),
       [
-        ["error", "r1", true, "no such region", 1, "greeting"],
-        ["warn", "r2", false, "try later", 1, "greeting"],
+        ["error", "r1", true, "no such region", 1, "greeting", "4bf92f3577b34da6a3ce929d0e0e4736"],
+        ["warn", "r2", false, "try later", 1, "greeting", undefined],
       ],
     );
   });

@@ -44,6 +44,8 @@ export interface TaskOptions<Status = JsonObject, Config = JsonObject> {
   attempt?: number;
   /** Default one made of the task's kind, name, trigger and generation. */
   dedupToken?: string;
+  /** The W3C traceparent the server sent; default none. */
+  traceparent?: string;
   deadline?: Date;
   /** The task's signal; default one that never aborts. */
   signal?: AbortSignal;
@@ -109,6 +111,7 @@ export function taskFor<Spec = JsonObject, Status = JsonObject, Config = JsonObj
     rejectedStatus: o.rejectedStatus,
     attempt: o.attempt ?? 1,
     dedupToken: o.dedupToken ?? `test/${m.kind}/${name}/${trigger}/${generation}`,
+    traceparent: o.traceparent,
     deadline: o.deadline,
     signal: o.signal ?? never,
     config: o.config as JsonObject | undefined,
@@ -198,6 +201,7 @@ export function wireTask(t: Task, lease: Lease, where = "converge: task"): TaskM
     trigger: t.trigger,
     attempt: t.attempt,
     dedupToken: t.dedupToken,
+    traceparent: t.traceparent ?? "",
     deadline: ms === undefined ? undefined : { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 },
     resource: t.reactor
       ? undefined

@@ -11,8 +11,11 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/convergehq/converge/server/internal/tracing"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -41,7 +44,18 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), pgBinCmd())
-	if err := root.ExecuteContext(ctx); err != nil {
+	// Tracing is configured by the standard OTEL_* variables and off
+	// unless they ask for an exporter (docs/operations.md).
+	stopTracing, err := tracing.Setup(ctx, version, slog.Default())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error: tracing:", err)
+		os.Exit(1)
+	}
+	err = root.ExecuteContext(ctx)
+	flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = stopTracing(flush)
+	cancel()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
@@ -159,6 +161,8 @@ type lease struct {
 	overflow     bool
 	// rec is the task's record being filled; nil when records are off.
 	rec *taskrec.Pending
+	// span is the task's trace span (trace.go); nil when untraced.
+	span trace.Span
 }
 
 // New returns a broker. Run it with Run and mount Handler.

@@ -205,7 +205,9 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 		l := &lease{
 			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
 			name: c.Name, attempt: c.Attempt, task: task, rec: b.cfg.Records.Start(c, task, now),
+			span: startTask(c, reaction),
 		}
+		task.Traceparent = spanParent(l.span)
 		b.leases[c.TaskID] = l
 		if s := b.pickSession(k.kind, k.version, reaction); s != nil {
 			b.dispatch(s, l, now)
@@ -246,6 +248,7 @@ func (b *Broker) dispatch(s *session, l *lease, now time.Time) {
 	s.inflight++
 	l.session, l.attested = s, now
 	l.rec.Dispatched(now, s.name, s.id)
+	dispatched(l, s)
 	task := l.task
 	l.task = nil
 	s.send(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Tasks{Tasks: &convergev1.Tasks{Tasks: []*convergev1.Task{task}}}})

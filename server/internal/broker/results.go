@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -72,6 +73,7 @@ func (b *Broker) forget(l *lease) {
 	if b.leases[l.TaskID] == l {
 		delete(b.leases, l.TaskID)
 	}
+	abandonTask(l, "released: runs again")
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -248,7 +250,9 @@ func (b *Broker) applyLoop(ctx context.Context) {
 			}
 		}
 		for _, r := range comps {
-			b.applyComposition(ctx, r)
+			actx, span := startApply(ctx, r.lease)
+			b.applyComposition(actx, r)
+			endSpans([]trace.Span{span})
 		}
 		if len(plain) == 0 {
 			continue
@@ -257,7 +261,9 @@ func (b *Broker) applyLoop(ctx context.Context) {
 		for i, r := range plain {
 			outs[i] = r.out
 		}
-		res, err := b.applyWithRetry(ctx, outs)
+		actx, spans := applyContext(ctx, plain)
+		res, err := b.applyWithRetry(actx, outs)
+		endSpans(spans)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -349,6 +355,7 @@ func (b *Broker) finish(batch []*result, res []store.OutcomeResult) {
 				reason = staleLease
 			}
 		}
+		endTask(r.lease, r.out, applied, reason)
 		b.cfg.Metrics.Completed(r.lease.key.kind, outcome, reasonOf(r.out, outcome))
 		b.record(r, applied, outcome, reason)
 		if r.echo != nil && !r.session.closed {
@@ -376,10 +383,14 @@ func (b *Broker) logFailure(r *result) {
 	if r.session != nil {
 		worker, session = r.session.name, r.session.id
 	}
-	b.log.Log(context.Background(), level, "task failed", "kind", r.lease.key.kind, "version", r.lease.key.version,
+	attrs := []any{"kind", r.lease.key.kind, "version", r.lease.key.version,
 		"trigger", r.lease.key.trigger, "namespace", r.lease.namespace, "name", r.lease.name,
 		"generation", r.out.Lease.Generation, "attempt", r.lease.attempt, "terminal", r.out.Terminal,
-		"reason", r.out.Reason, "worker", worker, "session", session, "err", r.out.Message)
+		"reason", r.out.Reason, "worker", worker, "session", session, "err", r.out.Message}
+	if id := traceID(r.lease); id != "" {
+		attrs = append(attrs, "trace_id", id)
+	}
+	b.log.Log(context.Background(), level, "task failed", attrs...)
 }
 
 // reasonOf is the reason label of an outcome: the worker's code for an

@@ -115,11 +115,15 @@ func (x *Executor) runAll(ctx context.Context, tasks []store.InternalTask) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			x.settle(ctx, []store.InternalTask{t}, x.run(ctx, t))
+			tctx, span := startSpan(ctx, t.Trigger+" "+t.Kind, []store.InternalTask{t})
+			x.settle(ctx, []store.InternalTask{t}, x.run(tctx, t))
+			endSpan(span)
 		}()
 	}
 	if len(gates) > 0 {
-		_, err := x.store.Gates(ctx, gates, x.decide)
+		gctx, span := startSpan(ctx, "gate", gates)
+		_, err := x.store.Gates(gctx, gates, x.decide)
+		endSpan(span)
 		x.settle(ctx, gates, err)
 	}
 	wg.Wait()

@@ -121,9 +121,11 @@ func New() *Metrics {
 	return m
 }
 
-// Handler serves the registry in the Prometheus exposition format.
+// Handler serves the registry in the Prometheus exposition format, or in
+// OpenMetrics (which carries the latency histograms' trace exemplars) to a
+// scraper that asks for it.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
 // Claimed counts n tasks of kind claimed.

@@ -14,6 +14,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -238,4 +239,26 @@ func BenchmarkCompleted(b *testing.B) {
 			m.Completed("greeting", Success, "")
 		}
 	})
+}
+
+// TestTracedCallsLeaveExemplars: a sampled call's latency carries its trace
+// id as an exemplar, which an OpenMetrics scrape shows.
+func TestTracedCallsLeaveExemplars(t *testing.T) {
+	m := New()
+	h := m.Interceptor().WrapUnary(func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) { return nil, nil })
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	_, _ = h(ctx, &fakeRequest{spec: connect.Spec{Procedure: "/converge.v1.ControlService/ApplyResource"}})
+	req := httptest.NewRequest(http.MethodGet, Path, nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, req)
+	if body := grep(rec.Body.String(), "converge_api_request_duration_seconds_bucket"); !strings.Contains(body, `# {trace_id="4bf92f3577b34da6a3ce929d0e0e4736"}`) {
+		t.Fatalf("no exemplar with the trace id:\n%s", body)
+	}
+	if strings.Contains(scrapeText(m), "trace_id") {
+		t.Fatal("the plain text format shows exemplars")
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Interceptor returns a Connect interceptor that observes each RPC's
@@ -22,7 +23,7 @@ func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		start := time.Now()
 		res, err := next(ctx, req)
-		i.m.observe(req.Spec().Procedure, err, start)
+		i.m.observe(ctx, req.Spec().Procedure, err, start)
 		return res, err
 	}
 }
@@ -38,12 +39,15 @@ func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		start := time.Now()
 		err := next(ctx, conn)
-		i.m.observe(conn.Spec().Procedure, err, start)
+		i.m.observe(ctx, conn.Spec().Procedure, err, start)
 		return err
 	}
 }
 
-func (m *Metrics) observe(procedure string, err error, start time.Time) {
+// observe records an RPC's latency, with its trace id as the exemplar
+// when the call was traced and sampled (exposed to scrapers that ask for
+// OpenMetrics), so a slow bucket leads to a trace.
+func (m *Metrics) observe(ctx context.Context, procedure string, err error, start time.Time) {
 	code := "ok"
 	if err != nil {
 		code = connect.CodeOf(err).String()
@@ -53,5 +57,10 @@ func (m *Metrics) observe(procedure string, err error, start time.Time) {
 	if !ok {
 		o, _ = m.rpcChildren.LoadOrStore(key, m.rpcSeconds.WithLabelValues(procedure, code))
 	}
-	o.(prometheus.Observer).Observe(time.Since(start).Seconds())
+	took := time.Since(start).Seconds()
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		o.(prometheus.ExemplarObserver).ObserveWithExemplar(took, prometheus.Labels{"trace_id": sc.TraceID().String()})
+		return
+	}
+	o.(prometheus.Observer).Observe(took)
 }

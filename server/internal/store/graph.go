@@ -17,6 +17,9 @@ type InternalTask struct {
 	ResourceID int64
 	Kind       string
 	Version    int32
+	// TraceParent is the W3C traceparent of the change that woke the
+	// task ('' when it was not traced).
+	TraceParent string
 }
 
 // ClaimInternal claims up to n internal tasks, oldest first.
@@ -31,14 +34,14 @@ func (s *Store) ClaimInternal(ctx context.Context, member string, lease time.Dur
 		UPDATE tasks t SET claimed_by = $1, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
 		    lease_expires_at = now() + $2 * interval '1 millisecond'
 		FROM picked WHERE t.id = picked.id
-		RETURNING t.id, t.epoch, t.generation, t.trigger, t.resource_id, t.kind, t.kind_version`,
+		RETURNING t.id, t.epoch, t.generation, t.trigger, t.resource_id, t.kind, t.kind_version, coalesce(t.traceparent, '')`,
 		member, lease.Milliseconds(), n)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (InternalTask, error) {
 		var t InternalTask
-		err := row.Scan(&t.TaskID, &t.Epoch, &t.Generation, &t.Trigger, &t.ResourceID, &t.Kind, &t.Version)
+		err := row.Scan(&t.TaskID, &t.Epoch, &t.Generation, &t.Trigger, &t.ResourceID, &t.Kind, &t.Version, &t.TraceParent)
 		return t, err
 	})
 }

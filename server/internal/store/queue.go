@@ -38,7 +38,8 @@ var scheduleReconcileSQL = `
 	    generation = EXCLUDED.generation,
 	    kind_version = EXCLUDED.kind_version,
 	    attempts = 0,
-	    not_before = now()
+	    not_before = now(),
+	    traceparent = EXCLUDED.traceparent
 	WHERE tasks.generation <> EXCLUDED.generation OR tasks.kind_version <> EXCLUDED.kind_version`
 
 // dropTasks is the tail of a statement that drops a resource's queued

@@ -1764,7 +1764,11 @@ type Task struct {
 	// For operation reactions: the operation to run.
 	Operation *OperationTask `protobuf:"bytes,13,opt,name=operation,proto3" json:"operation,omitempty"`
 	// For reactor reactions: what happened to the watched resource.
-	Reactor       *ReactorTask `protobuf:"bytes,14,opt,name=reactor,proto3" json:"reactor,omitempty"`
+	Reactor *ReactorTask `protobuf:"bytes,14,opt,name=reactor,proto3" json:"reactor,omitempty"`
+	// The W3C traceparent of the server's span for this task, when the
+	// change that queued it was traced and sampled; empty otherwise. The
+	// SDKs start the handler's span as its child.
+	Traceparent   string `protobuf:"bytes,15,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1895,6 +1899,13 @@ func (x *Task) GetReactor() *ReactorTask {
 		return x.Reactor
 	}
 	return nil
+}
+
+func (x *Task) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 type OperationTask struct {
@@ -2399,7 +2410,7 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\x12,\n" +
 	"\aadopted\x18\x05 \x03(\v2\x12.converge.v1.LeaseR\aadopted\x12&\n" +
 	"\x04lost\x18\x06 \x03(\v2\x12.converge.v1.LeaseR\x04lost\x12\x1a\n" +
-	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xa7\x04\n" +
+	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xc9\x04\n" +
 	"\x04Task\x12(\n" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseR\x05lease\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -2416,7 +2427,8 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x06rollup\x18\v \x01(\v2\x13.converge.v1.RollupR\x06rollup\x12\x16\n" +
 	"\x06config\x18\f \x01(\fR\x06config\x128\n" +
 	"\toperation\x18\r \x01(\v2\x1a.converge.v1.OperationTaskR\toperation\x122\n" +
-	"\areactor\x18\x0e \x01(\v2\x18.converge.v1.ReactorTaskR\areactor\"I\n" +
+	"\areactor\x18\x0e \x01(\v2\x18.converge.v1.ReactorTaskR\areactor\x12 \n" +
+	"\vtraceparent\x18\x0f \x01(\tR\vtraceparent\"I\n" +
 	"\rOperationTask\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04verb\x18\x02 \x01(\tR\x04verb\x12\x14\n" +
