@@ -72,6 +72,7 @@ type options struct {
 	top          int
 	profile      string
 	serveFlags   string
+	traceSample  float64
 	split        bool
 	brokers      int
 	workload     string
@@ -121,6 +122,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the PostgreSQL data directory")
 	flag.StringVar(&o.pgSettings, "pg", "", "extra PostgreSQL settings, comma-separated key=value")
 	flag.StringVar(&o.serveFlags, "serve-flags", "", "extra flags for every converge serve, space-separated (e.g. \"--task-records 0\" to measure with task records off)")
+	flag.Float64Var(&o.traceSample, "trace-sample", 0, "turn converge's tracing on, sampling this ratio of traces (0.01, 1), exported to a discarding OTLP/HTTP sink in this program (0: tracing off)")
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
@@ -192,6 +194,13 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.brokers < 1 {
 		return fmt.Errorf("-brokers %d: must be at least 1", o.brokers)
+	}
+	if o.traceSample != 0 {
+		sink, err := startTraceSink(o.traceSample)
+		if err != nil {
+			return err
+		}
+		defer sink.close()
 	}
 	if o.brokers > 1 && (!o.split || o.workload != "w1") {
 		return fmt.Errorf("-brokers %d: needs -split and -workload w1 (the other workloads measure one worker)", o.brokers)
