@@ -147,13 +147,15 @@ func taskStream(ws ...*rawWorker) <-chan held {
 }
 
 // TestMaxInflightHoldsAcrossReplicas runs two replicas over one database,
-// each with a worker of capacity 5, and a kind capped at 2 in flight.
+// each with a worker of capacity 5, and a kind capped at 2 in flight. The
+// lease is long so that a task held through the 2 s watch is never handed
+// out again because a loaded machine renewed its lease late.
 func TestMaxInflightHoldsAcrossReplicas(t *testing.T) {
 	db := pgtest.New(t)
 	start := func() (convergev1connect.ControlServiceClient, convergev1connect.WorkerServiceClient) {
 		a, err := app.Start(context.Background(), app.Config{
 			DatabaseURL: db.URL, Listen: "127.0.0.1:0", Role: app.RoleAll,
-			Broker: broker.Config{Lease: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond,
+			Broker: broker.Config{Lease: 20 * time.Second, HeartbeatInterval: 200 * time.Millisecond,
 				PollInterval: 100 * time.Millisecond, Backoff: store.Backoff{Base: 50 * time.Millisecond, Max: 200 * time.Millisecond}},
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
