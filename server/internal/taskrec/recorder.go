@@ -192,6 +192,9 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 }
 
+// pruneAfter is how many new records make a resource due a prune.
+func (r *Recorder) pruneAfter() int { return max(1, r.cfg.Keep/2) }
+
 func keys(m map[int64]int) []int64 {
 	out := make([]int64, 0, len(m))
 	for id := range m {
@@ -262,7 +265,7 @@ func (r *Recorder) write(ctx context.Context, batch []*Pending, unpruned map[int
 	for i, p := range batch {
 		recs[i] = build(p, flows[p.claimed.ResourceID], r.cfg.MaxBytes, configs)
 		id := p.claimed.ResourceID
-		if unpruned[id]++; unpruned[id] == max(1, r.cfg.Keep/2) || p.claimed.Trigger == trigger.DeleteRequested {
+		if unpruned[id]++; unpruned[id] == r.pruneAfter() || p.claimed.Trigger == trigger.DeleteRequested {
 			due = append(due, id)
 		}
 	}
