@@ -75,10 +75,16 @@ func TestMain(m *testing.M) {
 // parallel.
 func begin(t *testing.T) {
 	t.Helper()
+	skipShort(t)
+	t.Parallel()
+}
+
+// skipShort skips the test in -short mode, where TestMain builds nothing.
+func skipShort(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode: it builds and runs converge, conctl and stdworker")
 	}
-	t.Parallel()
 }
 
 func build() error {
@@ -113,6 +119,7 @@ func build() error {
 // repoPath returns the absolute path of a file in the repository.
 func repoPath(t *testing.T, rel string) string {
 	t.Helper()
+	skipShort(t) // a test may look up its files before begin
 	p := filepath.Join(bin.root, filepath.FromSlash(rel))
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("repository file %s: %v", rel, err)

@@ -55,9 +55,17 @@ type ComposeResult struct {
 	// CreatedNames names the first children created (kind/name), for the
 	// event: a child deleted by hand and created again is named there.
 	CreatedNames []string
+	// regated counts the children whose incoming edges changed.
+	regated int
 	// Refused is set when the composition could not apply; nothing was
 	// written, and the caller reports it as a failure of the task.
 	Refused *Refusal
+}
+
+// changedChildren says whether the answer changed the child set or the
+// edges between children: what the composite's rollup has counted.
+func (r ComposeResult) changedChildren() bool {
+	return r.Created+r.Updated+r.Readopted+r.Orphaned+r.Deleted+r.regated > 0
 }
 
 // Refusal is why a composition was not applied.
@@ -152,10 +160,13 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 		if err := applyChildren(ctx, tx, c, parentID, rootID, namespace, existing, refs, &res); err != nil {
 			return err
 		}
-		// Until the rollup has counted the new children, the composite is
-		// not Ready: it becomes Ready only through its rollup.
-		if len(c.Children) > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE resources SET subtree = 'pending' WHERE id = $1 AND subtree <> 'pending'`, parentID); err != nil {
+		// Until the rollup has counted what changed in its children, the
+		// composite is not Ready: it becomes Ready only through its rollup.
+		// An answer that changed no child leaves the rollup true, so a
+		// composite already Ready at this generation stays Ready.
+		if res.changedChildren() {
+			if _, err := tx.Exec(ctx, `UPDATE resources SET subtree = 'pending', resource_version = resource_version + 1
+				WHERE id = $1 AND subtree <> 'pending'`, parentID); err != nil {
 				return err
 			}
 		}

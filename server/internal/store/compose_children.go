@@ -184,6 +184,7 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 	if err != nil {
 		return err
 	}
+	res.regated = len(changed)
 	gate = append(gate, changed...)
 	if len(schedule) > 0 {
 		sort.Slice(schedule, func(i, j int) bool { return schedule[i] < schedule[j] })
