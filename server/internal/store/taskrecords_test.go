@@ -53,7 +53,7 @@ func TestTaskRecordsKeepPageAndDelete(t *testing.T) {
 		t.Fatalf("second page = %+v, %v; want only generation 2 (1 pruned)", next, err)
 	}
 	whole, err := s.GetTaskRecord(ctx, next.Records[0].ID)
-	if err != nil || !strings.Contains(string(whole.Input), `"n": 2`) || !whole.Failed || whole.Error != "err 2" {
+	if err != nil || !strings.Contains(string(whole.Input), `"n":2`) || !whole.Failed || whole.Error != "err 2" {
 		t.Fatalf("whole record = %+v (input %s), %v", whole, whole.Input, err)
 	}
 	var total int

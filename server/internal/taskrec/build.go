@@ -46,8 +46,8 @@ func build(p *Pending, flows [][]byte, maxBytes int, configs redactions) store.T
 	in.set("kind_version", t.GetKindVersion())
 	in.str("reaction", t.GetReaction())
 	if res := t.GetResource(); res != nil {
-		in.raw("spec", res.GetSpec())
-		in.raw("status", res.GetStatus())
+		in.own("spec", res.GetSpec())
+		in.own("status", res.GetStatus())
 		if len(res.GetLabels()) > 0 {
 			in.set("labels", res.GetLabels())
 		}
@@ -173,6 +173,14 @@ type doc map[string]json.RawMessage
 
 func (d doc) raw(key string, v []byte) {
 	if len(v) > 0 && json.Valid(v) {
+		d[key] = json.RawMessage(v)
+	}
+}
+
+// own sets a value the server encoded itself (the spec and status it
+// read from the database): valid JSON, so it is not checked again.
+func (d doc) own(key string, v []byte) {
+	if len(v) > 0 {
 		d[key] = json.RawMessage(v)
 	}
 }

@@ -168,7 +168,7 @@ const (
 // is likely gone by then, and the prune removes the records of a resource
 // that no longer exists.
 func (r *Recorder) Run(ctx context.Context) {
-	unpruned := map[int64]int{}
+	unpruned := make(map[int64]int, 4096)
 	tick := time.NewTicker(pruneAll)
 	defer tick.Stop()
 	for {
