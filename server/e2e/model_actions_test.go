@@ -255,6 +255,12 @@ func (w *world) quarantine(t *rapid.T) {
 	}
 	m.quarantined = true
 	w.unordered[res.GetResource().GetUid()] = true
+	if m.owner != "" && res.GetResource().GetDeletionRequestedAt() != nil {
+		// A child already being deleted (a hand delete of a dependency it
+		// has cascades to it): a teardown already running finishes, and its
+		// composite re-creates it unquarantined; or it stays Deleting.
+		m.murky = true
+	}
 }
 
 // exists reports whether m should exist on the server now (a root, or a

@@ -41,8 +41,9 @@ type mres struct {
 	// handDeleted: a child was deleted by hand (it and its dependents come
 	// back); cascade explains siblings in Deleting meanwhile.
 	handDeleted bool
-	// murky: a quarantined child its composite then stopped emitting; the
-	// docs do not say what becomes of it, so the model accepts any end.
+	// murky: a quarantined child its composite then stopped emitting, or
+	// one quarantined while it was being deleted (its running teardown may
+	// finish, and its composite re-creates it); the model accepts any end.
 	murky bool
 	// reclaimed: a child its composite stopped emitting and then emitted
 	// again. The composer may have dropped it in between, so it may be

@@ -69,7 +69,7 @@ func lockResource(ctx context.Context, tx pgx.Tx, id int64, dest ...any) (bool, 
 }
 
 const lockedColumns = `namespace, kind, kind_version, name, generation, synced_generation,
-	deletion_requested_at IS NOT NULL, deletion_policy, subtree`
+	deletion_requested_at IS NOT NULL, deletion_policy, subtree, quarantined`
 
 type lockedRow struct {
 	namespace, kind, name string
@@ -78,10 +78,11 @@ type lockedRow struct {
 	deleting              bool
 	deletionPolicy        string
 	subtree               string
+	quarantined           bool
 }
 
 func (r *lockedRow) dest() []any {
-	return []any{&r.namespace, &r.kind, &r.version, &r.name, &r.generation, &r.synced, &r.deleting, &r.deletionPolicy, &r.subtree}
+	return []any{&r.namespace, &r.kind, &r.version, &r.name, &r.generation, &r.synced, &r.deleting, &r.deletionPolicy, &r.subtree, &r.quarantined}
 }
 
 // RollupCounts are a composite's children by phase.

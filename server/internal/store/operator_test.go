@@ -260,6 +260,21 @@ func TestUnquarantineResumesTeardown(t *testing.T) {
 		}
 		return wakes
 	}
+	// The frozen resource's teardown does not run: its teardown task
+	// queues no teardown reaction and removes nothing.
+	internal, err := s.ClaimInternal(ctx, "m1", time.Minute, 10)
+	if err != nil || len(internal) != 1 || internal[0].Trigger != trigger.Teardown {
+		t.Fatalf("internal tasks = %+v, %v; want the teardown", internal, err)
+	}
+	if queued, err := s.Teardown(ctx, internal[0], func(string, int32) store.TeardownPolicy { return store.TeardownPolicy{Reaction: true} }); err != nil || queued {
+		t.Fatalf("teardown of a quarantined resource queued %v, %v; want nothing", queued, err)
+	}
+	if got := taskTriggers(t, s, "a"); got != "" {
+		t.Fatalf("tasks of the quarantined deleting resource = %q, want none", got)
+	}
+	if r := get(t, s, "a"); r.Phase != "Deleting" || !quarantined(t, s, "a") {
+		t.Fatalf("quarantined deleting resource is %s", r.Phase)
+	}
 	before := teardownWakes()
 	r, queued, err := s.UnquarantineResource(ctx, "carol", leafKey("a"), "let it go")
 	if err != nil || !queued || r.Phase != "Deleting" || quarantined(t, s, "a") {

@@ -27,7 +27,10 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 		if err != nil {
 			return err
 		}
-		if !ok || !r.deleting {
+		// A quarantined resource is frozen, its teardown too: it stays
+		// Deleting until it is unquarantined (which wakes this again) or
+		// removed with its owner.
+		if !ok || !r.deleting || r.quarantined {
 			return finishInternal(ctx, tx, t)
 		}
 		// What goes first: its children, and its dependents that are
