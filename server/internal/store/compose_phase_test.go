@@ -35,18 +35,7 @@ func composeAs(t *testing.T, s *store.Store, partRev int64, names ...string) sto
 // settleParts succeeds every queued part task, then runs the rollups.
 func settleParts(t *testing.T, s *store.Store) {
 	t.Helper()
-	ctx := context.Background()
-	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "part", Version: 1, Trigger: trigger.SpecChange, N: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs := make([]store.Outcome, len(got))
-	for i, c := range got {
-		outs[i] = store.Outcome{Lease: c.Lease, Status: []byte(`{}`)}
-	}
-	if _, err := s.ApplyOutcomes(ctx, outs, fast); err != nil {
-		t.Fatal(err)
-	}
+	settleKind(t, s, "part")
 	runRollups(t, s)
 }
 
@@ -75,15 +64,6 @@ func runRollups(t *testing.T, s *store.Store) {
 	t.Fatal("rollups kept coming")
 }
 
-func phaseOf(t *testing.T, s *store.Store, kind, name string) string {
-	t.Helper()
-	r, err := s.GetResource(context.Background(), "default", kind, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Phase
-}
-
 // TestRecomposeKeepsPhase: a composite's composer that runs again at the
 // generation it has observed (a child went, a forced reconcile) and asks
 // for the children it has does not make the composite Reconciling: a
@@ -96,11 +76,11 @@ func TestRecomposeKeepsPhase(t *testing.T) {
 	histApply(t, s, "alice", "stack", 1, stackRev, "s", `{}`)
 
 	composeAs(t, s, partRev, "s-a", "s-b")
-	if p := phaseOf(t, s, "stack", "s"); p != "Reconciling" {
+	if p := getKind(t, s, "stack", "s").Phase; p != "Reconciling" {
 		t.Fatalf("the composite with new children is %s, want Reconciling", p)
 	}
 	settleParts(t, s)
-	if p := phaseOf(t, s, "stack", "s"); p != "Ready" {
+	if p := getKind(t, s, "stack", "s").Phase; p != "Ready" {
 		t.Fatalf("the composite with ready children is %s, want Ready", p)
 	}
 
@@ -112,7 +92,7 @@ func TestRecomposeKeepsPhase(t *testing.T) {
 	if res := composeAs(t, s, partRev, "s-a", "s-b"); res.Created+res.Updated+res.Deleted != 0 {
 		t.Fatalf("the unchanged recompose changed children: %+v", res)
 	}
-	if p := phaseOf(t, s, "stack", "s"); p != "Ready" {
+	if p := getKind(t, s, "stack", "s").Phase; p != "Ready" {
 		t.Fatalf("after a recompose that changed nothing the composite is %s, want Ready", p)
 	}
 
@@ -121,11 +101,11 @@ func TestRecomposeKeepsPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	composeAs(t, s, partRev, "s-a", "s-b", "s-c")
-	if p := phaseOf(t, s, "stack", "s"); p != "Reconciling" {
+	if p := getKind(t, s, "stack", "s").Phase; p != "Reconciling" {
 		t.Fatalf("after a recompose that added a child the composite is %s, want Reconciling", p)
 	}
 	settleParts(t, s)
-	if p := phaseOf(t, s, "stack", "s"); p != "Ready" {
+	if p := getKind(t, s, "stack", "s").Phase; p != "Ready" {
 		t.Fatalf("once the new child is ready the composite is %s, want Ready", p)
 	}
 }

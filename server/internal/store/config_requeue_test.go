@@ -11,8 +11,14 @@ import (
 // settle claims and succeeds every queued specChange task of leaf.
 func settle(t *testing.T, s *store.Store) {
 	t.Helper()
+	settleKind(t, s, "leaf")
+}
+
+// settleKind claims and succeeds every queued specChange task of kind v1.
+func settleKind(t *testing.T, s *store.Store, kind string) {
+	t.Helper()
 	for {
-		got, err := s.Claim(context.Background(), "m1", 60e9, []store.Want{{Kind: "leaf", Version: 1, Trigger: trigger.SpecChange, N: 100}})
+		got, err := s.Claim(context.Background(), "m1", 60e9, []store.Want{{Kind: kind, Version: 1, Trigger: trigger.SpecChange, N: 100}})
 		if err != nil {
 			t.Fatal(err)
 		}

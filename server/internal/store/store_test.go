@@ -59,7 +59,12 @@ func claimOne(t *testing.T, s *store.Store) store.Claimed {
 
 func get(t *testing.T, s *store.Store, name string) store.Resource {
 	t.Helper()
-	r, err := s.GetResource(context.Background(), "default", "leaf", name)
+	return getKind(t, s, "leaf", name)
+}
+
+func getKind(t *testing.T, s *store.Store, kind, name string) store.Resource {
+	t.Helper()
+	r, err := s.GetResource(context.Background(), "default", kind, name)
 	if err != nil {
 		t.Fatal(err)
 	}
