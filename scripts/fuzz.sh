@@ -67,9 +67,17 @@ for t in "${targets[@]}"; do
   t0=$(date +%s)
   fuzz_once() { go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimizetime" -timeout "$timeout" "$pkg" >"$log" 2>&1; }
   # Go 1.26's fuzzing coordinator can report its own -fuzztime deadline as
-  # a failure, "context deadline exceeded" with no failing input
-  # (go.dev/issue/75804, fixed in Go 1.27): that target runs once more.
-  deadline_race() { grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; }
+  # a failure (go.dev/issue/75804, fixed in Go 1.27): the deadline fires, the
+  # coordinator reads the parent context's error before the child's is set,
+  # and the target fails with a bare "context deadline exceeded" after its
+  # whole fuzzing time, having written no input. A real finding always
+  # writes one. Such a target runs once more; if the race strikes again the
+  # target fuzzed its full time twice and found nothing, so it passes with
+  # a note rather than failing the run on a toolchain bug.
+  deadline_race() {
+    grep -q 'Failing input written' "$log" && return 1
+    awk '/^--- FAIL: /{getline l; gsub(/^[ \t]+|[ \t]+$/, "", l); if (l != "context deadline exceeded") bad=1; n++} END{exit !(n == 1 && !bad)}' "$log"
+  }
   retried=""
   status=0
   fuzz_once || status=$?
@@ -77,6 +85,10 @@ for t in "${targets[@]}"; do
     retried=" (run twice: go.dev/issue/75804)"
     status=0
     fuzz_once || status=$?
+    if [ "$status" != 0 ] && deadline_race; then
+      retried=" (deadline race twice, no input found: go.dev/issue/75804)"
+      status=0
+    fi
   fi
   if [ "$status" = 0 ]; then
     result="ok$retried"
