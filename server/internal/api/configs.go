@@ -89,7 +89,7 @@ func (s *Service) refreshConfigs(ctx context.Context) {
 	if err := s.kinds.Refresh(ctx); err != nil {
 		s.log.Warn("refreshing kinds after a provider config change failed; replicas see it at their next poll", "err", err)
 	}
-	s.bus.Publish(notify.Kinds)
+	s.publish(ctx, notify.Kinds)
 }
 
 // withConfigValidator runs write with a validator for the kind version's

@@ -98,8 +98,8 @@ func (s *Service) RollbackResource(ctx context.Context, req *convergev1.Rollback
 		return nil, configError(err)
 	}
 	if changed {
-		s.bus.Publish(notify.Tasks)
-		s.bus.Publish(notify.Changes)
+		s.publish(ctx, notify.Tasks)
+		s.publish(ctx, notify.Changes)
 	}
 	r, err := s.store.GetResource(ctx, key.Namespace, key.Kind, key.Name)
 	if err != nil {

@@ -51,7 +51,7 @@ func (s *Service) ApplyKind(ctx context.Context, req *convergev1.ApplyKindReques
 		if err := s.kinds.Refresh(ctx); err != nil {
 			s.log.Warn("refreshing kinds after apply failed", "err", err)
 		}
-		s.bus.Publish(notify.Kinds)
+		s.publish(ctx, notify.Kinds)
 	}
 	if e, err = kinds.Compile(row); err != nil {
 		return nil, storeError(err)
@@ -97,6 +97,6 @@ func (s *Service) DeleteKind(ctx context.Context, req *convergev1.DeleteKindRequ
 	if err := s.kinds.Refresh(ctx); err != nil {
 		s.log.Warn("refreshing kinds after delete failed", "err", err)
 	}
-	s.bus.Publish(notify.Kinds)
+	s.publish(ctx, notify.Kinds)
 	return &convergev1.DeleteKindResponse{}, nil
 }

@@ -48,7 +48,7 @@ func (s *Service) InvokeOperation(ctx context.Context, req *convergev1.InvokeOpe
 	if err != nil {
 		return nil, storeError(err)
 	}
-	s.bus.Publish(notify.Tasks)
+	s.publish(ctx, notify.Tasks)
 	return &convergev1.InvokeOperationResponse{Operation: toOperation(op)}, nil
 }
 

@@ -22,8 +22,8 @@ func (s *Service) QuarantineResource(ctx context.Context, req *convergev1.Quaran
 	}
 	if changed {
 		// The owner's rollup and the dependents' gates were woken.
-		s.bus.Publish(notify.Tasks)
-		s.bus.Publish(notify.Changes)
+		s.publish(ctx, notify.Tasks)
+		s.publish(ctx, notify.Changes)
 	}
 	return &convergev1.QuarantineResourceResponse{Resource: toResource(r, s.isParked)}, nil
 }
@@ -36,8 +36,8 @@ func (s *Service) UnquarantineResource(ctx context.Context, req *convergev1.Unqu
 	if err != nil {
 		return nil, storeError(err)
 	}
-	s.bus.Publish(notify.Tasks)
-	s.bus.Publish(notify.Changes)
+	s.publish(ctx, notify.Tasks)
+	s.publish(ctx, notify.Changes)
 	return &convergev1.UnquarantineResourceResponse{Resource: toResource(r, s.isParked)}, nil
 }
 
@@ -49,7 +49,7 @@ func (s *Service) ReconcileResource(ctx context.Context, req *convergev1.Reconci
 	if err != nil {
 		return nil, storeError(err)
 	}
-	s.bus.Publish(notify.Tasks)
-	s.bus.Publish(notify.Changes)
+	s.publish(ctx, notify.Tasks)
+	s.publish(ctx, notify.Changes)
 	return &convergev1.ReconcileResourceResponse{Resource: toResource(r, s.isParked)}, nil
 }

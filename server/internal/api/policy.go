@@ -54,7 +54,7 @@ func (s *Service) UpdateKindPolicy(ctx context.Context, req *convergev1.UpdateKi
 	if err := s.kinds.Refresh(ctx); err != nil {
 		s.log.Warn("refreshing kinds after a policy update failed", "err", err)
 	}
-	s.bus.Publish(notify.Kinds)
+	s.publish(ctx, notify.Kinds)
 	out, err := kinds.Compile(updated)
 	if err != nil {
 		return nil, storeError(err)

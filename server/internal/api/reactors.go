@@ -30,7 +30,7 @@ func (s *Service) ApplyReactorBinding(ctx context.Context, req *convergev1.Apply
 	}
 	if result != "unchanged" {
 		// Emitters keep a cached count of bindings; this refreshes it.
-		s.bus.Publish(notify.Kinds)
+		s.publish(ctx, notify.Kinds)
 	}
 	return &convergev1.ApplyReactorBindingResponse{Binding: toBinding(row), Result: result}, nil
 }
@@ -63,7 +63,7 @@ func (s *Service) DeleteReactorBinding(ctx context.Context, req *convergev1.Dele
 	if err := s.store.DeleteReactorBinding(ctx, req.GetName()); err != nil {
 		return nil, storeError(err)
 	}
-	s.bus.Publish(notify.Kinds)
+	s.publish(ctx, notify.Kinds)
 	return &convergev1.DeleteReactorBindingResponse{}, nil
 }
 

@@ -75,9 +75,9 @@ func (s *Service) apply(ctx context.Context, reqs []*convergev1.ApplyResourceReq
 		return nil, storeError(err)
 	}
 	if scheduled {
-		s.bus.Publish(notify.Tasks)
+		s.publish(ctx, notify.Tasks)
 	}
-	s.bus.Publish(notify.Changes)
+	s.publish(ctx, notify.Changes)
 	return results, nil
 }
 
@@ -93,6 +93,9 @@ func (s *Service) validate(reqs []*convergev1.ApplyResourceRequest, batch bool) 
 		}
 		ns := namespaceOr(r.GetNamespace())
 		id := fmt.Sprintf("%s%s/%s/%s", where, ns, r.GetKind(), r.GetName())
+		if batch && r.GetDryRun() {
+			return nil, invalid("resources[%d].dry_run: a batch is a dry run as a whole; set dry_run on the ApplyResources request", i)
+		}
 		e := s.kinds.Get(r.GetKind(), r.GetKindVersion())
 		if e == nil {
 			return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf(
@@ -279,8 +282,8 @@ func (s *Service) DeleteResource(ctx context.Context, req *convergev1.DeleteReso
 	}
 	// Either way the database queued work: a teardown, or (for a child
 	// removed at once) its composite's recompose and rollup.
-	s.bus.Publish(notify.Changes)
-	s.bus.Publish(notify.Tasks)
+	s.publish(ctx, notify.Changes)
+	s.publish(ctx, notify.Tasks)
 	if gone {
 		return &convergev1.DeleteResourceResponse{}, nil
 	}

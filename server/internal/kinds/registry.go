@@ -230,6 +230,9 @@ func (r *Registry) Run(ctx context.Context) {
 
 // Refresh reloads the view if any kind changed since the last load.
 func (r *Registry) Refresh(ctx context.Context) error {
+	if store.InDryRun(ctx) {
+		return nil // what a dry run wrote is rolled back: nothing to load
+	}
 	r.refreshing.Lock()
 	defer r.refreshing.Unlock()
 	fp, err := r.store.KindsFingerprint(ctx)

@@ -71,7 +71,7 @@ type ChangeFilter struct {
 // readers deduplicate by resource version.
 func (s *Store) CurrentCursor(ctx context.Context) (Cursor, error) {
 	var xmin uint64
-	err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin)
+	err := s.db(ctx).QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin)
 	if err != nil {
 		return Cursor{}, err
 	}
@@ -84,7 +84,7 @@ func (s *Store) CurrentCursor(ctx context.Context) (Cursor, error) {
 // from: past the last row, or past everything final when the page is not
 // full.
 func (s *Store) ReadChanges(ctx context.Context, c Cursor, f ChangeFilter, limit int) ([]Change, Cursor, error) {
-	return readChanges(ctx, s.pool, c, f, limit)
+	return readChanges(ctx, s.db(ctx), c, f, limit)
 }
 
 // readChanges is ReadChanges on q, which may be a transaction.
@@ -150,7 +150,7 @@ var ErrCursorExpired = errors.New("the cursor is older than the change feed's re
 // CheckCursor fails with ErrCursorExpired if changes after c were pruned.
 func (s *Store) CheckCursor(ctx context.Context, c Cursor) error {
 	var before int64
-	err := s.pool.QueryRow(ctx, `SELECT pruned_before::text::bigint FROM change_retention`).Scan(&before)
+	err := s.db(ctx).QueryRow(ctx, `SELECT pruned_before::text::bigint FROM change_retention`).Scan(&before)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -232,6 +232,6 @@ func (s *Store) PruneChanges(ctx context.Context, beforeXID uint64, limit int) (
 // samples it to know which transactions are older than a given time.
 func (s *Store) CurrentXID(ctx context.Context) (uint64, error) {
 	var xid int64
-	err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&xid)
+	err := s.db(ctx).QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&xid)
 	return uint64(xid), err
 }

@@ -150,7 +150,7 @@ func (s *Store) Claim(ctx context.Context, member string, lease time.Duration, w
 	}
 	var out []Claimed
 	if len(free) > 0 {
-		got, err := claim(ctx, s.relaxed, member, lease, free)
+		got, err := claim(ctx, s.relaxedDB(ctx), member, lease, free)
 		if err != nil {
 			return nil, err
 		}
@@ -180,10 +180,6 @@ func (s *Store) Claim(ctx context.Context, member string, lease time.Duration, w
 		return nil, err
 	}
 	return out, nil
-}
-
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 type batcher interface {

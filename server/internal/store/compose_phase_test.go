@@ -13,6 +13,12 @@ import (
 // part child per name.
 func composeAs(t *testing.T, s *store.Store, partRev int64, names ...string) store.ComposeResult {
 	t.Helper()
+	return composeWith(t, s, partRev, names, nil)
+}
+
+// composeWith is composeAs with edges between the children.
+func composeWith(t *testing.T, s *store.Store, partRev int64, names []string, edges []store.EdgeSpec) store.ComposeResult {
+	t.Helper()
 	ctx := context.Background()
 	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "stack", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(got) != 1 {
@@ -25,6 +31,7 @@ func composeAs(t *testing.T, s *store.Store, partRev int64, names ...string) sto
 	res, err := s.ApplyComposition(ctx, store.Composition{
 		Outcome:  store.Outcome{Lease: got[0].Lease, Actor: "worker:w1", Status: []byte(`{}`)},
 		Children: children,
+		Edges:    edges,
 	})
 	if err != nil || !res.Applied || res.Refused != nil {
 		t.Fatalf("compose %v = %+v, %v", names, res, err)

@@ -173,6 +173,6 @@ func (s *Store) RequeueForConfigs(ctx context.Context, limit int) (ConfigRequeue
 // resources to re-queue.
 func (s *Store) PendingConfigRequeues(ctx context.Context) (bool, error) {
 	var pending bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM config_requeues)`).Scan(&pending)
+	err := s.db(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM config_requeues)`).Scan(&pending)
 	return pending, err
 }

@@ -236,7 +236,7 @@ func listBroken(broken []string) string {
 
 // GetProviderConfig returns one provider config.
 func (s *Store) GetProviderConfig(ctx context.Context, kind string, version int32, name string) (ProviderConfig, error) {
-	c, err := scanConfig(s.pool.QueryRow(ctx, `SELECT `+configColumns+` FROM provider_configs
+	c, err := scanConfig(s.db(ctx).QueryRow(ctx, `SELECT `+configColumns+` FROM provider_configs
 		WHERE kind = $1 AND kind_version = $2 AND name = $3`, kind, version, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, notFoundf("provider config %q of kind %s v%d not found", name, kind, version)
@@ -247,7 +247,7 @@ func (s *Store) GetProviderConfig(ctx context.Context, kind string, version int3
 // ListProviderConfigs returns the provider configs of a kind version, of
 // every version of a kind (version 0), or all of them (kind "").
 func (s *Store) ListProviderConfigs(ctx context.Context, kind string, version int32) ([]ProviderConfig, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+configColumns+` FROM provider_configs
+	rows, err := s.db(ctx).Query(ctx, `SELECT `+configColumns+` FROM provider_configs
 		WHERE ($1 = '' OR kind = $1) AND ($2 = 0 OR kind_version = $2)
 		ORDER BY kind, kind_version, name`, kind, version)
 	if err != nil {

@@ -87,7 +87,7 @@ func (s *Store) RecordKindEvent(ctx context.Context, kind string, version int32,
 	if version > 0 {
 		name = fmt.Sprintf("v%d", version)
 	}
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db(ctx).Exec(ctx, `
 		INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
 		VALUES (NULL, '', $1, $2, 0, 'Normal', $3, $4, $5)`, kind, name, reason, truncate(message, maxEventMessage), actor)
 	return err
@@ -98,7 +98,7 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) 
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db(ctx).Query(ctx, `
 		SELECT id, coalesce(resource_id, 0), namespace, kind, name, generation, type, reason, message, actor, at
 		FROM events
 		WHERE ($1 = '' OR namespace = $1 OR namespace = '') AND ($2 = '' OR kind = $2) AND ($3 = '' OR name = $3)

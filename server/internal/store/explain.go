@@ -27,7 +27,7 @@ func (s *Store) BlockersOf(ctx context.Context, r Resource, limit int) (Blockers
 			return
 		}
 		var rows pgx.Rows
-		rows, err = s.pool.Query(ctx, `SELECT `+resourceColumns(false)+` FROM resources r `+resourceJoins+`
+		rows, err = s.db(ctx).Query(ctx, `SELECT `+resourceColumns(false)+` FROM resources r `+resourceJoins+`
 			WHERE `+where+` ORDER BY converge_phase(r) <> 'Failed', r.kind, r.name LIMIT $2`, r.ID, limit)
 		if err != nil {
 			return

@@ -24,7 +24,7 @@ type InternalTask struct {
 
 // ClaimInternal claims up to n internal tasks, oldest first.
 func (s *Store) ClaimInternal(ctx context.Context, member string, lease time.Duration, n int) ([]InternalTask, error) {
-	rows, err := s.relaxed.Query(ctx, `
+	rows, err := s.relaxedDB(ctx).Query(ctx, `
 		WITH picked AS (
 		    SELECT id FROM tasks
 		    WHERE claimed_by IS NULL AND trigger IN ('rollup', 'gate', 'teardown') AND not_before <= now()

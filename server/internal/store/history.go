@@ -65,7 +65,7 @@ type HistoryPage struct {
 // A revision is kept while it is among the last Keep generations; reads
 // apply the same rule as the trigger, so a lowered setting shows at once.
 func (s *Store) ResourceHistory(ctx context.Context, key ResourceKey, before int64, limit int) (HistoryPage, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db(ctx).Query(ctx, `
 		SELECT k.keep, v.generation, v.kind_version, v.spec, v.source, v.actor, v.at
 		FROM resources r
 		CROSS JOIN (SELECT `+historyKeepSQL+` AS keep) k

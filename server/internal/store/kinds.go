@@ -165,7 +165,7 @@ func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, 
 
 // GetKind returns one kind version.
 func (s *Store) GetKind(ctx context.Context, kind string, version int32) (Kind, error) {
-	k, err := scanKind(s.pool.QueryRow(ctx,
+	k, err := scanKind(s.db(ctx).QueryRow(ctx,
 		`SELECT `+kindColumns+` FROM kinds WHERE kind = $1 AND kind_version = $2`, kind, version))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, notFoundf("kind %s v%d is not registered", kind, version)
@@ -175,7 +175,7 @@ func (s *Store) GetKind(ctx context.Context, kind string, version int32) (Kind, 
 
 // ListKinds returns every kind version, or every version of one kind.
 func (s *Store) ListKinds(ctx context.Context, kind string) ([]Kind, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+kindColumns+` FROM kinds
+	rows, err := s.db(ctx).Query(ctx, `SELECT `+kindColumns+` FROM kinds
 		WHERE $1 = '' OR kind = $1 ORDER BY kind, kind_version`, kind)
 	if err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ func (s *Store) DeleteKind(ctx context.Context, kind string, version int32) erro
 func (s *Store) KindsFingerprint(ctx context.Context) (string, error) {
 	var n, sum, cn, csum int64
 	var latest, clatest *time.Time
-	err := s.pool.QueryRow(ctx, `
+	err := s.db(ctx).QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM kinds), (SELECT coalesce(sum(revision), 0) FROM kinds),
 		       (SELECT max(updated_at) FROM kinds),
 		       (SELECT count(*) FROM provider_configs), (SELECT coalesce(sum(revision), 0) FROM provider_configs),

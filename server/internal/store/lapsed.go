@@ -34,7 +34,7 @@ const lapsedClaim = `t.claimed_by IS NOT NULL
 // LapsedClaimers returns the members holding claims that lapsed, in id
 // order.
 func (s *Store) LapsedClaimers(ctx context.Context, l Lapse) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT t.claimed_by FROM tasks t WHERE `+lapsedClaim+` ORDER BY 1`,
+	rows, err := s.db(ctx).Query(ctx, `SELECT DISTINCT t.claimed_by FROM tasks t WHERE `+lapsedClaim+` ORDER BY 1`,
 		l.Lease.Milliseconds(), l.LiveWithin.Milliseconds())
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ func (s *Store) ExtendLeases(ctx context.Context, member string, renewals []Rene
 	for i, r := range renewals {
 		ids[i], epochs[i], until[i] = r.TaskID, r.Epoch, r.Until
 	}
-	rows, err := s.relaxed.Query(ctx, `
+	rows, err := s.relaxedDB(ctx).Query(ctx, `
 		WITH l AS (
 		    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS l(id, epoch, until)
 		), held AS (
@@ -65,7 +65,7 @@ func (s *Store) AdoptLeases(ctx context.Context, member string, lease time.Durat
 		return nil, nil
 	}
 	ids, epochs := splitLeases(leases)
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db(ctx).Query(ctx, `
 		WITH held AS (
 		    SELECT t.id FROM tasks t
 		    JOIN unnest($1::bigint[], $2::bigint[]) AS l(id, epoch) ON t.id = l.id AND t.epoch = l.epoch
@@ -93,7 +93,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, leases []Lease) error {
 		return nil
 	}
 	ids, epochs := splitLeases(leases)
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db(ctx).Exec(ctx, `
 		WITH held AS (
 		    SELECT t.id FROM tasks t
 		    JOIN unnest($1::bigint[], $2::bigint[]) AS l(id, epoch) ON t.id = l.id AND t.epoch = l.epoch

@@ -42,7 +42,7 @@ func (s *Store) HeartbeatMember(ctx context.Context, m Member) error {
 	if m.Served == nil {
 		served = []byte("[]")
 	}
-	_, err = s.pool.Exec(ctx, `
+	_, err = s.db(ctx).Exec(ctx, `
 		INSERT INTO members (id, roles, hostname, pid, version, served)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), served = EXCLUDED.served`,
@@ -52,7 +52,7 @@ func (s *Store) HeartbeatMember(ctx context.Context, m Member) error {
 
 // LiveMembers returns members that sent a heartbeat within the window.
 func (s *Store) LiveMembers(ctx context.Context, within time.Duration) ([]Member, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db(ctx).Query(ctx, `
 		SELECT id, roles, hostname, pid, version, started_at, heartbeat_at, served FROM members
 		WHERE heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY id`, within.Milliseconds())
 	if err != nil {
@@ -70,13 +70,13 @@ func (s *Store) LiveMembers(ctx context.Context, within time.Duration) ([]Member
 
 // DeleteMember removes a member row (on clean shutdown).
 func (s *Store) DeleteMember(ctx context.Context, id string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM members WHERE id = $1`, id)
+	_, err := s.db(ctx).Exec(ctx, `DELETE FROM members WHERE id = $1`, id)
 	return err
 }
 
 // ForgetDeadMembers deletes members silent for longer than after.
 func (s *Store) ForgetDeadMembers(ctx context.Context, after time.Duration) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM members WHERE heartbeat_at < now() - $1 * interval '1 millisecond'`,
+	tag, err := s.db(ctx).Exec(ctx, `DELETE FROM members WHERE heartbeat_at < now() - $1 * interval '1 millisecond'`,
 		after.Milliseconds())
 	return tag.RowsAffected(), err
 }

@@ -119,7 +119,7 @@ func (s *Store) InvokeOperation(ctx context.Context, req OperationRequest) (Oper
 
 // GetOperation reads one operation by id.
 func (s *Store) GetOperation(ctx context.Context, id string) (Operation, error) {
-	op, err := scanOperation(s.pool.QueryRow(ctx, `SELECT `+operationColumns+` FROM operations WHERE id = $1`, id))
+	op, err := scanOperation(s.db(ctx).QueryRow(ctx, `SELECT `+operationColumns+` FROM operations WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return op, notFoundf("operation %q not found", id)
 	}
@@ -131,7 +131,7 @@ func (s *Store) GetOperation(ctx context.Context, id string) (Operation, error) 
 // resource by the same name are not its own.
 func (s *Store) ListOperations(ctx context.Context, key ResourceKey) ([]Operation, error) {
 	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
+	err := s.db(ctx).QueryRow(ctx, `SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
 		key.Namespace, key.Kind, key.Name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFoundf("resource %s/%s/%s not found", key.Namespace, key.Kind, key.Name)
@@ -139,7 +139,7 @@ func (s *Store) ListOperations(ctx context.Context, key ResourceKey) ([]Operatio
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
+	rows, err := s.db(ctx).Query(ctx, `SELECT `+operationColumns+` FROM operations
 		WHERE resource_id = $1 ORDER BY requested_at DESC, id DESC LIMIT $2`, id, MaxListedOperations)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ type QueueDepth struct {
 // one ordered pass over the queued entries of that index, touching no
 // leased work.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
-	rows, err := s.relaxed.Query(ctx, `
+	rows, err := s.relaxedDB(ctx).Query(ctx, `
 		SELECT kind, trigger, count(*)
 		FROM tasks
 		WHERE claimed_by IS NULL

@@ -62,7 +62,7 @@ type EmitResult struct {
 // StartReactorFeed creates the emitter's cursor at the current end of the
 // feed if there is none: a new emitter does not replay history.
 func (s *Store) StartReactorFeed(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO feed_cursors (name, xid, seq)
+	_, err := s.db(ctx).Exec(ctx, `INSERT INTO feed_cursors (name, xid, seq)
 		SELECT $1, (pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::text::xid8, $2
 		ON CONFLICT (name) DO NOTHING`, reactorFeed, int64(math.MaxInt64))
 	return err
@@ -76,7 +76,7 @@ func (s *Store) ReactorFeedPending(ctx context.Context) (bool, error) {
 	// transaction is older than every running one; later ones have larger
 	// xids. One index probe.
 	var pending bool
-	err := s.pool.QueryRow(ctx, `
+	err := s.db(ctx).QueryRow(ctx, `
 		SELECT coalesce((
 		    SELECT c.xid < pg_snapshot_xmin(pg_current_snapshot())
 		    FROM feed_cursors f CROSS JOIN LATERAL (
@@ -89,7 +89,7 @@ func (s *Store) ReactorFeedPending(ctx context.Context) (bool, error) {
 func (s *Store) ReactorCursor(ctx context.Context) (Cursor, error) {
 	var c Cursor
 	var xid int64
-	err := s.pool.QueryRow(ctx, `SELECT xid::text::bigint, seq FROM feed_cursors WHERE name = $1`, reactorFeed).Scan(&xid, &c.Seq)
+	err := s.db(ctx).QueryRow(ctx, `SELECT xid::text::bigint, seq FROM feed_cursors WHERE name = $1`, reactorFeed).Scan(&xid, &c.Seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, notFoundf("the reactor emitter has no cursor yet")
 	}

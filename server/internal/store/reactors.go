@@ -112,7 +112,7 @@ func sameBinding(a, b ReactorBinding) bool {
 
 // GetReactorBinding returns one binding.
 func (s *Store) GetReactorBinding(ctx context.Context, name string) (ReactorBinding, error) {
-	b, err := scanBinding(s.pool.QueryRow(ctx, `SELECT `+bindingColumns+` FROM reactor_bindings WHERE name = $1`, name))
+	b, err := scanBinding(s.db(ctx).QueryRow(ctx, `SELECT `+bindingColumns+` FROM reactor_bindings WHERE name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return b, notFoundf("reactor binding %q not found", name)
 	}
@@ -122,7 +122,7 @@ func (s *Store) GetReactorBinding(ctx context.Context, name string) (ReactorBind
 // ListReactorBindings returns every binding, or those watching one kind,
 // by name.
 func (s *Store) ListReactorBindings(ctx context.Context, watchKind string) ([]ReactorBinding, error) {
-	return listBindings(ctx, s.pool, watchKind)
+	return listBindings(ctx, s.db(ctx), watchKind)
 }
 
 func listBindings(ctx context.Context, q querier, watchKind string) ([]ReactorBinding, error) {
@@ -137,7 +137,7 @@ func listBindings(ctx context.Context, q querier, watchKind string) ([]ReactorBi
 // DeleteReactorBinding removes a binding. Deliveries it already queued
 // still run.
 func (s *Store) DeleteReactorBinding(ctx context.Context, name string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM reactor_bindings WHERE name = $1`, name)
+	tag, err := s.db(ctx).Exec(ctx, `DELETE FROM reactor_bindings WHERE name = $1`, name)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (s *Store) DeleteReactorBinding(ctx context.Context, name string) error {
 // CountReactorBindings reports how many bindings exist, enabled or not.
 func (s *Store) CountReactorBindings(ctx context.Context) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reactor_bindings`).Scan(&n)
+	err := s.db(ctx).QueryRow(ctx, `SELECT count(*) FROM reactor_bindings`).Scan(&n)
 	return n, err
 }
 

@@ -479,7 +479,7 @@ func checkKinds(ctx context.Context, tx pgx.Tx, in []ApplyInput, existing map[re
 
 // GetResource reads one resource by identity.
 func (s *Store) GetResource(ctx context.Context, namespace, kind, name string) (Resource, error) {
-	r, err := scanResource(s.pool.QueryRow(ctx, `SELECT `+resourceColumns(false)+`
+	r, err := scanResource(s.db(ctx).QueryRow(ctx, `SELECT `+resourceColumns(false)+`
 		FROM resources r `+resourceJoins+`
 		WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3`, namespace, kind, name))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -23,7 +23,7 @@ func (s *Store) CountResources(ctx context.Context, f ListFilter) (map[string]in
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " GROUP BY 1"
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.db(ctx).Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("counting resources by phase: %w", err)
 	}

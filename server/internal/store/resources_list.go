@@ -52,7 +52,7 @@ func (s *Store) ListResources(ctx context.Context, f ListFilter) ([]Resource, bo
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY r.namespace, r.kind, r.name LIMIT " + arg(f.Limit+1)
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.db(ctx).Query(ctx, q, args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -154,11 +154,11 @@ func (s *Store) DeleteResource(ctx context.Context, actor string, key ResourceKe
 			OR EXISTS (SELECT 1 FROM edges e WHERE e.dependency_id = $1)`, id).Scan(&hasDependents); err != nil {
 			return err
 		}
-		retain := r.deletionPolicy == "retain" || (r.deletionPolicy == "" && policy.Retain)
-		if !r.deleting && !hasDependents && (!policy.Reaction || retain) {
+		action := policy.Action(r.deletionPolicy)
+		if !r.deleting && !hasDependents && action != TeardownReaction {
 			gone = true
 			reason := "deleted; the kind has no teardown reaction"
-			if retain {
+			if action == TeardownRetain {
 				reason = "forgotten without teardown: deletion policy retain"
 			}
 			batch := &pgx.Batch{}

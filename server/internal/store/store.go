@@ -56,7 +56,7 @@ var (
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err = pgx.BeginFunc(ctx, s.db(ctx), func(tx pgx.Tx) error {
 			if err := joinTrace(ctx, tx); err != nil {
 				return err
 			}

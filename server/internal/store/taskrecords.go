@@ -53,7 +53,7 @@ type TaskRecordPage struct {
 // EdgeFlows returns, per dependent among ids, the flows of its edges
 // (each a JSON array of {"from"|"expr", "to"}).
 func (s *Store) EdgeFlows(ctx context.Context, ids []int64) (map[int64][][]byte, error) {
-	rows, err := s.relaxed.Query(ctx, `SELECT dependent_id, flows FROM edges
+	rows, err := s.relaxedDB(ctx).Query(ctx, `SELECT dependent_id, flows FROM edges
 		WHERE dependent_id = ANY($1::bigint[]) AND flows IS NOT NULL AND flows <> '[]'::jsonb`, ids)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func (s *Store) WriteTaskRecords(ctx context.Context, recs []TaskRecord) error {
 		return nil
 	}
 	i := 0
-	_, err := s.relaxed.CopyFrom(ctx, pgx.Identifier{"task_records"}, taskRecordCopyColumns,
+	_, err := s.relaxedDB(ctx).CopyFrom(ctx, pgx.Identifier{"task_records"}, taskRecordCopyColumns,
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if i == len(recs) {
 				return nil, nil
@@ -110,7 +110,7 @@ func (s *Store) PruneTaskRecords(ctx context.Context, ids []int64, keep int) err
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := s.relaxed.Exec(ctx, `
+	_, err := s.relaxedDB(ctx).Exec(ctx, `
 		DELETE FROM task_records t USING (
 		    SELECT u.id, EXISTS (SELECT 1 FROM resources r WHERE r.id = u.id) AS live,
 		           (SELECT k.id FROM task_records k WHERE k.resource_id = u.id
@@ -154,7 +154,7 @@ func scanTaskRecord(row pgx.Row, whole bool) (TaskRecord, error) {
 // and result.
 func (s *Store) ListTaskRecords(ctx context.Context, key ResourceKey, before int64, limit int) (TaskRecordPage, error) {
 	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
+	err := s.db(ctx).QueryRow(ctx, `SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
 		key.Namespace, key.Kind, key.Name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TaskRecordPage{}, notFoundf("resource %s/%s/%s not found", key.Namespace, key.Kind, key.Name)
@@ -162,7 +162,7 @@ func (s *Store) ListTaskRecords(ctx context.Context, key ResourceKey, before int
 	if err != nil {
 		return TaskRecordPage{}, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+taskRecordColumns+`
+	rows, err := s.db(ctx).Query(ctx, `SELECT `+taskRecordColumns+`
 		FROM task_records t JOIN resources r ON r.id = t.resource_id
 		WHERE t.resource_id = $1 AND ($2 = 0 OR t.id < $2)
 		ORDER BY t.id DESC LIMIT $3`, id, before, limit+1)
@@ -189,7 +189,7 @@ func (s *Store) ListTaskRecords(ctx context.Context, key ResourceKey, before int
 
 // GetTaskRecord returns one record whole.
 func (s *Store) GetTaskRecord(ctx context.Context, id int64) (TaskRecord, error) {
-	r, err := scanTaskRecord(s.pool.QueryRow(ctx, `SELECT `+taskRecordColumns+`, t.input, t.result
+	r, err := scanTaskRecord(s.db(ctx).QueryRow(ctx, `SELECT `+taskRecordColumns+`, t.input, t.result
 		FROM task_records t JOIN resources r ON r.id = t.resource_id WHERE t.id = $1`, id), true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TaskRecord{}, notFoundf("task record %d not found (records are kept for the last tasks of each resource only)", id)

@@ -15,6 +15,25 @@ type TeardownPolicy struct {
 	Retain bool
 }
 
+// Teardown actions, as Action names them.
+const (
+	TeardownReaction = "reaction" // the kind's deleteRequested reaction runs
+	TeardownRemove   = "remove"   // no teardown reaction: removed at once
+	TeardownRetain   = "retain"   // deletion policy retain: forgotten
+)
+
+// Action says how a resource of this kind whose own deletion policy is
+// resourcePolicy ("" = the kind's) is torn down.
+func (p TeardownPolicy) Action(resourcePolicy string) string {
+	if resourcePolicy == "retain" || (resourcePolicy == "" && p.Retain) {
+		return TeardownRetain
+	}
+	if p.Reaction {
+		return TeardownReaction
+	}
+	return TeardownRemove
+}
+
 // Teardown moves a deleting resource on once nothing that must go first
 // is left: no child and no dependent (quarantined ones do not count).
 // Then it either queues the kind's teardown reaction, or removes the
@@ -49,9 +68,8 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 		if blocked {
 			return finishInternal(ctx, tx, t)
 		}
-		p := policy(r.kind, r.version)
-		retain := r.deletionPolicy == "retain" || (r.deletionPolicy == "" && p.Retain)
-		if p.Reaction && !retain {
+		action := policy(r.kind, r.version).Action(r.deletionPolicy)
+		if action == TeardownReaction {
 			tag, err := tx.Exec(ctx, `
 				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 				SELECT id, 'deleteRequested', kind, kind_version, shard, generation FROM resources WHERE id = $1
@@ -63,7 +81,7 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 			return finishInternal(ctx, tx, t)
 		}
 		reason := "removed: the kind has no teardown reaction"
-		if retain {
+		if action == TeardownRetain {
 			reason = "forgotten without teardown: deletion policy retain"
 		}
 		if err := finishInternal(ctx, tx, t); err != nil {

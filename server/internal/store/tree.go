@@ -47,7 +47,7 @@ type Culprit struct {
 // Ready (Orphaned and Quarantined ones do not count), failed ones first,
 // at most limit.
 func (s *Store) Culprits(ctx context.Context, rootID int64, limit int) ([]Culprit, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db(ctx).Query(ctx, `
 		WITH RECURSIVE walk(id, path, depth) AS (
 		    SELECT $1::bigint, ARRAY[]::bigint[], 0
 		  UNION ALL
@@ -89,7 +89,7 @@ func (s *Store) Culprits(ctx context.Context, rootID int64, limit int) ([]Culpri
 	}
 	names := map[int64]Ref{}
 	if len(ids) > 0 {
-		rows, err := s.pool.Query(ctx, `SELECT id, namespace, kind, name FROM resources WHERE id = ANY($1::bigint[])`, ids)
+		rows, err := s.db(ctx).Query(ctx, `SELECT id, namespace, kind, name FROM resources WHERE id = ANY($1::bigint[])`, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func (s *Store) Culprits(ctx context.Context, rootID int64, limit int) ([]Culpri
 // NodeByKey returns one resource as a node.
 func (s *Store) NodeByKey(ctx context.Context, k ResourceKey) (Node, error) {
 	var children int
-	n, err := scanNode(s.pool.QueryRow(ctx, `SELECT `+nodeColumns+`,
+	n, err := scanNode(s.db(ctx).QueryRow(ctx, `SELECT `+nodeColumns+`,
 		(SELECT count(*) FROM resources c WHERE c.owner_id = r.id)
 		FROM resources r WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3`, k.Namespace, k.Kind, k.Name), &children)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -128,7 +128,7 @@ func (s *Store) NodeByKey(ctx context.Context, k ResourceKey) (Node, error) {
 // ChildrenOf returns up to perParent children of each parent, not Ready
 // ones first, each with its own child count.
 func (s *Store) ChildrenOf(ctx context.Context, parents []int64, perParent int) ([]Node, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db(ctx).Query(ctx, `
 		SELECT `+nodeColumns+`, (SELECT count(*) FROM resources c WHERE c.owner_id = r.id)
 		FROM (
 		    SELECT c.id, row_number() OVER (PARTITION BY c.owner_id ORDER BY (`+notReady("c")+`) DESC, c.kind, c.name) AS rank
@@ -163,10 +163,10 @@ func (s *Store) Graph(ctx context.Context, compositeID int64, limit int) (nodes 
 		return nil, nil, 0, err
 	}
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE owner_id = $1`, compositeID).Scan(&total); err != nil {
+	if err := s.db(ctx).QueryRow(ctx, `SELECT count(*) FROM resources WHERE owner_id = $1`, compositeID).Scan(&total); err != nil {
 		return nil, nil, 0, err
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db(ctx).Query(ctx, `
 		SELECT e.dependent_id, e.dependency_id, e.flows, converge_synced(d)
 		FROM edges e JOIN resources d ON d.id = e.dependency_id
 		WHERE e.owner_id = $1 ORDER BY e.dependent_id, e.dependency_id`, compositeID)
@@ -194,7 +194,7 @@ func (s *Store) Graph(ctx context.Context, compositeID int64, limit int) (nodes 
 		}
 	}
 	if len(outside) > 0 {
-		rows, err := s.pool.Query(ctx, `SELECT `+nodeColumns+`, 0 FROM resources r WHERE r.id = ANY($1::bigint[])`, outside)
+		rows, err := s.db(ctx).Query(ctx, `SELECT `+nodeColumns+`, 0 FROM resources r WHERE r.id = ANY($1::bigint[])`, outside)
 		if err != nil {
 			return nil, nil, 0, err
 		}

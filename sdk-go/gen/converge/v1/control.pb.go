@@ -27,8 +27,11 @@ const (
 )
 
 type ApplyKindRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Manifest      *KindManifest          `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Manifest *KindManifest          `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -70,11 +73,20 @@ func (x *ApplyKindRequest) GetManifest() *KindManifest {
 	return nil
 }
 
+func (x *ApplyKindRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type ApplyKindResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Manifest *KindManifest          `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
 	// "created", "configured" or "unchanged".
-	Result        string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Result string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -121,6 +133,13 @@ func (x *ApplyKindResponse) GetResult() string {
 		return x.Result
 	}
 	return ""
+}
+
+func (x *ApplyKindResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
 }
 
 type GetKindRequest struct {
@@ -309,9 +328,12 @@ func (x *ListKindsResponse) GetManifests() []*KindManifest {
 }
 
 type DeleteKindRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	KindVersion   int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -360,8 +382,17 @@ func (x *DeleteKindRequest) GetKindVersion() int32 {
 	return 0
 }
 
+func (x *DeleteKindRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type DeleteKindResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,6 +427,13 @@ func (*DeleteKindResponse) Descriptor() ([]byte, []int) {
 	return file_converge_v1_control_proto_rawDescGZIP(), []int{7}
 }
 
+func (x *DeleteKindResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 type ApplyResourceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Defaults to "default".
@@ -409,8 +447,11 @@ type ApplyResourceRequest struct {
 	DeletionPolicy string `protobuf:"bytes,7,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
 	// A named provider config of the kind version, on top of its default.
 	ProviderConfig string `protobuf:"bytes,8,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApplyResourceRequest) Reset() {
@@ -499,12 +540,21 @@ func (x *ApplyResourceRequest) GetProviderConfig() string {
 	return ""
 }
 
+func (x *ApplyResourceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type ApplyResourceResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// "created", "configured" (spec changed: generation bumped),
 	// "relabeled" (labels only) or "unchanged".
-	Result        string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Result string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,9 +603,19 @@ func (x *ApplyResourceResponse) GetResult() string {
 	return ""
 }
 
+func (x *ApplyResourceResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 type ApplyResourcesRequest struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Resources     []*ApplyResourceRequest `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	state     protoimpl.MessageState  `protogen:"open.v1"`
+	Resources []*ApplyResourceRequest `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -597,10 +657,19 @@ func (x *ApplyResourcesRequest) GetResources() []*ApplyResourceRequest {
 	return nil
 }
 
+func (x *ApplyResourcesRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type ApplyResourcesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One per request item, in order.
-	Results       []*ApplyResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Results []*ApplyResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -638,6 +707,13 @@ func (*ApplyResourcesResponse) Descriptor() ([]byte, []int) {
 func (x *ApplyResourcesResponse) GetResults() []*ApplyResult {
 	if x != nil {
 		return x.Results
+	}
+	return nil
+}
+
+func (x *ApplyResourcesResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
 	}
 	return nil
 }
@@ -1009,10 +1085,22 @@ func (x *ListResourcesResponse) GetWatchCursor() string {
 }
 
 type DeleteResourceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Remove the resource from Converge without running its teardown: its
+	// external objects, if any, are left where they are. Needs the admin
+	// role and a reason.
+	Abandon bool `protobuf:"varint,4,opt,name=abandon,proto3" json:"abandon,omitempty"`
+	// With abandon: its descendants too (a resource with children cannot be
+	// abandoned alone).
+	Subtree bool `protobuf:"varint,5,opt,name=subtree,proto3" json:"subtree,omitempty"`
+	// Why, recorded on the event; required with abandon.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1068,9 +1156,39 @@ func (x *DeleteResourceRequest) GetName() string {
 	return ""
 }
 
+func (x *DeleteResourceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *DeleteResourceRequest) GetAbandon() bool {
+	if x != nil {
+		return x.Abandon
+	}
+	return false
+}
+
+func (x *DeleteResourceRequest) GetSubtree() bool {
+	if x != nil {
+		return x.Subtree
+	}
+	return false
+}
+
+func (x *DeleteResourceRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type DeleteResourceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1108,6 +1226,13 @@ func (*DeleteResourceResponse) Descriptor() ([]byte, []int) {
 func (x *DeleteResourceResponse) GetResource() *Resource {
 	if x != nil {
 		return x.Resource
+	}
+	return nil
+}
+
+func (x *DeleteResourceResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
 	}
 	return nil
 }
@@ -2214,7 +2339,10 @@ type UpdateKindPolicyRequest struct {
 	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
 	Policy      *KindPolicy            `protobuf:"bytes,3,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Fields of policy to change (e.g. "max_inflight"); empty: every field.
-	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,4,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,4,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2277,9 +2405,18 @@ func (x *UpdateKindPolicyRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 	return nil
 }
 
+func (x *UpdateKindPolicyRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type UpdateKindPolicyResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Manifest      *KindManifest          `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Manifest *KindManifest          `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2321,9 +2458,19 @@ func (x *UpdateKindPolicyResponse) GetManifest() *KindManifest {
 	return nil
 }
 
+func (x *UpdateKindPolicyResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 type ApplyProviderConfigRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        *ProviderConfig        `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config *ProviderConfig        `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2365,11 +2512,20 @@ func (x *ApplyProviderConfigRequest) GetConfig() *ProviderConfig {
 	return nil
 }
 
+func (x *ApplyProviderConfigRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type ApplyProviderConfigResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Config *ProviderConfig        `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	// "created", "configured" or "unchanged".
-	Result        string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Result string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2416,6 +2572,13 @@ func (x *ApplyProviderConfigResponse) GetResult() string {
 		return x.Result
 	}
 	return ""
+}
+
+func (x *ApplyProviderConfigResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
 }
 
 type GetProviderConfigRequest struct {
@@ -2619,10 +2782,13 @@ func (x *ListProviderConfigsResponse) GetConfigs() []*ProviderConfig {
 }
 
 type DeleteProviderConfigRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	KindVersion   int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Name        string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2678,8 +2844,17 @@ func (x *DeleteProviderConfigRequest) GetName() string {
 	return ""
 }
 
+func (x *DeleteProviderConfigRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type DeleteProviderConfigResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2714,9 +2889,19 @@ func (*DeleteProviderConfigResponse) Descriptor() ([]byte, []int) {
 	return file_converge_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
+func (x *DeleteProviderConfigResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 type ApplyReactorBindingRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Binding       *ReactorBinding        `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Binding *ReactorBinding        `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2758,10 +2943,19 @@ func (x *ApplyReactorBindingRequest) GetBinding() *ReactorBinding {
 	return nil
 }
 
+func (x *ApplyReactorBindingRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type ApplyReactorBindingResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Binding       *ReactorBinding        `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
-	Result        string                 `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Binding *ReactorBinding        `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	Result  string                 `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2808,6 +3002,13 @@ func (x *ApplyReactorBindingResponse) GetResult() string {
 		return x.Result
 	}
 	return ""
+}
+
+func (x *ApplyReactorBindingResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
 }
 
 type GetReactorBindingRequest struct {
@@ -2987,8 +3188,11 @@ func (x *ListReactorBindingsResponse) GetBindings() []*ReactorBinding {
 }
 
 type DeleteReactorBindingRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3030,8 +3234,17 @@ func (x *DeleteReactorBindingRequest) GetName() string {
 	return ""
 }
 
+func (x *DeleteReactorBindingRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type DeleteReactorBindingResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3064,6 +3277,13 @@ func (x *DeleteReactorBindingResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DeleteReactorBindingResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReactorBindingResponse) Descriptor() ([]byte, []int) {
 	return file_converge_v1_control_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *DeleteReactorBindingResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
 }
 
 type GetResourceHistoryRequest struct {
@@ -3651,8 +3871,11 @@ type RollbackResourceRequest struct {
 	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	// The generation whose spec to apply again.
-	Generation    int64  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
-	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Generation int64  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	Reason     string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3722,9 +3945,18 @@ func (x *RollbackResourceRequest) GetReason() string {
 	return ""
 }
 
+func (x *RollbackResourceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type RollbackResourceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3766,12 +3998,22 @@ func (x *RollbackResourceResponse) GetResource() *Resource {
 	return nil
 }
 
+func (x *RollbackResourceResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 type QuarantineResourceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Reason    string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3834,9 +4076,18 @@ func (x *QuarantineResourceRequest) GetReason() string {
 	return ""
 }
 
+func (x *QuarantineResourceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type QuarantineResourceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3878,12 +4129,22 @@ func (x *QuarantineResourceResponse) GetResource() *Resource {
 	return nil
 }
 
+func (x *QuarantineResourceResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 type UnquarantineResourceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Reason    string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3946,9 +4207,18 @@ func (x *UnquarantineResourceRequest) GetReason() string {
 	return ""
 }
 
+func (x *UnquarantineResourceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type UnquarantineResourceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3990,12 +4260,22 @@ func (x *UnquarantineResourceResponse) GetResource() *Resource {
 	return nil
 }
 
+func (x *UnquarantineResourceResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 type ReconcileResourceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Reason    string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4058,9 +4338,18 @@ func (x *ReconcileResourceRequest) GetReason() string {
 	return ""
 }
 
+func (x *ReconcileResourceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type ReconcileResourceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4098,6 +4387,13 @@ func (*ReconcileResourceResponse) Descriptor() ([]byte, []int) {
 func (x *ReconcileResourceResponse) GetResource() *Resource {
 	if x != nil {
 		return x.Resource
+	}
+	return nil
+}
+
+func (x *ReconcileResourceResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
 	}
 	return nil
 }
@@ -5092,12 +5388,14 @@ var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
-	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Q\n" +
+	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"j\n" +
 	"\x10ApplyKindRequest\x12=\n" +
-	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestB\x06\xbaH\x03\xc8\x01\x01R\bmanifest\"b\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestB\x06\xbaH\x03\xc8\x01\x01R\bmanifest\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x96\x01\n" +
 	"\x11ApplyKindResponse\x125\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\tR\x06result\"^\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"^\n" +
 	"\x0eGetKindRequest\x12 \n" +
 	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\"H\n" +
@@ -5107,11 +5405,13 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\"L\n" +
 	"\x11ListKindsResponse\x127\n" +
-	"\tmanifests\x18\x01 \x03(\v2\x19.converge.v1.KindManifestR\tmanifests\"a\n" +
+	"\tmanifests\x18\x01 \x03(\v2\x19.converge.v1.KindManifestR\tmanifests\"z\n" +
 	"\x11DeleteKindRequest\x12 \n" +
 	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
-	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\"\x14\n" +
-	"\x12DeleteKindResponse\"\xa0\x04\n" +
+	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"H\n" +
+	"\x12DeleteKindResponse\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xb9\x04\n" +
 	"\x14ApplyResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -5122,17 +5422,21 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x06labels\x18\x05 \x03(\v2-.converge.v1.ApplyResourceRequest.LabelsEntryBE\xbaHB\x9a\x01?\x10@\"4r2\x10\x01\x18\xfd\x012+^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$*\x05r\x03\x18\xfd\x01R\x06labels\x12+\n" +
 	"\x04spec\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12@\n" +
 	"\x0fdeletion_policy\x18\a \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x120\n" +
-	"\x0fprovider_config\x18\b \x01(\tB\a\xbaH\x04r\x02\x18?R\x0eproviderConfig\x1a9\n" +
+	"\x0fprovider_config\x18\b \x01(\tB\a\xbaH\x04r\x02\x18?R\x0eproviderConfig\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x01\n" +
 	"\x15ApplyResourceResponse\x121\n" +
 	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\tR\x06result\"e\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"~\n" +
 	"\x15ApplyResourcesRequest\x12L\n" +
-	"\tresources\x18\x01 \x03(\v2!.converge.v1.ApplyResourceRequestB\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\tresources\"L\n" +
+	"\tresources\x18\x01 \x03(\v2!.converge.v1.ApplyResourceRequestB\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\tresources\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x80\x01\n" +
 	"\x16ApplyResourcesResponse\x122\n" +
-	"\aresults\x18\x01 \x03(\v2\x18.converge.v1.ApplyResultR\aresults\"\x9d\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x18.converge.v1.ApplyResultR\aresults\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\x9d\x01\n" +
 	"\vApplyResult\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
@@ -5167,15 +5471,20 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x15ListResourcesResponse\x123\n" +
 	"\tresources\x18\x01 \x03(\v2\x15.converge.v1.ResourceR\tresources\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12!\n" +
-	"\fwatch_cursor\x18\x03 \x01(\tR\vwatchCursor\"\x86\x01\n" +
+	"\fwatch_cursor\x18\x03 \x01(\tR\vwatchCursor\"\xf5\x01\n" +
 	"\x15DeleteResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
 	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
 	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
-	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\"K\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\x12\x18\n" +
+	"\aabandon\x18\x04 \x01(\bR\aabandon\x12\x18\n" +
+	"\asubtree\x18\x05 \x01(\bR\asubtree\x12 \n" +
+	"\x06reason\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"\x7f\n" +
 	"\x16DeleteResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xd0\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xd0\x01\n" +
 	"\x11ListEventsRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12\x1e\n" +
@@ -5274,20 +5583,24 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\tGraphFlow\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x12\n" +
 	"\x04expr\x18\x02 \x01(\tR\x04expr\x12\x0e\n" +
-	"\x02to\x18\x03 \x01(\tR\x02to\"\xdd\x01\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\"\xf6\x01\n" +
 	"\x17UpdateKindPolicyRequest\x12 \n" +
 	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x127\n" +
 	"\x06policy\x18\x03 \x01(\v2\x17.converge.v1.KindPolicyB\x06\xbaH\x03\xc8\x01\x01R\x06policy\x12;\n" +
 	"\vupdate_mask\x18\x04 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask\"Q\n" +
+	"updateMask\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x85\x01\n" +
 	"\x18UpdateKindPolicyResponse\x125\n" +
-	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\"Y\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"r\n" +
 	"\x1aApplyProviderConfigRequest\x12;\n" +
-	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigB\x06\xbaH\x03\xc8\x01\x01R\x06config\"j\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigB\x06\xbaH\x03\xc8\x01\x01R\x06config\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x9e\x01\n" +
 	"\x1bApplyProviderConfigResponse\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.converge.v1.ProviderConfigR\x06config\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\tR\x06result\"\x8a\x01\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\x8a\x01\n" +
 	"\x18GetProviderConfigRequest\x12 \n" +
 	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12 \n" +
@@ -5299,17 +5612,21 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\vkindVersion\"T\n" +
 	"\x1bListProviderConfigsResponse\x125\n" +
-	"\aconfigs\x18\x01 \x03(\v2\x1b.converge.v1.ProviderConfigR\aconfigs\"\x8d\x01\n" +
+	"\aconfigs\x18\x01 \x03(\v2\x1b.converge.v1.ProviderConfigR\aconfigs\"\xa6\x01\n" +
 	"\x1bDeleteProviderConfigRequest\x12 \n" +
 	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12*\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12 \n" +
-	"\x04name\x18\x03 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\"\x1e\n" +
-	"\x1cDeleteProviderConfigResponse\"[\n" +
+	"\x04name\x18\x03 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"R\n" +
+	"\x1cDeleteProviderConfigResponse\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"t\n" +
 	"\x1aApplyReactorBindingRequest\x12=\n" +
-	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingB\x06\xbaH\x03\xc8\x01\x01R\abinding\"l\n" +
+	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingB\x06\xbaH\x03\xc8\x01\x01R\abinding\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\xa0\x01\n" +
 	"\x1bApplyReactorBindingResponse\x125\n" +
 	"\abinding\x18\x01 \x01(\v2\x1b.converge.v1.ReactorBindingR\abinding\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\tR\x06result\"<\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"<\n" +
 	"\x18GetReactorBindingRequest\x12 \n" +
 	"\x04name\x18\x01 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\"R\n" +
 	"\x19GetReactorBindingResponse\x125\n" +
@@ -5319,10 +5636,12 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"watch_kind\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc8>\x01\x18?R\twatchKind\"V\n" +
 	"\x1bListReactorBindingsResponse\x127\n" +
-	"\bbindings\x18\x01 \x03(\v2\x1b.converge.v1.ReactorBindingR\bbindings\"?\n" +
+	"\bbindings\x18\x01 \x03(\v2\x1b.converge.v1.ReactorBindingR\bbindings\"X\n" +
 	"\x1bDeleteReactorBindingRequest\x12 \n" +
-	"\x04name\x18\x01 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\"\x1e\n" +
-	"\x1cDeleteReactorBindingResponse\"\xdb\x01\n" +
+	"\x04name\x18\x01 \x01(\tB\f\xbaH\tr\a\xd0>\x01\x10\x01\x18?R\x04name\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"R\n" +
+	"\x1cDeleteReactorBindingResponse\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xdb\x01\n" +
 	"\x19GetResourceHistoryRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -5378,7 +5697,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\bchildren\x18\x12 \x01(\x05R\bchildren\x12\x1c\n" +
 	"\ttruncated\x18\x13 \x01(\bR\ttruncated\x12-\n" +
 	"\x05input\x18\x14 \x01(\v2\x17.google.protobuf.StructR\x05input\x12/\n" +
-	"\x06result\x18\x15 \x01(\v2\x17.google.protobuf.StructR\x06result\"\xd3\x01\n" +
+	"\x06result\x18\x15 \x01(\v2\x17.google.protobuf.StructR\x06result\"\xec\x01\n" +
 	"\x17RollbackResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -5388,9 +5707,11 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\n" +
 	"generation\x12 \n" +
-	"\x06reason\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"M\n" +
+	"\x06reason\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x81\x01\n" +
 	"\x18RollbackResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xae\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xc7\x01\n" +
 	"\x19QuarantineResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -5398,27 +5719,33 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
 	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12\"\n" +
 	"\x06reason\x18\x04 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x06reason\"O\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x83\x01\n" +
 	"\x1aQuarantineResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xae\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xc7\x01\n" +
 	"\x1bUnquarantineResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
 	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
 	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
 	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
-	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"Q\n" +
+	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x85\x01\n" +
 	"\x1cUnquarantineResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xab\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xc4\x01\n" +
 	"\x18ReconcileResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
 	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
 	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
 	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12 \n" +
-	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"N\n" +
+	"\x06reason\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"\x82\x01\n" +
 	"\x19ReconcileResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\"\xf7\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xf7\x01\n" +
 	"\x16InvokeOperationRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -5638,165 +5965,180 @@ var file_converge_v1_control_proto_goTypes = []any{
 	nil,                                  // 83: converge.v1.ApplyResourceRequest.LabelsEntry
 	nil,                                  // 84: converge.v1.CountResourcesResponse.PhasesEntry
 	(*KindManifest)(nil),                 // 85: converge.v1.KindManifest
-	(*structpb.Struct)(nil),              // 86: google.protobuf.Struct
-	(*Resource)(nil),                     // 87: converge.v1.Resource
-	(*Event)(nil),                        // 88: converge.v1.Event
-	(*Change)(nil),                       // 89: converge.v1.Change
-	(*ResourceRef)(nil),                  // 90: converge.v1.ResourceRef
-	(*Rollup)(nil),                       // 91: converge.v1.Rollup
-	(*timestamppb.Timestamp)(nil),        // 92: google.protobuf.Timestamp
-	(*Culprit)(nil),                      // 93: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 94: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 95: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 96: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 97: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 98: converge.v1.Revision
-	(*Operation)(nil),                    // 99: converge.v1.Operation
+	(*DryRunReport)(nil),                 // 86: converge.v1.DryRunReport
+	(*structpb.Struct)(nil),              // 87: google.protobuf.Struct
+	(*Resource)(nil),                     // 88: converge.v1.Resource
+	(*Event)(nil),                        // 89: converge.v1.Event
+	(*Change)(nil),                       // 90: converge.v1.Change
+	(*ResourceRef)(nil),                  // 91: converge.v1.ResourceRef
+	(*Rollup)(nil),                       // 92: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 93: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 94: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 95: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 96: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 97: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 98: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 99: converge.v1.Revision
+	(*Operation)(nil),                    // 100: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
 	85,  // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
 	85,  // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	85,  // 2: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	85,  // 3: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	83,  // 4: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	86,  // 5: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	87,  // 6: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
-	8,   // 7: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
-	12,  // 8: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	87,  // 9: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	87,  // 10: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	87,  // 11: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	88,  // 12: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	89,  // 13: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
-	25,  // 14: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	90,  // 15: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	91,  // 16: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
-	25,  // 17: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	90,  // 18: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
-	28,  // 19: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	90,  // 20: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	90,  // 21: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	92,  // 22: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
-	31,  // 23: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
-	32,  // 24: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	93,  // 25: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	90,  // 26: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	90,  // 27: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	90,  // 28: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
-	33,  // 29: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	94,  // 30: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	95,  // 31: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	85,  // 32: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	96,  // 33: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	96,  // 34: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	96,  // 35: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	96,  // 36: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	97,  // 37: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	97,  // 38: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	97,  // 39: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	97,  // 40: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	98,  // 41: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	58,  // 42: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
-	58,  // 43: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
-	90,  // 44: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
-	92,  // 45: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
-	92,  // 46: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	92,  // 47: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
-	86,  // 48: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
-	86,  // 49: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
-	87,  // 50: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	87,  // 51: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	87,  // 52: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	87,  // 53: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 54: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	99,  // 55: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	99,  // 56: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	99,  // 57: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	84,  // 58: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
-	81,  // 59: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	92,  // 60: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
-	92,  // 61: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	92,  // 62: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
-	82,  // 63: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	0,   // 64: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,   // 65: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,   // 66: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,   // 67: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	34,  // 68: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	36,  // 69: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	38,  // 70: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	40,  // 71: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	42,  // 72: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	44,  // 73: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	46,  // 74: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	48,  // 75: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	50,  // 76: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,   // 77: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10,  // 78: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13,  // 79: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15,  // 80: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17,  // 81: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23,  // 82: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26,  // 83: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	29,  // 84: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	52,  // 85: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	54,  // 86: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
-	56,  // 87: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
-	59,  // 88: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	61,  // 89: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	63,  // 90: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	65,  // 91: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	67,  // 92: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	69,  // 93: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	71,  // 94: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19,  // 95: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21,  // 96: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	73,  // 97: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	75,  // 98: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	77,  // 99: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	79,  // 100: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
-	1,   // 101: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,   // 102: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,   // 103: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,   // 104: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	35,  // 105: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	37,  // 106: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	39,  // 107: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	41,  // 108: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	43,  // 109: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	45,  // 110: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	47,  // 111: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	49,  // 112: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	51,  // 113: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,   // 114: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11,  // 115: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14,  // 116: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16,  // 117: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18,  // 118: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24,  // 119: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27,  // 120: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	30,  // 121: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	53,  // 122: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	55,  // 123: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
-	57,  // 124: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
-	60,  // 125: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	62,  // 126: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	64,  // 127: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	66,  // 128: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	68,  // 129: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	70,  // 130: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	72,  // 131: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20,  // 132: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22,  // 133: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	74,  // 134: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	76,  // 135: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	78,  // 136: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	80,  // 137: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
-	101, // [101:138] is the sub-list for method output_type
-	64,  // [64:101] is the sub-list for method input_type
-	64,  // [64:64] is the sub-list for extension type_name
-	64,  // [64:64] is the sub-list for extension extendee
-	0,   // [0:64] is the sub-list for field type_name
+	86,  // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	85,  // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	85,  // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	86,  // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	83,  // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	87,  // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	88,  // 8: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 9: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	8,   // 10: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
+	12,  // 11: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
+	86,  // 12: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
+	88,  // 13: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	88,  // 14: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	88,  // 15: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 16: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	89,  // 17: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	90,  // 18: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	25,  // 19: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
+	91,  // 20: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	92,  // 21: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	25,  // 22: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
+	91,  // 23: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	28,  // 24: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
+	91,  // 25: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	91,  // 26: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	93,  // 27: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	31,  // 28: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
+	32,  // 29: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
+	94,  // 30: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	91,  // 31: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	91,  // 32: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	91,  // 33: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	33,  // 34: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
+	95,  // 35: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	96,  // 36: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	85,  // 37: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	86,  // 38: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
+	97,  // 39: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	97,  // 40: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	86,  // 41: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	97,  // 42: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	97,  // 43: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	86,  // 44: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	98,  // 45: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	98,  // 46: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	86,  // 47: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	98,  // 48: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	98,  // 49: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	86,  // 50: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	99,  // 51: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	58,  // 52: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
+	58,  // 53: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
+	91,  // 54: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
+	93,  // 55: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
+	93,  // 56: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	93,  // 57: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
+	87,  // 58: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
+	87,  // 59: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
+	88,  // 60: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 61: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	88,  // 62: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 63: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	88,  // 64: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 65: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	88,  // 66: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 67: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	87,  // 68: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	100, // 69: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	100, // 70: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	100, // 71: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	84,  // 72: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	81,  // 73: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	93,  // 74: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	93,  // 75: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	93,  // 76: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	82,  // 77: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	0,   // 78: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,   // 79: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,   // 80: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,   // 81: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	34,  // 82: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	36,  // 83: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	38,  // 84: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	40,  // 85: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	42,  // 86: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	44,  // 87: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	46,  // 88: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	48,  // 89: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	50,  // 90: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,   // 91: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10,  // 92: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13,  // 93: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15,  // 94: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17,  // 95: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23,  // 96: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26,  // 97: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	29,  // 98: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	52,  // 99: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	54,  // 100: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
+	56,  // 101: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
+	59,  // 102: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	61,  // 103: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	63,  // 104: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	65,  // 105: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	67,  // 106: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	69,  // 107: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	71,  // 108: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19,  // 109: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21,  // 110: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	73,  // 111: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	75,  // 112: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	77,  // 113: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	79,  // 114: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	1,   // 115: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,   // 116: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,   // 117: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,   // 118: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	35,  // 119: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	37,  // 120: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	39,  // 121: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	41,  // 122: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	43,  // 123: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	45,  // 124: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	47,  // 125: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	49,  // 126: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	51,  // 127: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,   // 128: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11,  // 129: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14,  // 130: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16,  // 131: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18,  // 132: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24,  // 133: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27,  // 134: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	30,  // 135: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	53,  // 136: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	55,  // 137: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
+	57,  // 138: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
+	60,  // 139: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	62,  // 140: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	64,  // 141: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	66,  // 142: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	68,  // 143: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	70,  // 144: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	72,  // 145: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20,  // 146: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22,  // 147: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	74,  // 148: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	76,  // 149: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	78,  // 150: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	80,  // 151: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	115, // [115:152] is the sub-list for method output_type
+	78,  // [78:115] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }

@@ -1876,6 +1876,313 @@ func (x *Operation) GetAttempts() int32 {
 	return 0
 }
 
+// What a write sent with dry_run would do. The server ran the call exactly
+// as it would have, inside one database transaction that it then rolled
+// back: nothing was stored, no event recorded, no task queued, no watcher
+// told. Rejections (validation problems, a breaking kind change, a missing
+// role) come back as the same errors the real call returns.
+type DryRunReport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resources the request names, before and after the call.
+	Resources []*PlannedResourceChange `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// For a delete: every resource the deletion would tear down, in the
+	// order teardown reaches them.
+	Teardown      []*PlannedTeardownStep `protobuf:"bytes,2,rep,name=teardown,proto3" json:"teardown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DryRunReport) Reset() {
+	*x = DryRunReport{}
+	mi := &file_converge_v1_types_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DryRunReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DryRunReport) ProtoMessage() {}
+
+func (x *DryRunReport) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DryRunReport.ProtoReflect.Descriptor instead.
+func (*DryRunReport) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DryRunReport) GetResources() []*PlannedResourceChange {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *DryRunReport) GetTeardown() []*PlannedTeardownStep {
+	if x != nil {
+		return x.Teardown
+	}
+	return nil
+}
+
+type PlannedResourceChange struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *ResourceRef           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Unset: the resource does not exist before the call.
+	Before *ResourceState `protobuf:"bytes,2,opt,name=before,proto3" json:"before,omitempty"`
+	// Unset: the call removes the resource at once.
+	After *ResourceState `protobuf:"bytes,3,opt,name=after,proto3" json:"after,omitempty"`
+	// The call makes a new generation (a new or changed spec, a kind
+	// version move): the resource reconciles again.
+	GenerationBumps bool `protobuf:"varint,4,opt,name=generation_bumps,json=generationBumps,proto3" json:"generation_bumps,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PlannedResourceChange) Reset() {
+	*x = PlannedResourceChange{}
+	mi := &file_converge_v1_types_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlannedResourceChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlannedResourceChange) ProtoMessage() {}
+
+func (x *PlannedResourceChange) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlannedResourceChange.ProtoReflect.Descriptor instead.
+func (*PlannedResourceChange) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PlannedResourceChange) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *PlannedResourceChange) GetBefore() *ResourceState {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *PlannedResourceChange) GetAfter() *ResourceState {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *PlannedResourceChange) GetGenerationBumps() bool {
+	if x != nil {
+		return x.GenerationBumps
+	}
+	return false
+}
+
+// The parts of a resource a write can change.
+type ResourceState struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	KindVersion    int32                  `protobuf:"varint,1,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Generation     int64                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Phase          string                 `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	Spec           *structpb.Struct       `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Labels         map[string]string      `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Deleting       bool                   `protobuf:"varint,6,opt,name=deleting,proto3" json:"deleting,omitempty"`
+	Quarantined    bool                   `protobuf:"varint,7,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
+	ProviderConfig string                 `protobuf:"bytes,8,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
+	DeletionPolicy string                 `protobuf:"bytes,9,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ResourceState) Reset() {
+	*x = ResourceState{}
+	mi := &file_converge_v1_types_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceState) ProtoMessage() {}
+
+func (x *ResourceState) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceState.ProtoReflect.Descriptor instead.
+func (*ResourceState) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ResourceState) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *ResourceState) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ResourceState) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *ResourceState) GetSpec() *structpb.Struct {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ResourceState) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ResourceState) GetDeleting() bool {
+	if x != nil {
+		return x.Deleting
+	}
+	return false
+}
+
+func (x *ResourceState) GetQuarantined() bool {
+	if x != nil {
+		return x.Quarantined
+	}
+	return false
+}
+
+func (x *ResourceState) GetProviderConfig() string {
+	if x != nil {
+		return x.ProviderConfig
+	}
+	return ""
+}
+
+func (x *ResourceState) GetDeletionPolicy() string {
+	if x != nil {
+		return x.DeletionPolicy
+	}
+	return ""
+}
+
+type PlannedTeardownStep struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *ResourceRef           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Teardown runs in waves: a resource goes once its children and its
+	// deleting dependents are gone, so wave 1 goes first.
+	Wave int32 `protobuf:"varint,2,opt,name=wave,proto3" json:"wave,omitempty"`
+	// "reaction": its kind's deleteRequested reaction runs; "remove": no
+	// teardown reaction, it is removed; "retain": deletion policy retain,
+	// forgotten without teardown; "frozen": quarantined, it waits until
+	// unquarantined.
+	Action        string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlannedTeardownStep) Reset() {
+	*x = PlannedTeardownStep{}
+	mi := &file_converge_v1_types_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlannedTeardownStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlannedTeardownStep) ProtoMessage() {}
+
+func (x *PlannedTeardownStep) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlannedTeardownStep.ProtoReflect.Descriptor instead.
+func (*PlannedTeardownStep) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PlannedTeardownStep) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *PlannedTeardownStep) GetWave() int32 {
+	if x != nil {
+		return x.Wave
+	}
+	return 0
+}
+
+func (x *PlannedTeardownStep) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
 var File_converge_v1_types_proto protoreflect.FileDescriptor
 
 const file_converge_v1_types_proto_rawDesc = "" +
@@ -2084,7 +2391,34 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12;\n" +
 	"\vfinished_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x1a\n" +
-	"\battempts\x18\f \x01(\x05R\battemptsB\xac\x01\n" +
+	"\battempts\x18\f \x01(\x05R\battempts\"\x8e\x01\n" +
+	"\fDryRunReport\x12@\n" +
+	"\tresources\x18\x01 \x03(\v2\".converge.v1.PlannedResourceChangeR\tresources\x12<\n" +
+	"\bteardown\x18\x02 \x03(\v2 .converge.v1.PlannedTeardownStepR\bteardown\"\xde\x01\n" +
+	"\x15PlannedResourceChange\x124\n" +
+	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x122\n" +
+	"\x06before\x18\x02 \x01(\v2\x1a.converge.v1.ResourceStateR\x06before\x120\n" +
+	"\x05after\x18\x03 \x01(\v2\x1a.converge.v1.ResourceStateR\x05after\x12)\n" +
+	"\x10generation_bumps\x18\x04 \x01(\bR\x0fgenerationBumps\"\xa0\x03\n" +
+	"\rResourceState\x12!\n" +
+	"\fkind_version\x18\x01 \x01(\x05R\vkindVersion\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x03R\n" +
+	"generation\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x12+\n" +
+	"\x04spec\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12>\n" +
+	"\x06labels\x18\x05 \x03(\v2&.converge.v1.ResourceState.LabelsEntryR\x06labels\x12\x1a\n" +
+	"\bdeleting\x18\x06 \x01(\bR\bdeleting\x12 \n" +
+	"\vquarantined\x18\a \x01(\bR\vquarantined\x12'\n" +
+	"\x0fprovider_config\x18\b \x01(\tR\x0eproviderConfig\x12'\n" +
+	"\x0fdeletion_policy\x18\t \x01(\tR\x0edeletionPolicy\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
+	"\x13PlannedTeardownStep\x124\n" +
+	"\bresource\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12\x12\n" +
+	"\x04wave\x18\x02 \x01(\x05R\x04wave\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06actionB\xac\x01\n" +
 	"\x0fcom.converge.v1B\n" +
 	"TypesProtoP\x01Z@github.com/convergehq/converge/sdk-go/gen/converge/v1;convergev1\xa2\x02\x03CXX\xaa\x02\vConverge.V1\xca\x02\vConverge\\V1\xe2\x02\x17Converge\\V1\\GPBMetadata\xea\x02\fConverge::V1b\x06proto3"
 
@@ -2100,7 +2434,7 @@ func file_converge_v1_types_proto_rawDescGZIP() []byte {
 	return file_converge_v1_types_proto_rawDescData
 }
 
-var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_converge_v1_types_proto_goTypes = []any{
 	(*KindManifest)(nil),          // 0: converge.v1.KindManifest
 	(*Reaction)(nil),              // 1: converge.v1.Reaction
@@ -2118,56 +2452,69 @@ var file_converge_v1_types_proto_goTypes = []any{
 	(*ReactorBinding)(nil),        // 13: converge.v1.ReactorBinding
 	(*Revision)(nil),              // 14: converge.v1.Revision
 	(*Operation)(nil),             // 15: converge.v1.Operation
-	nil,                           // 16: converge.v1.Resource.LabelsEntry
-	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*DryRunReport)(nil),          // 16: converge.v1.DryRunReport
+	(*PlannedResourceChange)(nil), // 17: converge.v1.PlannedResourceChange
+	(*ResourceState)(nil),         // 18: converge.v1.ResourceState
+	(*PlannedTeardownStep)(nil),   // 19: converge.v1.PlannedTeardownStep
+	nil,                           // 20: converge.v1.Resource.LabelsEntry
+	nil,                           // 21: converge.v1.ResourceState.LabelsEntry
+	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_converge_v1_types_proto_depIdxs = []int32{
-	17, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
-	17, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
-	17, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
+	22, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
+	22, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
+	22, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
 	1,  // 3: converge.v1.KindManifest.reactions:type_name -> converge.v1.Reaction
 	2,  // 4: converge.v1.KindManifest.policy:type_name -> converge.v1.KindPolicy
 	3,  // 5: converge.v1.KindManifest.operations:type_name -> converge.v1.OperationDecl
-	18, // 6: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
-	18, // 7: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
-	17, // 8: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
-	16, // 9: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
-	17, // 10: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
-	17, // 11: converge.v1.Resource.status:type_name -> google.protobuf.Struct
+	23, // 6: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
+	23, // 7: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 8: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
+	20, // 9: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
+	22, // 10: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
+	22, // 11: converge.v1.Resource.status:type_name -> google.protobuf.Struct
 	9,  // 12: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
 	8,  // 13: converge.v1.Resource.failure:type_name -> converge.v1.Failure
-	18, // 14: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	18, // 15: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 16: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
+	23, // 14: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	23, // 15: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 16: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
 	5,  // 17: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
 	5,  // 18: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
 	6,  // 19: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
-	17, // 20: converge.v1.Resource.rejected_status:type_name -> google.protobuf.Struct
+	22, // 20: converge.v1.Resource.rejected_status:type_name -> google.protobuf.Struct
 	7,  // 21: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
 	5,  // 22: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
 	5,  // 23: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
-	18, // 24: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
-	18, // 25: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	18, // 26: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
-	18, // 27: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
-	17, // 28: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
-	18, // 29: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
-	18, // 30: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 31: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
-	18, // 32: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
-	17, // 33: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
-	18, // 34: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
+	23, // 24: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
+	23, // 25: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	23, // 26: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
+	23, // 27: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
+	22, // 28: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
+	23, // 29: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
+	23, // 30: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 31: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
+	23, // 32: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 33: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
+	23, // 34: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
 	5,  // 35: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
-	17, // 36: converge.v1.Operation.input:type_name -> google.protobuf.Struct
-	17, // 37: converge.v1.Operation.output:type_name -> google.protobuf.Struct
-	18, // 38: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
-	18, // 39: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	22, // 36: converge.v1.Operation.input:type_name -> google.protobuf.Struct
+	22, // 37: converge.v1.Operation.output:type_name -> google.protobuf.Struct
+	23, // 38: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
+	23, // 39: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
+	17, // 40: converge.v1.DryRunReport.resources:type_name -> converge.v1.PlannedResourceChange
+	19, // 41: converge.v1.DryRunReport.teardown:type_name -> converge.v1.PlannedTeardownStep
+	5,  // 42: converge.v1.PlannedResourceChange.resource:type_name -> converge.v1.ResourceRef
+	18, // 43: converge.v1.PlannedResourceChange.before:type_name -> converge.v1.ResourceState
+	18, // 44: converge.v1.PlannedResourceChange.after:type_name -> converge.v1.ResourceState
+	22, // 45: converge.v1.ResourceState.spec:type_name -> google.protobuf.Struct
+	21, // 46: converge.v1.ResourceState.labels:type_name -> converge.v1.ResourceState.LabelsEntry
+	5,  // 47: converge.v1.PlannedTeardownStep.resource:type_name -> converge.v1.ResourceRef
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_types_proto_init() }
@@ -2182,7 +2529,7 @@ func file_converge_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_types_proto_rawDesc), len(file_converge_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

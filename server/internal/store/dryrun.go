@@ -1,0 +1,221 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A dry run executes a write exactly as the real call would, every
+// statement of it and every read after it, inside one transaction that is
+// rolled back at the end. Rolling back is what makes "nothing written"
+// hold for every write at once: no row, no event, no task, and no NOTIFY
+// (PostgreSQL delivers notifications only on commit). ResourceKey sequences
+// do move on, as they do for any rolled-back transaction.
+//
+// Every statement the Store runs goes through db (or relaxedDB), which
+// answers the dry run's transaction when the context carries one; inTx
+// then opens a savepoint in it, so a write that fails part-way is undone
+// as it would be for real and the dry run can go on reading.
+type dryRunKey struct{}
+
+// querier is what a pool and a transaction have in common.
+type querier interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// BeginDryRun returns a context under which every Store call runs in one
+// transaction, and the function that rolls it back (call it exactly once,
+// when the dry run is over). The context must be used by one goroutine at
+// a time: the transaction holds a single connection.
+func (s *Store) BeginDryRun(ctx context.Context) (context.Context, func(), error) {
+	if InDryRun(ctx) {
+		return nil, nil, fmt.Errorf("a dry run is already under way in this context")
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	end := func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }
+	return context.WithValue(ctx, dryRunKey{}, tx), end, nil
+}
+
+// InDryRun reports whether ctx is a dry run's: writes under it are rolled
+// back, so side effects outside the database (caches, wake-ups) must not
+// follow them.
+func InDryRun(ctx context.Context) bool {
+	_, ok := ctx.Value(dryRunKey{}).(pgx.Tx)
+	return ok
+}
+
+func (s *Store) db(ctx context.Context) querier {
+	if tx, ok := ctx.Value(dryRunKey{}).(pgx.Tx); ok {
+		return tx
+	}
+	return s.pool
+}
+
+func (s *Store) relaxedDB(ctx context.Context) querier {
+	if tx, ok := ctx.Value(dryRunKey{}).(pgx.Tx); ok {
+		return tx
+	}
+	return s.relaxed
+}
+
+// ResourceState is what a write can change about one resource.
+type ResourceState struct {
+	ID             int64
+	Namespace      string
+	Kind           string
+	Name           string
+	KindVersion    int32
+	Generation     int64
+	Phase          string
+	Spec           json.RawMessage
+	Labels         map[string]string
+	Deleting       bool
+	Quarantined    bool
+	ProviderConfig string
+	DeletionPolicy string
+}
+
+// ResourceStates reads the current state of the named resources that
+// exist, keyed by identity.
+func (s *Store) ResourceStates(ctx context.Context, ids []ResourceKey) (map[ResourceKey]ResourceState, error) {
+	ns, kind, name := make([]string, len(ids)), make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		ns[i], kind[i], name[i] = id.Namespace, id.Kind, id.Name
+	}
+	rows, err := s.db(ctx).Query(ctx, `
+		SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, converge_phase(r), r.spec, r.labels,
+		       r.deletion_requested_at IS NOT NULL, r.quarantined, coalesce(r.provider_config, ''), r.deletion_policy
+		FROM resources r JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(ns, kind, name)
+		  ON r.namespace = k.ns AND r.kind = k.kind AND r.name = k.name`, ns, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[ResourceKey]ResourceState{}
+	for rows.Next() {
+		var st ResourceState
+		if err := rows.Scan(&st.ID, &st.Namespace, &st.Kind, &st.Name, &st.KindVersion, &st.Generation, &st.Phase,
+			&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[ResourceKey{st.Namespace, st.Kind, st.Name}] = st
+	}
+	return out, rows.Err()
+}
+
+// TeardownStep is one resource of a deletion, with the wave in which its
+// teardown can start (1 first).
+type TeardownStep struct {
+	ResourceState
+	Wave int
+}
+
+// TeardownOrder lists the deleting resources reachable from root through
+// ownership and dependency edges (the set a deletion of root marked), in
+// the order teardown reaches them: a resource's wave comes after those of
+// its children and of its deleting dependents. Quarantined resources do
+// not hold others up (teardown skips them), so they take wave 1.
+func (s *Store) TeardownOrder(ctx context.Context, root ResourceKey) ([]TeardownStep, error) {
+	rows, err := s.db(ctx).Query(ctx, `
+		WITH RECURSIVE doomed(id) AS (
+		    SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3
+		  UNION
+		    SELECT x.id FROM doomed d CROSS JOIN LATERAL (
+		        SELECT r.id FROM resources r WHERE r.owner_id = d.id
+		        UNION ALL
+		        SELECT e.dependent_id FROM edges e WHERE e.dependency_id = d.id) x
+		)
+		SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, converge_phase(r), r.spec, r.labels,
+		       r.deletion_requested_at IS NOT NULL, r.quarantined, coalesce(r.provider_config, ''), r.deletion_policy,
+		       r.owner_id,
+		       ARRAY(SELECT e.dependency_id FROM edges e WHERE e.dependent_id = r.id)
+		FROM resources r JOIN doomed d ON d.id = r.id
+		WHERE r.deletion_requested_at IS NOT NULL
+		ORDER BY r.id`, root.Namespace, root.Kind, root.Name)
+	if err != nil {
+		return nil, err
+	}
+	var steps []TeardownStep
+	owner := map[int64]*int64{}
+	deps := map[int64][]int64{}
+	for rows.Next() {
+		var st TeardownStep
+		var own *int64
+		var dependencies []int64
+		if err := rows.Scan(&st.ID, &st.Namespace, &st.Kind, &st.Name, &st.KindVersion, &st.Generation, &st.Phase,
+			&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy,
+			&own, &dependencies); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		owner[st.ID], deps[st.ID] = own, dependencies
+		steps = append(steps, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	assignWaves(steps, owner, deps)
+	sort.SliceStable(steps, func(a, b int) bool { return steps[a].Wave < steps[b].Wave })
+	return steps, nil
+}
+
+// assignWaves gives each step the wave after the latest of what must go
+// before it: its unquarantined children and dependents within the set.
+func assignWaves(steps []TeardownStep, owner map[int64]*int64, deps map[int64][]int64) {
+	index := make(map[int64]int, len(steps))
+	for i, st := range steps {
+		index[st.ID] = i
+	}
+	// before[i]: the steps that must be gone before steps[i] can go.
+	before := make([][]int, len(steps))
+	for i, st := range steps {
+		if st.Quarantined {
+			continue
+		}
+		if o := owner[st.ID]; o != nil {
+			if j, ok := index[*o]; ok {
+				before[j] = append(before[j], i)
+			}
+		}
+		for _, d := range deps[st.ID] {
+			if j, ok := index[d]; ok {
+				before[j] = append(before[j], i)
+			}
+		}
+	}
+	var wave func(i int, visiting map[int]bool) int
+	wave = func(i int, visiting map[int]bool) int {
+		if steps[i].Wave > 0 {
+			return steps[i].Wave
+		}
+		if visiting[i] {
+			return 1 // a cycle cannot be declared; do not loop on one
+		}
+		visiting[i] = true
+		w := 1
+		for _, j := range before[i] {
+			if v := wave(j, visiting) + 1; v > w {
+				w = v
+			}
+		}
+		delete(visiting, i)
+		steps[i].Wave = w
+		return w
+	}
+	for i := range steps {
+		wave(i, map[int]bool{})
+	}
+}
