@@ -109,6 +109,10 @@ func syncWait(r store.Resource) (reason, msg string) {
 	return "Pending", fmt.Sprintf("generation %d is waiting for a worker", gen)
 }
 
+// abandonHintAfter is how many failed teardown attempts it takes before
+// a deleting resource's condition names the way out (abandon).
+const abandonHintAfter = 3
+
 // teardownWait says what a deleting resource's teardown waits for.
 func teardownWait(r store.Resource) (reason, msg string) {
 	if r.Quarantined {
@@ -123,6 +127,10 @@ func teardownWait(r store.Resource) (reason, msg string) {
 		msg := failedWith(r, fmt.Sprintf("teardown attempt %d failed", r.FailureAttempts))
 		if r.Task != nil {
 			msg += fmt.Sprintf("; retrying at %s", r.Task.NotBefore.UTC().Format(time.RFC3339Nano))
+		}
+		if r.FailureAttempts >= abandonHintAfter {
+			msg += fmt.Sprintf("; if it can never succeed, an admin can remove the resource without teardown: "+
+				"conctl delete resource %s/%s -n %s --abandon --reason REASON (what it created may remain)", r.Kind, r.Name, r.Namespace)
 		}
 		return "TeardownError", msg
 	case store.WaitCapped:

@@ -66,7 +66,7 @@ func (d dryRunner) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		for _, id := range ids {
 			report.Resources = append(report.Resources, plannedChange(id, before, after))
 		}
-		if _, ok := req.Any().(*convergev1.DeleteResourceRequest); ok && len(ids) == 1 {
+		if d, ok := req.Any().(*convergev1.DeleteResourceRequest); ok && !d.GetAbandon() && len(ids) == 1 {
 			if report.Teardown, err = s.plannedTeardown(dctx, ids[0], before, after); err != nil {
 				return nil, storeError(err)
 			}

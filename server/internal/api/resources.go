@@ -268,6 +268,9 @@ func decodePageToken(tok string) (store.ResourceKey, error) {
 // if it has one.
 func (s *Service) DeleteResource(ctx context.Context, req *convergev1.DeleteResourceRequest) (*convergev1.DeleteResourceResponse, error) {
 	key := store.ResourceKey{Namespace: namespaceOr(req.GetNamespace()), Kind: req.GetKind(), Name: req.GetName()}
+	if req.GetAbandon() || req.GetSubtree() {
+		return s.abandon(ctx, key, req)
+	}
 	cur, err := s.store.GetResource(ctx, key.Namespace, key.Kind, key.Name)
 	if err != nil {
 		return nil, storeError(err)
@@ -288,6 +291,28 @@ func (s *Service) DeleteResource(ctx context.Context, req *convergev1.DeleteReso
 		return &convergev1.DeleteResourceResponse{}, nil
 	}
 	return &convergev1.DeleteResourceResponse{Resource: toResource(r, s.isParked)}, nil
+}
+
+// abandon removes a resource, and with subtree its descendants, without
+// teardown (the authorizer has checked the admin role).
+func (s *Service) abandon(ctx context.Context, key store.ResourceKey, req *convergev1.DeleteResourceRequest) (*convergev1.DeleteResourceResponse, error) {
+	switch {
+	case !req.GetAbandon():
+		return nil, invalid("subtree: only with abandon (a plain delete always takes everything the resource owns)")
+	case strings.TrimSpace(req.GetReason()) == "":
+		return nil, invalid("reason: required with abandon; it is recorded with what was left behind")
+	}
+	gone, err := s.store.AbandonResource(ctx, actor(ctx), key, req.GetSubtree(), req.GetReason())
+	if err != nil {
+		return nil, storeError(err)
+	}
+	s.publish(ctx, notify.Changes)
+	s.publish(ctx, notify.Tasks)
+	out := &convergev1.DeleteResourceResponse{}
+	for _, st := range gone {
+		out.Abandoned = append(out.Abandoned, &convergev1.ResourceRef{Namespace: st.Namespace, Kind: st.Kind, Name: st.Name})
+	}
+	return out, nil
 }
 
 // ListEvents returns events newest first.

@@ -127,6 +127,22 @@ func TestAuthorizationOverTokens(t *testing.T) {
 		t.Errorf("first event's actor = %q, want api:%s", a, carolIdent)
 	}
 
+	// Abandoning skips teardown: the owner team may delete, only an admin
+	// may abandon, and a refused dry run of it is refused the same way.
+	abandon := &convergev1.DeleteResourceRequest{Kind: "db.cluster", Name: "orders", Abandon: true, Reason: "gone by hand"}
+	_, err = carol.DeleteResource(ctx, abandon)
+	wantDenied(t, err, carolIdent, "DeleteResource with abandon", "needs role admin")
+	_, err = carol.DeleteResource(ctx, &convergev1.DeleteResourceRequest{Kind: "db.cluster", Name: "orders", Abandon: true, Reason: "x", DryRun: true})
+	wantDenied(t, err, carolIdent, "DeleteResource with abandon")
+	if _, err := admin.DeleteResource(ctx, &convergev1.DeleteResourceRequest{Kind: "db.cluster", Name: "orders", Abandon: true}); connect.CodeOf(err) != connect.CodeInvalidArgument ||
+		!strings.Contains(err.Error(), "reason: required") {
+		t.Fatalf("abandon without a reason: %v", err)
+	}
+	gone, err := admin.DeleteResource(ctx, abandon)
+	if err != nil || len(gone.GetAbandoned()) != 1 || gone.GetAbandoned()[0].GetName() != "orders" {
+		t.Fatalf("admin abandons: %v, %v", gone, err)
+	}
+
 	// Without credentials nothing is readable; an unknown token is refused.
 	_, err = client("").ListKinds(ctx, &convergev1.ListKindsRequest{})
 	wantDenied(t, err, "anonymous caller", "ListKinds")

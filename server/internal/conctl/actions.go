@@ -104,6 +104,7 @@ or Failed (exit 1).`,
 	cmd.Flags().Int64Var(&to, "to", 0, "the generation whose spec to apply again (required)")
 	cmd.Flags().StringVar(&reason, "reason", "", reasonUsage)
 	wf.register(cmd, "wait until the new generation is Ready or Failed")
+	a.dryRunFlag(cmd, false)
 	return cmd
 }
 
@@ -143,6 +144,7 @@ quarantined it. "conctl unquarantine" lets work run again.`,
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", reasonUsage+" (required)")
+	a.dryRunFlag(cmd, false)
 	return cmd
 }
 
@@ -174,6 +176,7 @@ it was, and the composites above it count it again.`,
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", reasonUsage)
+	a.dryRunFlag(cmd, false)
 	return cmd
 }
 
@@ -217,6 +220,7 @@ resource is Ready (exit 0), or until it failed (exit 1).`,
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", reasonUsage)
 	wf.register(cmd, "wait until the reconcile has run and the resource is Ready or Failed")
+	a.dryRunFlag(cmd, false)
 	return cmd
 }
 

@@ -96,6 +96,7 @@ the wait timed out.`,
 	}
 	cmd.Flags().StringArrayVarP(&fl.files, "filename", "f", nil, "file, directory or - (stdin) to apply; repeatable")
 	fl.register(cmd, "wait until every applied resource is Ready or Failed")
+	a.dryRunFlag(cmd, false)
 	return cmd
 }
 
@@ -275,6 +276,9 @@ func batchError(err error, docs []*document.Document, start, end int) error {
 // report everything at the end instead.
 func (a *app) reportLine(format string, args ...any) {
 	if a.output == formatTable {
+		if a.dryRun {
+			format += " (dry run)"
+		}
 		fmt.Fprintf(a.stdout, format+"\n", args...)
 	}
 }

@@ -89,6 +89,8 @@ type app struct {
 	tls            tlsFlags
 
 	client *client.Client
+	// dryRun: the command's writes are sent as dry runs (--dry-run).
+	dryRun bool
 }
 
 // Output formats. Every command takes table, json and yaml; a command that
@@ -206,6 +208,9 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	if a.requestTimeout < 0 {
 		return usageError{fmt.Errorf("--request-timeout: %s is negative", a.requestTimeout)}
 	}
+	if err := a.checkDryRun(cmd); err != nil {
+		return err
+	}
 	if a.namespace == "" {
 		return usageError{fmt.Errorf("--namespace: must not be empty (use -A where listing all namespaces is possible)")}
 	}
@@ -231,6 +236,7 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	if a.token != "" {
 		opts = append(opts, client.WithHeader("Authorization", "Bearer "+a.token))
 	}
+	opts = append(opts, client.WithConnectOptions(connect.WithInterceptors(dryRunInterceptor{a})))
 	a.client = client.New(strings.TrimRight(a.server, "/"), opts...)
 	return nil
 }

@@ -77,6 +77,7 @@ failure stays transient however often it recurs.`, policyFieldHelp()),
 		},
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "FIELD=VALUE to change; repeatable")
+	a.dryRunFlag(cmd, false)
 	return cmd
 }
 
@@ -214,7 +215,7 @@ func (a *app) updatePolicy(ctx context.Context, ref kindRef, policy *convergev1.
 	for i, name := range mask {
 		changes[i] = name + "=" + policyText(got.Get(policyFields().ByName(protoreflect.Name(name))))
 	}
-	fmt.Fprintf(a.stdout, "kind %s policy updated: %s\n", ref, strings.Join(changes, ", "))
+	fmt.Fprintf(a.stdout, "kind %s policy updated: %s%s\n", ref, strings.Join(changes, ", "), a.dryRunMark())
 	return nil
 }
 

@@ -173,7 +173,7 @@ func (a *app) deleteProviderConfigCmd() *cobra.Command {
 			if err != nil {
 				return wrapf(err, "delete providerconfig %s", ref)
 			}
-			fmt.Fprintf(a.stdout, "providerconfig %s deleted\n", ref)
+			fmt.Fprintf(a.stdout, "providerconfig %s deleted%s\n", ref, a.dryRunMark())
 			return nil
 		},
 	}

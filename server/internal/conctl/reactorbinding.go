@@ -82,7 +82,7 @@ To pause one instead, apply it again with "disabled: true".`,
 			if _, err := a.client.DeleteReactorBinding(ctx, &convergev1.DeleteReactorBindingRequest{Name: args[0]}); err != nil {
 				return wrapf(err, "delete reactorbinding %s", args[0])
 			}
-			fmt.Fprintf(a.stdout, "reactorbinding %s deleted\n", args[0])
+			fmt.Fprintf(a.stdout, "reactorbinding %s deleted%s\n", args[0], a.dryRunMark())
 			return nil
 		},
 	}

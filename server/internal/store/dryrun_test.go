@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/convergehq/converge/server/internal/store"
@@ -56,4 +58,34 @@ func TestDryRunDeleteTeardownOrder(t *testing.T) {
 	if steps, err := s.TeardownOrder(ctx, root); err != nil || len(steps) != 0 {
 		t.Fatalf("after the dry run the teardown set is %v, %v", steps, err)
 	}
+}
+
+// TestAbandonSubtree abandons a composite: refused while it owns children
+// unless the subtree goes with it; then it and every child are gone, their
+// tasks with them, each with an Abandoned event.
+func TestAbandonSubtree(t *testing.T) {
+	s, ctx := newStore(t)
+	stackRev := applyKind(t, s, "stack", store.Policy{})
+	partRev := applyKind(t, s, "part", store.Policy{})
+	histApply(t, s, "alice", "stack", 1, stackRev, "s", `{}`)
+	composeAs(t, s, partRev, "s-a", "s-b")
+	root := store.ResourceKey{Namespace: "default", Kind: "stack", Name: "s"}
+	if _, err := s.AbandonResource(ctx, "admin", root, false, "why"); !errors.Is(err, store.ErrConflict) ||
+		!strings.Contains(err.Error(), "owns 2 resource(s)") {
+		t.Fatalf("abandon of a composite without subtree: %v", err)
+	}
+	gone, err := s.AbandonResource(ctx, "admin", root, true, "region closed")
+	if err != nil || len(gone) != 3 {
+		t.Fatalf("abandon with subtree: %v, %v", gone, err)
+	}
+	for _, name := range []string{"s-a", "s-b"} {
+		if _, err := s.GetResource(ctx, "default", "part", name); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("part/%s after its composite was abandoned: %v", name, err)
+		}
+	}
+	evs, err := s.ListEvents(ctx, store.EventFilter{Namespace: "default", Kind: "part", Name: "s-a", Limit: 10})
+	if err != nil || len(evs) == 0 || evs[0].Reason != "Abandoned" || !strings.Contains(evs[0].Message, "region closed") {
+		t.Fatalf("events of an abandoned child: %+v, %v", evs, err)
+	}
+	assertNoTasks(t, s)
 }

@@ -1185,8 +1185,12 @@ func (x *DeleteResourceRequest) GetReason() string {
 }
 
 type DeleteResourceResponse struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource as it stands after the call; unset once it is gone.
+	Resource *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// With abandon: every resource removed without teardown, whose external
+	// objects may remain.
+	Abandoned []*ResourceRef `protobuf:"bytes,2,rep,name=abandoned,proto3" json:"abandoned,omitempty"`
 	// Set when the request asked for a dry run: nothing was stored.
 	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1226,6 +1230,13 @@ func (*DeleteResourceResponse) Descriptor() ([]byte, []int) {
 func (x *DeleteResourceResponse) GetResource() *Resource {
 	if x != nil {
 		return x.Resource
+	}
+	return nil
+}
+
+func (x *DeleteResourceResponse) GetAbandoned() []*ResourceRef {
+	if x != nil {
+		return x.Abandoned
 	}
 	return nil
 }
@@ -5481,9 +5492,10 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\x12\x18\n" +
 	"\aabandon\x18\x04 \x01(\bR\aabandon\x12\x18\n" +
 	"\asubtree\x18\x05 \x01(\bR\asubtree\x12 \n" +
-	"\x06reason\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"\x7f\n" +
+	"\x06reason\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"\xb7\x01\n" +
 	"\x16DeleteResourceResponse\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x122\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x126\n" +
+	"\tabandoned\x18\x02 \x03(\v2\x18.converge.v1.ResourceRefR\tabandoned\x122\n" +
 	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xd0\x01\n" +
 	"\x11ListEventsRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
@@ -5968,9 +5980,9 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*DryRunReport)(nil),                 // 86: converge.v1.DryRunReport
 	(*structpb.Struct)(nil),              // 87: google.protobuf.Struct
 	(*Resource)(nil),                     // 88: converge.v1.Resource
-	(*Event)(nil),                        // 89: converge.v1.Event
-	(*Change)(nil),                       // 90: converge.v1.Change
-	(*ResourceRef)(nil),                  // 91: converge.v1.ResourceRef
+	(*ResourceRef)(nil),                  // 89: converge.v1.ResourceRef
+	(*Event)(nil),                        // 90: converge.v1.Event
+	(*Change)(nil),                       // 91: converge.v1.Change
 	(*Rollup)(nil),                       // 92: converge.v1.Rollup
 	(*timestamppb.Timestamp)(nil),        // 93: google.protobuf.Timestamp
 	(*Culprit)(nil),                      // 94: converge.v1.Culprit
@@ -5998,147 +6010,148 @@ var file_converge_v1_control_proto_depIdxs = []int32{
 	88,  // 13: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
 	88,  // 14: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
 	88,  // 15: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 16: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	89,  // 17: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	90,  // 18: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
-	25,  // 19: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	91,  // 20: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	92,  // 21: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
-	25,  // 22: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	91,  // 23: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
-	28,  // 24: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	91,  // 25: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	91,  // 26: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	93,  // 27: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
-	31,  // 28: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
-	32,  // 29: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	94,  // 30: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	91,  // 31: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	91,  // 32: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	91,  // 33: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
-	33,  // 34: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	95,  // 35: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	96,  // 36: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	85,  // 37: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	86,  // 38: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
-	97,  // 39: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	97,  // 40: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	86,  // 41: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	97,  // 42: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	97,  // 43: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	86,  // 44: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	98,  // 45: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	98,  // 46: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	86,  // 47: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	98,  // 48: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	98,  // 49: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	86,  // 50: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	99,  // 51: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	58,  // 52: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
-	58,  // 53: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
-	91,  // 54: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
-	93,  // 55: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
-	93,  // 56: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	93,  // 57: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
-	87,  // 58: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
-	87,  // 59: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
-	88,  // 60: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 61: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	88,  // 62: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 63: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	88,  // 64: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 65: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	88,  // 66: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 67: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	87,  // 68: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	100, // 69: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	100, // 70: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	100, // 71: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	84,  // 72: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
-	81,  // 73: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	93,  // 74: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
-	93,  // 75: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	93,  // 76: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
-	82,  // 77: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	0,   // 78: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,   // 79: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,   // 80: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,   // 81: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	34,  // 82: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	36,  // 83: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	38,  // 84: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	40,  // 85: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	42,  // 86: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	44,  // 87: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	46,  // 88: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	48,  // 89: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	50,  // 90: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,   // 91: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10,  // 92: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13,  // 93: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15,  // 94: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17,  // 95: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23,  // 96: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26,  // 97: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	29,  // 98: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	52,  // 99: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	54,  // 100: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
-	56,  // 101: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
-	59,  // 102: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	61,  // 103: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	63,  // 104: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	65,  // 105: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	67,  // 106: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	69,  // 107: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	71,  // 108: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19,  // 109: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21,  // 110: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	73,  // 111: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	75,  // 112: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	77,  // 113: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	79,  // 114: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
-	1,   // 115: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,   // 116: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,   // 117: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,   // 118: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	35,  // 119: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	37,  // 120: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	39,  // 121: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	41,  // 122: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	43,  // 123: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	45,  // 124: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	47,  // 125: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	49,  // 126: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	51,  // 127: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,   // 128: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11,  // 129: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14,  // 130: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16,  // 131: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18,  // 132: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24,  // 133: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27,  // 134: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	30,  // 135: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	53,  // 136: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	55,  // 137: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
-	57,  // 138: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
-	60,  // 139: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	62,  // 140: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	64,  // 141: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	66,  // 142: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	68,  // 143: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	70,  // 144: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	72,  // 145: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20,  // 146: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22,  // 147: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	74,  // 148: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	76,  // 149: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	78,  // 150: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	80,  // 151: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
-	115, // [115:152] is the sub-list for method output_type
-	78,  // [78:115] is the sub-list for method input_type
-	78,  // [78:78] is the sub-list for extension type_name
-	78,  // [78:78] is the sub-list for extension extendee
-	0,   // [0:78] is the sub-list for field type_name
+	89,  // 16: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
+	86,  // 17: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	90,  // 18: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	91,  // 19: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	25,  // 20: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
+	89,  // 21: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	92,  // 22: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	25,  // 23: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
+	89,  // 24: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	28,  // 25: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
+	89,  // 26: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	89,  // 27: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	93,  // 28: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	31,  // 29: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
+	32,  // 30: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
+	94,  // 31: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	89,  // 32: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	89,  // 33: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	89,  // 34: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	33,  // 35: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
+	95,  // 36: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	96,  // 37: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	85,  // 38: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	86,  // 39: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
+	97,  // 40: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	97,  // 41: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	86,  // 42: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	97,  // 43: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	97,  // 44: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	86,  // 45: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	98,  // 46: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	98,  // 47: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	86,  // 48: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	98,  // 49: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	98,  // 50: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	86,  // 51: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	99,  // 52: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	58,  // 53: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
+	58,  // 54: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
+	89,  // 55: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
+	93,  // 56: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
+	93,  // 57: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	93,  // 58: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
+	87,  // 59: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
+	87,  // 60: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
+	88,  // 61: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 62: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	88,  // 63: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 64: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	88,  // 65: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 66: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	88,  // 67: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	86,  // 68: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	87,  // 69: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	100, // 70: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	100, // 71: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	100, // 72: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	84,  // 73: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	81,  // 74: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	93,  // 75: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	93,  // 76: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	93,  // 77: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	82,  // 78: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	0,   // 79: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,   // 80: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,   // 81: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,   // 82: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	34,  // 83: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	36,  // 84: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	38,  // 85: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	40,  // 86: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	42,  // 87: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	44,  // 88: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	46,  // 89: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	48,  // 90: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	50,  // 91: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,   // 92: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10,  // 93: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13,  // 94: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15,  // 95: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17,  // 96: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23,  // 97: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26,  // 98: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	29,  // 99: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	52,  // 100: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	54,  // 101: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
+	56,  // 102: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
+	59,  // 103: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	61,  // 104: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	63,  // 105: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	65,  // 106: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	67,  // 107: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	69,  // 108: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	71,  // 109: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19,  // 110: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21,  // 111: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	73,  // 112: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	75,  // 113: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	77,  // 114: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	79,  // 115: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	1,   // 116: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,   // 117: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,   // 118: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,   // 119: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	35,  // 120: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	37,  // 121: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	39,  // 122: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	41,  // 123: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	43,  // 124: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	45,  // 125: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	47,  // 126: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	49,  // 127: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	51,  // 128: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,   // 129: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11,  // 130: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14,  // 131: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16,  // 132: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18,  // 133: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24,  // 134: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27,  // 135: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	30,  // 136: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	53,  // 137: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	55,  // 138: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
+	57,  // 139: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
+	60,  // 140: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	62,  // 141: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	64,  // 142: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	66,  // 143: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	68,  // 144: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	70,  // 145: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	72,  // 146: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20,  // 147: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22,  // 148: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	74,  // 149: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	76,  // 150: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	78,  // 151: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	80,  // 152: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	116, // [116:153] is the sub-list for method output_type
+	79,  // [79:116] is the sub-list for method input_type
+	79,  // [79:79] is the sub-list for extension type_name
+	79,  // [79:79] is the sub-list for extension extendee
+	0,   // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
