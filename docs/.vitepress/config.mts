@@ -30,6 +30,7 @@ const sections: { text: string; pages: [string, string][] }[] = [
       ['kinds', 'Kinds: the manifest'],
       ['composition', 'Composition'],
       ['lifecycle', 'Lifecycle and operator actions'],
+      ['changing-safely', 'Changing things safely'],
       ['debugging', 'Debugging: why is it not Ready?'],
       ['stability', 'Schema stability'],
       ['catalog', 'The kind catalog'],

@@ -47,6 +47,7 @@ var runnablePages = []struct {
 	{path: "docs/getting-started.md"},
 	{path: "README.md"},
 	{path: "docs/first-provider.md", ownHome: true},
+	{path: "docs/changing-safely.md"},
 }
 
 // TestRunnableDocs runs the marked commands of each runnable page as
