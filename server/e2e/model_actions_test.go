@@ -42,6 +42,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"stopServing":    w.step(w.stopServing),
 		"startServing":   w.step(w.startServing),
 		"restartServer":  w.step(w.restartServer),
+		"dryRun":         w.step(w.dryRun),
 		"":               w.checkStep,
 	}
 }

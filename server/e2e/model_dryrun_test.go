@@ -1,0 +1,70 @@
+//go:build unix
+
+package e2e
+
+import (
+	"google.golang.org/protobuf/proto"
+	"pgregory.net/rapid"
+
+	"github.com/convergehq/converge/sdk-go/client"
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+)
+
+// dryRun sends one of the model's writes to a root as a dry run: a spec
+// change, a quarantine or a delete. The model does not change, and the
+// resource must not either: same generation, not quarantined or deleting
+// if it was not. The final check then shows nothing of it ran later.
+func (w *world) dryRun(t *rapid.T) {
+	m := w.res[pick(t, w.resWhere(func(m *mres) bool {
+		return m.owner == "" && !m.deleted && !m.quarantined && !m.murky
+	}), "root")]
+	before, err := call(t, "get "+m.key(), w.api.GetResource, &convergev1.GetResourceRequest{Kind: m.kind, Name: m.name})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	write := rapid.SampledFrom([]string{"updateSpec", "quarantine", "delete"}).Draw(t, "dry run of")
+	w.note(t, "dryRun %s %s", write, m.key())
+	var report *convergev1.DryRunReport
+	switch write {
+	case "updateSpec":
+		var spec any = leafSpec{Counter: m.counter + 1}
+		if m.comp != nil {
+			c := *m.comp
+			c.Counter = m.counter + 1
+			spec = c
+		}
+		res := mustCall(t, "dry-run apply "+m.key(), w.api.ApplyResource, &convergev1.ApplyResourceRequest{
+			Kind: m.kind, KindVersion: int32(m.version), Name: m.name, Spec: mustStructOf(spec), DryRun: true})
+		report = res.GetDryRun()
+		if !report.GetResources()[0].GetGenerationBumps() {
+			t.Fatalf("the dry run of a spec change to %s does not bump its generation: %v", m.key(), report)
+		}
+	case "quarantine":
+		res := mustCall(t, "dry-run quarantine "+m.key(), w.api.QuarantineResource, &convergev1.QuarantineResourceRequest{
+			Kind: m.kind, Name: m.name, Reason: "model", DryRun: true})
+		report = res.GetDryRun()
+		if res.GetResource().GetPhase() != client.PhaseQuarantined {
+			t.Fatalf("the dry run of a quarantine answers %s not quarantined", m.key())
+		}
+	case "delete":
+		res := mustCall(t, "dry-run delete "+m.key(), w.api.DeleteResource, &convergev1.DeleteResourceRequest{
+			Kind: m.kind, Name: m.name, DryRun: true})
+		report = res.GetDryRun()
+		if len(report.GetTeardown()) == 0 {
+			t.Fatalf("the dry run of deleting %s lists no teardown: %v", m.key(), report)
+		}
+	}
+	if report == nil || len(report.GetResources()) != 1 {
+		t.Fatalf("the dry run of %s on %s has no report of it: %v", write, m.key(), report)
+	}
+	after, err := call(t, "get "+m.key(), w.api.GetResource, &convergev1.GetResourceRequest{Kind: m.kind, Name: m.name})
+	if err != nil {
+		t.Fatalf("after a dry run of %s: %v", write, err)
+	}
+	b, a := before.GetResource(), after.GetResource()
+	if a.GetGeneration() != b.GetGeneration() || (a.GetPhase() == client.PhaseQuarantined) != (b.GetPhase() == client.PhaseQuarantined) ||
+		(a.GetDeletionRequestedAt() == nil) != (b.GetDeletionRequestedAt() == nil) ||
+		!proto.Equal(a.GetSpec(), b.GetSpec()) {
+		t.Fatalf("a dry run of %s changed %s: before %s, after %s", write, m.key(), explainFull(b), explainFull(a))
+	}
+}
