@@ -35,16 +35,14 @@ func (s *Store) AbandonResource(ctx context.Context, actor string, key ResourceK
 			WITH RECURSIVE sub(id) AS (
 			    SELECT $1::bigint UNION SELECT c.id FROM resources c JOIN sub s ON c.owner_id = s.id
 			)
-			SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, converge_phase(r), r.spec, r.labels,
-			       r.deletion_requested_at IS NOT NULL, r.quarantined, r.provider_config, r.deletion_policy
+			SELECT `+stateColumns+`
 			FROM resources r JOIN sub ON sub.id = r.id ORDER BY r.id FOR NO KEY UPDATE OF r`, id)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var st ResourceState
-			if err := rows.Scan(&st.ID, &st.Namespace, &st.Kind, &st.Name, &st.KindVersion, &st.Generation, &st.Phase,
-				&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy); err != nil {
+			if err := rows.Scan(st.dest()...); err != nil {
 				rows.Close()
 				return err
 			}

@@ -88,6 +88,15 @@ type ResourceState struct {
 	DeletionPolicy string
 }
 
+// stateColumns are ResourceState's columns of resources r, in dest order.
+const stateColumns = `r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, converge_phase(r), r.spec, r.labels,
+	r.deletion_requested_at IS NOT NULL, r.quarantined, r.provider_config, r.deletion_policy`
+
+func (st *ResourceState) dest() []any {
+	return []any{&st.ID, &st.Namespace, &st.Kind, &st.Name, &st.KindVersion, &st.Generation, &st.Phase,
+		&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy}
+}
+
 // ResourceStates reads the current state of the named resources that
 // exist, keyed by identity.
 func (s *Store) ResourceStates(ctx context.Context, ids []ResourceKey) (map[ResourceKey]ResourceState, error) {
@@ -96,8 +105,7 @@ func (s *Store) ResourceStates(ctx context.Context, ids []ResourceKey) (map[Reso
 		ns[i], kind[i], name[i] = id.Namespace, id.Kind, id.Name
 	}
 	rows, err := s.db(ctx).Query(ctx, `
-		SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, converge_phase(r), r.spec, r.labels,
-		       r.deletion_requested_at IS NOT NULL, r.quarantined, coalesce(r.provider_config, ''), r.deletion_policy
+		SELECT `+stateColumns+`
 		FROM resources r JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(ns, kind, name)
 		  ON r.namespace = k.ns AND r.kind = k.kind AND r.name = k.name`, ns, kind, name)
 	if err != nil {
@@ -106,8 +114,7 @@ func (s *Store) ResourceStates(ctx context.Context, ids []ResourceKey) (map[Reso
 	out := map[ResourceKey]ResourceState{}
 	for rows.Next() {
 		var st ResourceState
-		if err := rows.Scan(&st.ID, &st.Namespace, &st.Kind, &st.Name, &st.KindVersion, &st.Generation, &st.Phase,
-			&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy); err != nil {
+		if err := rows.Scan(st.dest()...); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -138,9 +145,7 @@ func (s *Store) TeardownOrder(ctx context.Context, root ResourceKey) ([]Teardown
 		        UNION ALL
 		        SELECT e.dependent_id FROM edges e WHERE e.dependency_id = d.id) x
 		)
-		SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, converge_phase(r), r.spec, r.labels,
-		       r.deletion_requested_at IS NOT NULL, r.quarantined, coalesce(r.provider_config, ''), r.deletion_policy,
-		       r.owner_id,
+		SELECT `+stateColumns+`, r.owner_id,
 		       ARRAY(SELECT e.dependency_id FROM edges e WHERE e.dependent_id = r.id)
 		FROM resources r JOIN doomed d ON d.id = r.id
 		WHERE r.deletion_requested_at IS NOT NULL
@@ -155,9 +160,7 @@ func (s *Store) TeardownOrder(ctx context.Context, root ResourceKey) ([]Teardown
 		var st TeardownStep
 		var own *int64
 		var dependencies []int64
-		if err := rows.Scan(&st.ID, &st.Namespace, &st.Kind, &st.Name, &st.KindVersion, &st.Generation, &st.Phase,
-			&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy,
-			&own, &dependencies); err != nil {
+		if err := rows.Scan(append(st.dest(), &own, &dependencies)...); err != nil {
 			rows.Close()
 			return nil, err
 		}
