@@ -19,9 +19,17 @@ type KindSchemas struct {
 	Spec, Status map[string]any
 }
 
-// ErrUnknownKind is what a LookupKind returns (wrapped or not) for a kind
-// version the server does not have.
+// ErrUnknownKind is what a LookupKind returns for a kind version the
+// server does not have. Wrapped as "%w: MORE", MORE replaces the default
+// remedy in the problem reported ("kind K vN MORE").
 var ErrUnknownKind = errors.New("kind version is not registered")
+
+func unknownWhy(err error) string {
+	if why, ok := strings.CutPrefix(err.Error(), ErrUnknownKind.Error()+": "); ok && why != "" {
+		return why
+	}
+	return "is not registered on the server; apply its manifest first"
+}
 
 // LookupKind returns the schemas of a kind version.
 type LookupKind func(ctx context.Context, kind string, version int) (*KindSchemas, error)
@@ -216,6 +224,7 @@ func (c *checker) validID(def *Definition, i int) bool {
 func (c *checker) resourceKinds(ctx context.Context, def *Definition, lookup LookupKind) ([]*KindSchemas, error) {
 	out := make([]*KindSchemas, len(def.Resources))
 	cache := map[string]*KindSchemas{}
+	unknown := map[string]string{} // why a kind version is unknown, by key
 	for i, r := range def.Resources {
 		path := indexPath("resources", i)
 		switch {
@@ -235,14 +244,14 @@ func (c *checker) resourceKinds(ctx context.Context, def *Definition, lookup Loo
 			var err error
 			ks, err = lookup(ctx, r.Kind, r.Version)
 			if errors.Is(err, ErrUnknownKind) {
-				ks = nil
+				ks, unknown[key] = nil, unknownWhy(err)
 			} else if err != nil {
 				return nil, fmt.Errorf("%s.kind: reading kind %s v%d: %w", path, r.Kind, r.Version, err)
 			}
 			cache[key] = ks
 		}
 		if ks == nil {
-			c.ps.add(path+".kind", "kind %s v%d is not registered on the server; apply its manifest first", r.Kind, r.Version)
+			c.ps.add(path+".kind", "kind %s v%d %s", r.Kind, r.Version, unknown[key])
 			continue
 		}
 		out[i] = ks

@@ -178,11 +178,7 @@ func (x *Executor) decide(in store.GateInput) store.GateDecision {
 		if d.Blocks {
 			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s to sync (it is %s)", name, d.Phase)}
 		}
-		var flows []struct {
-			From string `json:"from"`
-			Expr string `json:"expr"`
-			To   string `json:"to"`
-		}
+		var flows []flow.Spec
 		if err := json.Unmarshal(d.Flows, &flows); err != nil {
 			return store.GateDecision{Waiting: fmt.Sprintf("the flows from %s cannot be read: %v", name, err)}
 		}
@@ -197,20 +193,17 @@ func (x *Executor) decide(in store.GateInput) store.GateDecision {
 		if err != nil {
 			return store.GateDecision{Waiting: fmt.Sprintf("the spec of %s cannot be read: %v", name, err)}
 		}
-		for _, f := range flows {
-			p, err := x.flows.Compile(f.From, f.Expr, f.To)
-			if err != nil {
-				return store.GateDecision{Waiting: fmt.Sprintf("flow from %s is invalid: %v", name, err)}
-			}
-			v, err := p.Eval(status, spec)
-			if errors.Is(err, flow.ErrMissing) {
-				return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s: %v", name, err)}
-			}
-			if err != nil {
-				return store.GateDecision{Waiting: fmt.Sprintf("flow from %s to %s failed: %v", name, f.To, err)}
-			}
-			writes = append(writes, flow.Write{To: p.To(), Value: v})
+		ws, failed, err := flow.EvalAll(x.flows, flows, status, spec)
+		var invalid *flow.CompileError
+		switch {
+		case errors.As(err, &invalid):
+			return store.GateDecision{Waiting: fmt.Sprintf("flow from %s is invalid: %v", name, err)}
+		case errors.Is(err, flow.ErrMissing):
+			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s: %v", name, err)}
+		case err != nil:
+			return store.GateDecision{Waiting: fmt.Sprintf("flow from %s to %s failed: %v", name, failed.To, err)}
 		}
+		writes = append(writes, ws...)
 	}
 	desired, err := schema.Decode(orEmpty(in.Spec))
 	if err != nil {

@@ -1,0 +1,387 @@
+package conctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/convergehq/converge/sdk-go/converge"
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/conctl/document"
+	"github.com/convergehq/converge/server/internal/flow"
+	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/stdworker/stdcel"
+)
+
+// graphKind is the kind whose resources define graphs (catalog/std/std.graph).
+const graphKind = "std.graph"
+
+type renderFlags struct {
+	files    []string
+	observed string
+}
+
+func (a *app) renderCmd() *cobra.Command {
+	var fl renderFlags
+	cmd := &cobra.Command{
+		Use:   "render -f FILE|DIR [-f ...] [--observed FILE]",
+		Short: "Show what std.graph kinds make of their instances, offline, with no server",
+		Long: `Render reads std.graph resources, instances of the kinds they define, and the
+manifests of the kinds the graphs use, all from files, and prints what each
+instance composes to, exactly as stdworker's stdcel provider would: every
+child with its spec, the edges with the values that flow along them, the
+status the instance would project and what is not ready yet. It talks to no
+server; a graph is checked as applying it checks it (expressions against
+the schemas of the kinds it reads), so each kind a graph uses needs its
+manifest among the files.
+
+--observed FILE gives what the children are as the server would hold them:
+a mapping from KIND/NAME to {status: ..., spec: ...}. Values flow from the
+observed statuses into their dependents' specs; a dependent whose
+dependency is not observed shows what it waits for. Without it every child
+is shown as the composer emits it.`,
+		Example: `  conctl render -f webapp-graph.yaml -f kinds/ -f shop.yaml
+  conctl render -f stdworker/examples/stdcel --observed observed.yaml -o yaml
+
+  # observed.yaml
+  #   demo.database/shop-db:
+  #     status: {host: db.internal, port: 5432, ready: true}`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.render(cmd.Context(), fl)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&fl.files, "filename", "f", nil, "file, directory or - (stdin) to read; repeatable")
+	cmd.Flags().StringVar(&fl.observed, "observed", "", "file of observed children: KIND/NAME -> {status, spec}")
+	return cmd
+}
+
+// renderedInstance is what one instance composes to.
+type renderedInstance struct {
+	Graph    string          `json:"graph"`
+	Instance string          `json:"instance"`
+	Children []renderedChild `json:"children"`
+	Edges    []renderedEdge  `json:"edges,omitempty"`
+	Status   map[string]any  `json:"status,omitempty"`
+	NotReady []string        `json:"not_ready,omitempty"`
+	Problems []string        `json:"status_problems,omitempty"`
+	observed map[string]bool // KIND/NAME of the children found in --observed
+}
+
+type renderedChild struct {
+	Kind        string            `json:"kind"`
+	KindVersion int               `json:"kind_version"`
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Spec        any               `json:"spec"`
+	// Waiting says what the child's spec waits for: a flowed value whose
+	// dependency is not observed or has no value there yet.
+	Waiting []string `json:"waiting,omitempty"`
+}
+
+type renderedEdge struct {
+	Dependent  string      `json:"dependent"`
+	Dependency string      `json:"dependency"`
+	Flows      []flow.Spec `json:"flows,omitempty"`
+}
+
+func (a *app) render(ctx context.Context, fl renderFlags) error {
+	if len(fl.files) == 0 {
+		return usagef("render needs at least one -f FILE, DIR or - (stdin)")
+	}
+	docs, err := document.Read(fl.files, a.stdin, document.WithDefaultNamespace(a.namespace))
+	if err != nil {
+		return err
+	}
+	observed := map[string]stdcel.Observed{}
+	if fl.observed != "" {
+		if observed, err = readObserved(fl.observed, a.stdin); err != nil {
+			return err
+		}
+	}
+	manifests := map[kindVersion]*convergev1.KindManifest{}
+	var graphs, instances []*document.Document
+	for _, d := range docs {
+		switch m := d.Message.(type) {
+		case *convergev1.KindManifest:
+			manifests[kindVersion{m.GetKind(), m.GetKindVersion()}] = m
+		case *convergev1.ApplyResourceRequest:
+			if m.GetKind() == graphKind {
+				graphs = append(graphs, d)
+			} else {
+				instances = append(instances, d)
+			}
+		}
+	}
+	if len(graphs) == 0 {
+		return fmt.Errorf("no %s resource in the inputs: render shows what a graph makes of its instances", graphKind)
+	}
+	var out []renderedInstance
+	var errs []error
+	for _, gd := range graphs {
+		r, err := renderGraph(ctx, gd, instances, manifests, observed)
+		out = append(out, r...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if a.output != formatTable {
+		return a.printValue(out)
+	}
+	for i, r := range out {
+		if i > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		printRendered(a.stdout, r)
+	}
+	return nil
+}
+
+type kindVersion struct {
+	kind    string
+	version int32
+}
+
+// renderGraph compiles one graph and composes each of its instances.
+func renderGraph(ctx context.Context, gd *document.Document, instances []*document.Document,
+	manifests map[kindVersion]*convergev1.KindManifest, observed map[string]stdcel.Observed) ([]renderedInstance, error) {
+	res := gd.Message.(*convergev1.ApplyResourceRequest)
+	gname := res.GetNamespace() + "/" + graphKind + "/" + res.GetName()
+	raw, err := res.GetSpec().MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gd.Where(), err)
+	}
+	def, err := stdcel.DecodeDefinition(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
+	}
+	lookup := func(_ context.Context, kind string, version int) (*stdcel.KindSchemas, error) {
+		m, ok := manifests[kindVersion{kind, int32(version)}]
+		if !ok {
+			return nil, fmt.Errorf("%w: is not among the files; add its manifest with -f", stdcel.ErrUnknownKind)
+		}
+		return &stdcel.KindSchemas{Spec: m.GetSpecSchema().AsMap(), Status: m.GetStatusSchema().AsMap()}, nil
+	}
+	g, err := stdcel.Compile(ctx, def, lookup)
+	if err != nil {
+		return nil, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
+	}
+	var out []renderedInstance
+	cache := flow.NewCache(256)
+	for _, d := range instances {
+		m := d.Message.(*convergev1.ApplyResourceRequest)
+		if m.GetKind() != g.Kind || int(m.GetKindVersion()) != g.Version {
+			continue
+		}
+		spec, err := decodeStruct(m.GetSpec())
+		if err != nil {
+			return out, fmt.Errorf("%s: spec: %w", d.Where(), err)
+		}
+		inst := stdcel.Instance{Namespace: m.GetNamespace(), Name: m.GetName(), Spec: spec}
+		plan, err := g.Compose(inst)
+		if err != nil {
+			return out, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
+		}
+		r, err := renderPlan(cache, g, inst, plan, observed)
+		if err != nil {
+			return out, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
+		}
+		r.Graph, r.Instance = gname, m.GetNamespace()+"/"+m.GetKind()+"/"+m.GetName()
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// renderPlan writes the values that flow from the observed children into
+// each child's spec, as the server's dependency gate would, and projects
+// the instance's status from the observed children.
+func renderPlan(cache *flow.Cache, g *stdcel.Graph, inst stdcel.Instance, plan *stdcel.Plan, observed map[string]stdcel.Observed) (renderedInstance, error) {
+	r := renderedInstance{observed: map[string]bool{}}
+	into := map[string][]converge.Edge{}
+	for _, e := range plan.Edges {
+		dep, on := e.Dependent.Kind+"/"+e.Dependent.Name, e.Dependency.Kind+"/"+e.Dependency.Name
+		into[dep] = append(into[dep], e)
+		re := renderedEdge{Dependent: dep, Dependency: on}
+		for _, f := range e.Flows {
+			re.Flows = append(re.Flows, flow.Spec{From: f.From, Expr: f.Expr, To: f.To})
+		}
+		r.Edges = append(r.Edges, re)
+	}
+	seen := map[string]stdcel.Observed{}
+	rendered := map[string]any{} // KIND/NAME -> effective spec; dependencies come first
+	for _, c := range plan.Children() {
+		key := c.Kind + "/" + c.Name
+		spec, err := jsonValue(c.Spec)
+		if err != nil {
+			return r, fmt.Errorf("child %s: spec: %w", key, err)
+		}
+		child := renderedChild{Kind: c.Kind, KindVersion: c.KindVersion, Name: c.Name, Labels: c.Labels}
+		var writes []flow.Write
+		for _, e := range into[key] {
+			on := e.Dependency.Kind + "/" + e.Dependency.Name
+			o, ok := observed[on]
+			if !ok {
+				child.Waiting = append(child.Waiting, fmt.Sprintf("waits for %s: it is not in the observed children", on))
+				continue
+			}
+			specs := make([]flow.Spec, len(e.Flows))
+			for i, f := range e.Flows {
+				specs[i] = flow.Spec{From: f.From, Expr: f.Expr, To: f.To}
+			}
+			var depSpec any = o.Spec
+			if o.Spec == nil {
+				depSpec = rendered[on] // what the server would hold: the rendered spec
+			}
+			ws, failed, err := flow.EvalAll(cache, specs, anyMap(o.Status), orEmptyJSON(depSpec))
+			switch {
+			case errors.Is(err, flow.ErrMissing):
+				child.Waiting = append(child.Waiting, fmt.Sprintf("waits for %s: %v", on, err))
+			case err != nil:
+				child.Waiting = append(child.Waiting, fmt.Sprintf("flow from %s to %s fails: %v", on, failed.To, err))
+			}
+			writes = append(writes, ws...)
+		}
+		if effective, _, err := flow.Apply(spec, writes); err == nil {
+			spec = effective
+		} else {
+			child.Waiting = append(child.Waiting, fmt.Sprintf("writing the flowed values fails: %v", err))
+		}
+		child.Spec = spec
+		rendered[key] = spec
+		if o, ok := observed[key]; ok {
+			m, _ := spec.(map[string]any)
+			seen[key] = stdcel.Observed{Spec: m, Status: o.Status}
+			r.observed[key] = true
+		}
+		r.Children = append(r.Children, child)
+	}
+	obs := g.Observe(inst, plan, seen)
+	r.Status, r.NotReady, r.Problems = obs.Status, obs.NotReady, obs.Unprojected
+	return r, nil
+}
+
+func anyMap(m map[string]any) any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func orEmptyJSON(v any) any {
+	if v == nil {
+		return map[string]any{}
+	}
+	if m, ok := v.(map[string]any); ok && m == nil {
+		return map[string]any{}
+	}
+	return v
+}
+
+// jsonValue is v as decoded JSON (numbers as json.Number), as the server
+// holds a spec.
+func jsonValue(v any) (any, error) {
+	if v == nil {
+		return map[string]any{}, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return schema.Decode(raw)
+}
+
+func decodeStruct(s *structpb.Struct) (map[string]any, error) {
+	if s == nil {
+		return map[string]any{}, nil
+	}
+	raw, err := s.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	v, err := schema.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := v.(map[string]any)
+	return m, nil
+}
+
+// readObserved reads --observed: KIND/NAME -> {status, spec}.
+func readObserved(path string, stdin io.Reader) (map[string]stdcel.Observed, error) {
+	obj, err := document.ReadObject(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]stdcel.Observed{}
+	for key, v := range obj.GetFields() {
+		if !strings.Contains(key, "/") {
+			return nil, fmt.Errorf("%s: %q: keys are KIND/NAME, e.g. demo.database/shop-db", path, key)
+		}
+		entry := v.GetStructValue()
+		if entry == nil {
+			return nil, fmt.Errorf("%s: %s: want a mapping with status and spec", path, key)
+		}
+		var o stdcel.Observed
+		for field, fv := range entry.GetFields() {
+			m, err := decodeStruct(fv.GetStructValue())
+			if err != nil || fv.GetStructValue() == nil {
+				return nil, fmt.Errorf("%s: %s.%s: want a mapping", path, key, field)
+			}
+			switch field {
+			case "status":
+				o.Status = m
+			case "spec":
+				o.Spec = m
+			default:
+				return nil, fmt.Errorf("%s: %s.%s: unknown field; an observed child has status and spec", path, key, field)
+			}
+		}
+		out[key] = o
+	}
+	return out, nil
+}
+
+func printRendered(w io.Writer, r renderedInstance) {
+	fmt.Fprintf(w, "%s (graph %s): %d children, %d edges\n", r.Instance, r.Graph, len(r.Children), len(r.Edges))
+	after := map[string][]string{}
+	for _, e := range r.Edges {
+		after[e.Dependent] = append(after[e.Dependent], e.Dependency)
+	}
+	for _, c := range r.Children {
+		key := c.Kind + "/" + c.Name
+		line := fmt.Sprintf("  + %s v%d", key, c.KindVersion)
+		if deps := after[key]; len(deps) > 0 {
+			sort.Strings(deps)
+			line += "  after " + strings.Join(deps, ", ")
+		}
+		if r.observed[key] {
+			line += "  (observed)"
+		}
+		fmt.Fprintln(w, line)
+		spec, _ := json.Marshal(c.Spec)
+		fmt.Fprintf(w, "      spec: %s\n", spec)
+		for _, why := range c.Waiting {
+			fmt.Fprintf(w, "      %s\n", why)
+		}
+	}
+	if r.Status != nil {
+		status, _ := json.Marshal(r.Status)
+		fmt.Fprintf(w, "  status: %s\n", status)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  status not projected: %s\n", p)
+	}
+	for _, n := range r.NotReady {
+		fmt.Fprintf(w, "  not ready: %s\n", n)
+	}
+}
