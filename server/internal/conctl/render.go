@@ -18,6 +18,7 @@ import (
 	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/stdworker/stdcel"
+	"github.com/convergehq/converge/stdworker/stdstarlark"
 )
 
 // graphKind is the kind whose resources define graphs (catalog/std/std.graph).
@@ -26,13 +27,15 @@ const graphKind = "std.graph"
 type renderFlags struct {
 	files    []string
 	observed string
+	starlark string // a stdstarlark bundle directory
+	main     string // its main file
 }
 
 func (a *app) renderCmd() *cobra.Command {
 	var fl renderFlags
 	cmd := &cobra.Command{
-		Use:   "render -f FILE|DIR [-f ...] [--observed FILE]",
-		Short: "Show what std.graph kinds make of their instances, offline, with no server",
+		Use:   "render -f FILE|DIR [-f ...] [--observed FILE] [--starlark DIR [--main FILE]]",
+		Short: "Show what std.graph and Starlark kinds make of their resources, offline, with no server",
 		Long: `Render reads std.graph resources, instances of the kinds they define, and the
 manifests of the kinds the graphs use, all from files, and prints what each
 instance composes to, exactly as stdworker's stdcel provider would: every
@@ -46,9 +49,15 @@ manifest among the files.
 a mapping from KIND/NAME to {status: ..., spec: ...}. Values flow from the
 observed statuses into their dependents' specs; a dependent whose
 dependency is not observed shows what it waits for. Without it every child
-is shown as the composer emits it.`,
+is shown as the composer emits it.
+
+--starlark DIR renders the other resources of the files with a stdstarlark
+bundle instead (its compose(ctx) in --main, default main.star), as the
+stdstarlark provider runs it: the same children, edges and flowed values,
+and the status compose returns.`,
 		Example: `  conctl render -f webapp-graph.yaml -f kinds/ -f shop.yaml
   conctl render -f stdworker/examples/stdcel --observed observed.yaml -o yaml
+  conctl render --starlark stdworker/examples/stdstarlark/bundle -f stdworker/examples/stdstarlark/resources.yaml
 
   # observed.yaml
   #   demo.database/shop-db:
@@ -60,12 +69,14 @@ is shown as the composer emits it.`,
 	}
 	cmd.Flags().StringArrayVarP(&fl.files, "filename", "f", nil, "file, directory or - (stdin) to read; repeatable")
 	cmd.Flags().StringVar(&fl.observed, "observed", "", "file of observed children: KIND/NAME -> {status, spec}")
+	cmd.Flags().StringVar(&fl.starlark, "starlark", "", "a stdstarlark bundle directory to render the resources with")
+	cmd.Flags().StringVar(&fl.main, "main", "", "with --starlark: the bundle's main file (default main.star)")
 	return cmd
 }
 
 // renderedInstance is what one instance composes to.
 type renderedInstance struct {
-	Graph    string          `json:"graph"`
+	Composer string          `json:"composer"`
 	Instance string          `json:"instance"`
 	Children []renderedChild `json:"children"`
 	Edges    []renderedEdge  `json:"edges,omitempty"`
@@ -120,16 +131,35 @@ func (a *app) render(ctx context.Context, fl renderFlags) error {
 			}
 		}
 	}
-	if len(graphs) == 0 {
-		return fmt.Errorf("no %s resource in the inputs: render shows what a graph makes of its instances", graphKind)
+	if fl.main != "" && fl.starlark == "" {
+		return usagef("--main: only with --starlark")
+	}
+	if len(graphs) == 0 && fl.starlark == "" {
+		return fmt.Errorf("no %s resource in the inputs: render shows what a graph makes of its instances (or give --starlark DIR)", graphKind)
 	}
 	var out []renderedInstance
 	var errs []error
+	defined := map[kindVersion]bool{}
 	for _, gd := range graphs {
-		r, err := renderGraph(ctx, gd, instances, manifests, observed)
+		r, kv, err := renderGraph(ctx, gd, instances, manifests, observed)
 		out = append(out, r...)
+		defined[kv] = true
 		if err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if fl.starlark != "" {
+		for _, d := range instances {
+			m := d.Message.(*convergev1.ApplyResourceRequest)
+			if defined[kindVersion{m.GetKind(), m.GetKindVersion()}] {
+				continue
+			}
+			r, err := renderStarlark(ctx, fl, d, observed)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out = append(out, r)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -154,16 +184,17 @@ type kindVersion struct {
 
 // renderGraph compiles one graph and composes each of its instances.
 func renderGraph(ctx context.Context, gd *document.Document, instances []*document.Document,
-	manifests map[kindVersion]*convergev1.KindManifest, observed map[string]stdcel.Observed) ([]renderedInstance, error) {
+	manifests map[kindVersion]*convergev1.KindManifest, observed map[string]stdcel.Observed) ([]renderedInstance, kindVersion, error) {
+	var kv kindVersion
 	res := gd.Message.(*convergev1.ApplyResourceRequest)
 	gname := res.GetNamespace() + "/" + graphKind + "/" + res.GetName()
 	raw, err := res.GetSpec().MarshalJSON()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", gd.Where(), err)
+		return nil, kv, fmt.Errorf("%s: %w", gd.Where(), err)
 	}
 	def, err := stdcel.DecodeDefinition(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
+		return nil, kv, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
 	}
 	lookup := func(_ context.Context, kind string, version int) (*stdcel.KindSchemas, error) {
 		m, ok := manifests[kindVersion{kind, int32(version)}]
@@ -174,8 +205,9 @@ func renderGraph(ctx context.Context, gd *document.Document, instances []*docume
 	}
 	g, err := stdcel.Compile(ctx, def, lookup)
 	if err != nil {
-		return nil, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
+		return nil, kv, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
 	}
+	kv = kindVersion{g.Kind, int32(g.Version)}
 	var out []renderedInstance
 	cache := flow.NewCache(256)
 	for _, d := range instances {
@@ -185,30 +217,33 @@ func renderGraph(ctx context.Context, gd *document.Document, instances []*docume
 		}
 		spec, err := decodeStruct(m.GetSpec())
 		if err != nil {
-			return out, fmt.Errorf("%s: spec: %w", d.Where(), err)
+			return out, kv, fmt.Errorf("%s: spec: %w", d.Where(), err)
 		}
 		inst := stdcel.Instance{Namespace: m.GetNamespace(), Name: m.GetName(), Spec: spec}
 		plan, err := g.Compose(inst)
 		if err != nil {
-			return out, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
+			return out, kv, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
 		}
-		r, err := renderPlan(cache, g, inst, plan, observed)
+		r, seen, err := renderComposed(cache, plan.Children(), plan.Edges, observed)
 		if err != nil {
-			return out, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
+			return out, kv, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
 		}
-		r.Graph, r.Instance = gname, m.GetNamespace()+"/"+m.GetKind()+"/"+m.GetName()
+		obs := g.Observe(inst, plan, seen)
+		r.Status, r.NotReady, r.Problems = obs.Status, obs.NotReady, obs.Unprojected
+		r.Composer, r.Instance = "graph "+gname, m.GetNamespace()+"/"+m.GetKind()+"/"+m.GetName()
 		out = append(out, r)
 	}
-	return out, nil
+	return out, kv, nil
 }
 
-// renderPlan writes the values that flow from the observed children into
-// each child's spec, as the server's dependency gate would, and projects
-// the instance's status from the observed children.
-func renderPlan(cache *flow.Cache, g *stdcel.Graph, inst stdcel.Instance, plan *stdcel.Plan, observed map[string]stdcel.Observed) (renderedInstance, error) {
+// renderComposed writes the values that flow from the observed children
+// into each child's spec, as the server's dependency gate would. Children
+// come dependencies first. It also returns the observed children, with
+// the specs the server would hold, for a status projection.
+func renderComposed(cache *flow.Cache, children []converge.Child, edges []converge.Edge, observed map[string]stdcel.Observed) (renderedInstance, map[string]stdcel.Observed, error) {
 	r := renderedInstance{observed: map[string]bool{}}
 	into := map[string][]converge.Edge{}
-	for _, e := range plan.Edges {
+	for _, e := range edges {
 		dep, on := e.Dependent.Kind+"/"+e.Dependent.Name, e.Dependency.Kind+"/"+e.Dependency.Name
 		into[dep] = append(into[dep], e)
 		re := renderedEdge{Dependent: dep, Dependency: on}
@@ -219,11 +254,11 @@ func renderPlan(cache *flow.Cache, g *stdcel.Graph, inst stdcel.Instance, plan *
 	}
 	seen := map[string]stdcel.Observed{}
 	rendered := map[string]any{} // KIND/NAME -> effective spec; dependencies come first
-	for _, c := range plan.Children() {
+	for _, c := range children {
 		key := c.Kind + "/" + c.Name
 		spec, err := jsonValue(c.Spec)
 		if err != nil {
-			return r, fmt.Errorf("child %s: spec: %w", key, err)
+			return r, nil, fmt.Errorf("child %s: spec: %w", key, err)
 		}
 		child := renderedChild{Kind: c.Kind, KindVersion: c.KindVersion, Name: c.Name, Labels: c.Labels}
 		var writes []flow.Write
@@ -265,8 +300,35 @@ func renderPlan(cache *flow.Cache, g *stdcel.Graph, inst stdcel.Instance, plan *
 		}
 		r.Children = append(r.Children, child)
 	}
-	obs := g.Observe(inst, plan, seen)
-	r.Status, r.NotReady, r.Problems = obs.Status, obs.NotReady, obs.Unprojected
+	return r, seen, nil
+}
+
+// renderStarlark runs a stdstarlark bundle's compose(ctx) for one resource.
+func renderStarlark(ctx context.Context, fl renderFlags, d *document.Document, observed map[string]stdcel.Observed) (renderedInstance, error) {
+	m := d.Message.(*convergev1.ApplyResourceRequest)
+	id := m.GetNamespace() + "/" + m.GetKind() + "/" + m.GetName()
+	spec, err := m.GetSpec().MarshalJSON()
+	if err != nil || m.GetSpec() == nil {
+		spec = []byte("{}")
+	}
+	t := &converge.Task{Namespace: m.GetNamespace(), Kind: m.GetKind(), KindVersion: int(m.GetKindVersion()), Name: m.GetName(),
+		Generation: 1, Labels: m.GetLabels(), Spec: spec}
+	res, err := stdstarlark.Render(ctx, fl.starlark, fl.main, t)
+	if err != nil {
+		return renderedInstance{}, fmt.Errorf("%s: %s: --starlark %s: %w", d.Where(), id, fl.starlark, err)
+	}
+	r, _, err := renderComposed(flow.NewCache(256), res.Children, res.Edges, observed)
+	if err != nil {
+		return r, fmt.Errorf("%s: %s: %w", d.Where(), id, err)
+	}
+	r.Composer, r.Instance = "starlark bundle "+fl.starlark, id
+	if res.Status != nil {
+		v, err := jsonValue(res.Status)
+		if err != nil {
+			return r, fmt.Errorf("%s: %s: status: %w", d.Where(), id, err)
+		}
+		r.Status, _ = v.(map[string]any)
+	}
 	return r, nil
 }
 
@@ -352,7 +414,7 @@ func readObserved(path string, stdin io.Reader) (map[string]stdcel.Observed, err
 }
 
 func printRendered(w io.Writer, r renderedInstance) {
-	fmt.Fprintf(w, "%s (graph %s): %d children, %d edges\n", r.Instance, r.Graph, len(r.Children), len(r.Edges))
+	fmt.Fprintf(w, "%s (%s): %d children, %d edges\n", r.Instance, r.Composer, len(r.Children), len(r.Edges))
 	after := map[string][]string{}
 	for _, e := range r.Edges {
 		after[e.Dependent] = append(after[e.Dependent], e.Dependency)
@@ -368,15 +430,13 @@ func printRendered(w io.Writer, r renderedInstance) {
 			line += "  (observed)"
 		}
 		fmt.Fprintln(w, line)
-		spec, _ := json.Marshal(c.Spec)
-		fmt.Fprintf(w, "      spec: %s\n", spec)
+		fmt.Fprintf(w, "      spec: %s\n", compactJSON(c.Spec))
 		for _, why := range c.Waiting {
 			fmt.Fprintf(w, "      %s\n", why)
 		}
 	}
 	if r.Status != nil {
-		status, _ := json.Marshal(r.Status)
-		fmt.Fprintf(w, "  status: %s\n", status)
+		fmt.Fprintf(w, "  status: %s\n", compactJSON(r.Status))
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  status not projected: %s\n", p)
@@ -384,4 +444,13 @@ func printRendered(w io.Writer, r renderedInstance) {
 	for _, n := range r.NotReady {
 		fmt.Fprintf(w, "  not ready: %s\n", n)
 	}
+}
+
+// compactJSON is v on one line, with <, > and & as they are.
+func compactJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimRight(b.String(), "\n")
 }

@@ -98,3 +98,38 @@ func TestRenderRefusals(t *testing.T) {
 		t.Errorf("a bad observed key: %+v", r)
 	}
 }
+
+// TestRenderStarlark renders the stdstarlark example's pipeline: three
+// stages, each after the one before, with the observed output of stage 0
+// flowing into stage 1's environment.
+func TestRenderStarlark(t *testing.T) {
+	ex := filepath.Join("..", "..", "..", "stdworker", "examples", "stdstarlark")
+	observed := filepath.Join(t.TempDir(), "observed.yaml")
+	if err := os.WriteFile(observed, []byte("std.shell/hello-stage-0:\n  status: {stdout_tail: \"hello -> 0\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(testContext(t), noServer, "", "render", "--starlark", filepath.Join(ex, "bundle"),
+		"-f", filepath.Join(ex, "resources.yaml"), "--observed", observed)
+	if r.code != 0 {
+		t.Fatalf("render --starlark: %+v", r)
+	}
+	for _, want := range []string{
+		"default/example.pipeline/hello (starlark bundle " + filepath.Join(ex, "bundle") + "): 3 children, 2 edges",
+		"+ std.shell/hello-stage-1 v1  after std.shell/hello-stage-0\n      spec: {\"env\":{\"STAGE\":\"1\",\"UPSTREAM\":\"hello -> 0\"}",
+		"+ std.shell/hello-stage-2 v1  after std.shell/hello-stage-1\n",
+		"waits for std.shell/hello-stage-1: it is not in the observed children",
+		`status: {"last":"hello-stage-2","stages":3}`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("render --starlark lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r := run(testContext(t), noServer, "", "render", "-f", filepath.Join(ex, "resources.yaml"), "--main", "x.star"); r.code == 0 ||
+		!strings.Contains(r.stderr, "--main: only with --starlark") {
+		t.Errorf("--main without --starlark: %+v", r)
+	}
+	if r := run(testContext(t), noServer, "", "render", "--starlark", ex, "-f", filepath.Join(ex, "resources.yaml")); r.code == 0 ||
+		!strings.Contains(r.stderr, "main.star is not a file of the bundle") {
+		t.Errorf("a directory that is not a bundle: %+v", r)
+	}
+}
