@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -58,6 +60,20 @@ func TestDryRunPredictsApplyAndDelete(t *testing.T) {
 	}
 	if r := conctl(t, srv, doc("three"), "apply", "-f", "-", "--dry-run", "--wait"); r.code != 1 || !strings.Contains(r.stderr, "nothing to wait for") {
 		t.Fatalf("--dry-run with --wait: %s", r)
+	}
+
+	// A plan of a composite whose composer is a worker program says it
+	// cannot preview its children, and still previews the apply.
+	spec, err := json.Marshal(chainDoc(a, b, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stackDoc := fmt.Sprintf(`{"type": "resource", "kind": %q, "kind_version": 1, "name": %q, "spec": %s}`, kindStack, root, spec)
+	plan := conctl(t, srv, stackDoc, "plan", "-f", "-")
+	if plan.code != 0 || !strings.Contains(plan.stdout, "resource default/stack/dr unchanged (dry run)") ||
+		!strings.Contains(plan.stdout, "children not previewed: kind stack v1 is composed by a worker program") ||
+		!strings.Contains(plan.stdout, "1 composite(s) not previewed") {
+		t.Fatalf("plan of a worker-composed composite:\n%s", plan)
 	}
 
 	// A delete, previewed and then made.

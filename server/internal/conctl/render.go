@@ -188,24 +188,16 @@ func renderGraph(ctx context.Context, gd *document.Document, instances []*docume
 	var kv kindVersion
 	res := gd.Message.(*convergev1.ApplyResourceRequest)
 	gname := res.GetNamespace() + "/" + graphKind + "/" + res.GetName()
-	raw, err := res.GetSpec().MarshalJSON()
-	if err != nil {
-		return nil, kv, fmt.Errorf("%s: %w", gd.Where(), err)
-	}
-	def, err := stdcel.DecodeDefinition(raw)
-	if err != nil {
-		return nil, kv, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
-	}
 	lookup := func(_ context.Context, kind string, version int) (*stdcel.KindSchemas, error) {
 		m, ok := manifests[kindVersion{kind, int32(version)}]
 		if !ok {
 			return nil, fmt.Errorf("%w: is not among the files; add its manifest with -f", stdcel.ErrUnknownKind)
 		}
-		return &stdcel.KindSchemas{Spec: m.GetSpecSchema().AsMap(), Status: m.GetStatusSchema().AsMap()}, nil
+		return kindSchemas(m), nil
 	}
-	g, err := stdcel.Compile(ctx, def, lookup)
+	g, err := compileGraph(ctx, gname, res.GetSpec(), lookup)
 	if err != nil {
-		return nil, kv, fmt.Errorf("%s: graph %s: %w", gd.Where(), gname, err)
+		return nil, kv, fmt.Errorf("%s: %w", gd.Where(), err)
 	}
 	kv = kindVersion{g.Kind, int32(g.Version)}
 	var out []renderedInstance
@@ -215,25 +207,58 @@ func renderGraph(ctx context.Context, gd *document.Document, instances []*docume
 		if m.GetKind() != g.Kind || int(m.GetKindVersion()) != g.Version {
 			continue
 		}
-		spec, err := decodeStruct(m.GetSpec())
+		r, err := composeGraphInstance(cache, g, gname, m.GetNamespace(), m.GetName(), m.GetSpec(), observed)
 		if err != nil {
-			return out, kv, fmt.Errorf("%s: spec: %w", d.Where(), err)
+			return out, kv, fmt.Errorf("%s: %w", d.Where(), err)
 		}
-		inst := stdcel.Instance{Namespace: m.GetNamespace(), Name: m.GetName(), Spec: spec}
-		plan, err := g.Compose(inst)
-		if err != nil {
-			return out, kv, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
-		}
-		r, seen, err := renderComposed(cache, plan.Children(), plan.Edges, observed)
-		if err != nil {
-			return out, kv, fmt.Errorf("%s: %s/%s: %w", d.Where(), m.GetKind(), m.GetName(), err)
-		}
-		obs := g.Observe(inst, plan, seen)
-		r.Status, r.NotReady, r.Problems = obs.Status, obs.NotReady, obs.Unprojected
-		r.Composer, r.Instance = "graph "+gname, m.GetNamespace()+"/"+m.GetKind()+"/"+m.GetName()
 		out = append(out, r)
 	}
 	return out, kv, nil
+}
+
+func kindSchemas(m *convergev1.KindManifest) *stdcel.KindSchemas {
+	return &stdcel.KindSchemas{Spec: m.GetSpecSchema().AsMap(), Status: m.GetStatusSchema().AsMap()}
+}
+
+// compileGraph checks the graph a std.graph resource named gname holds.
+func compileGraph(ctx context.Context, gname string, spec *structpb.Struct, lookup stdcel.LookupKind) (*stdcel.Graph, error) {
+	raw, err := spec.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("graph %s: %w", gname, err)
+	}
+	def, err := stdcel.DecodeDefinition(raw)
+	if err != nil {
+		return nil, fmt.Errorf("graph %s: %w", gname, err)
+	}
+	g, err := stdcel.Compile(ctx, def, lookup)
+	if err != nil {
+		return nil, fmt.Errorf("graph %s: %w", gname, err)
+	}
+	return g, nil
+}
+
+// composeGraphInstance composes one instance of g with its spec, the
+// observed children giving the flowed values and the projected status.
+func composeGraphInstance(cache *flow.Cache, g *stdcel.Graph, gname, namespace, name string, spec *structpb.Struct,
+	observed map[string]stdcel.Observed) (renderedInstance, error) {
+	id := namespace + "/" + g.Kind + "/" + name
+	m, err := decodeStruct(spec)
+	if err != nil {
+		return renderedInstance{}, fmt.Errorf("%s: spec: %w", id, err)
+	}
+	inst := stdcel.Instance{Namespace: namespace, Name: name, Spec: m}
+	plan, err := g.Compose(inst)
+	if err != nil {
+		return renderedInstance{}, fmt.Errorf("%s: %w", id, err)
+	}
+	r, seen, err := renderComposed(cache, plan.Children(), plan.Edges, observed)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", id, err)
+	}
+	obs := g.Observe(inst, plan, seen)
+	r.Status, r.NotReady, r.Problems = obs.Status, obs.NotReady, obs.Unprojected
+	r.Composer, r.Instance = "graph "+gname, id
+	return r, nil
 }
 
 // renderComposed writes the values that flow from the observed children
