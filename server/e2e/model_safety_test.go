@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 	"pgregory.net/rapid"
 
@@ -67,4 +68,26 @@ func (w *world) dryRun(t *rapid.T) {
 		!proto.Equal(a.GetSpec(), b.GetSpec()) {
 		t.Fatalf("a dry run of %s changed %s: before %s, after %s", write, m.key(), explainFull(b), explainFull(a))
 	}
+}
+
+// abandon removes a root and everything it owns without teardown: the
+// answer names the root, the resources are gone at once, and the model
+// takes them as deleted (no teardown of theirs is expected, so none is
+// ordered).
+func (w *world) abandon(t *rapid.T) {
+	m := w.res[pick(t, w.resWhere(func(m *mres) bool { return m.owner == "" && !m.deleted }), "root")]
+	w.note(t, "abandon %s", m.key())
+	res := mustCall(t, "abandon "+m.key(), w.api.DeleteResource, &convergev1.DeleteResourceRequest{
+		Kind: m.kind, Name: m.name, Abandon: true, Subtree: true, Reason: "model"})
+	named := false
+	for _, r := range res.GetAbandoned() {
+		named = named || (r.GetKind() == m.kind && r.GetName() == m.name)
+	}
+	if !named {
+		t.Fatalf("abandoning %s answered %v, without it", m.key(), res.GetAbandoned())
+	}
+	if _, err := call(t, "get "+m.key(), w.api.GetResource, &convergev1.GetResourceRequest{Kind: m.kind, Name: m.name}); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("%s after it was abandoned: %v", m.key(), err)
+	}
+	w.markDeleted(m)
 }
