@@ -23,6 +23,18 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT r.deletion_requested_at IS NOT NULL OR NOT converge_synced(r)
 $$;
 
+-- converge_goes_first lists what must be gone before the teardown of a
+-- deleting resource may start: its children and its deleting dependents,
+-- except quarantined ones (a quarantine freezes their teardown, so they
+-- no longer hold anyone up).
+CREATE OR REPLACE FUNCTION converge_goes_first(id bigint) RETURNS SETOF bigint
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT c.id FROM resources c WHERE c.owner_id = $1 AND NOT c.quarantined
+  UNION ALL
+  SELECT d.id FROM edges e JOIN resources d ON d.id = e.dependent_id
+  WHERE e.dependency_id = $1 AND d.deletion_requested_at IS NOT NULL AND NOT d.quarantined
+$$;
+
 -- converge_hold says what holds a resource back from reconcile work, in
 -- precedence order, or NULL when nothing does:
 --   deleting     teardown has started; only teardown work runs

@@ -319,6 +319,17 @@ AS $function$
   WHERE k.kind = of_kind AND k.kind_version = of_version AND k.max_inflight > 0
 $function$;
 
+CREATE OR REPLACE FUNCTION public.converge_goes_first(id bigint)
+ RETURNS SETOF bigint
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT c.id FROM resources c WHERE c.owner_id = $1 AND NOT c.quarantined
+  UNION ALL
+  SELECT d.id FROM edges e JOIN resources d ON d.id = e.dependent_id
+  WHERE e.dependency_id = $1 AND d.deletion_requested_at IS NOT NULL AND NOT d.quarantined
+$function$;
+
 CREATE OR REPLACE FUNCTION public.converge_hold(r resources)
  RETURNS text
  LANGUAGE sql

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strconv"
@@ -85,7 +86,7 @@ func TestDryRunPredictsApplyAndDelete(t *testing.T) {
 	for _, m := range teardownLine.FindAllStringSubmatch(dry.stdout, -1) {
 		wave[m[3]], _ = strconv.Atoi(m[1])
 	}
-	if want := map[string]int{c: 1, b: 2, a: 3, root: 4}; !equalWaves(wave, want) {
+	if want := map[string]int{c: 1, b: 2, a: 3, root: 4}; !maps.Equal(wave, want) {
 		t.Fatalf("predicted teardown waves %v, want %v:\n%s", wave, want, dry.stdout)
 	}
 	top := getResource(t, srv.api, kindStack, root)
@@ -113,18 +114,6 @@ func TestDryRunPredictsApplyAndDelete(t *testing.T) {
 				order[i].name, wave[order[i].name])
 		}
 	}
-}
-
-func equalWaves(got, want map[string]int) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for k, v := range want {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func lastEventOrNil(t *testing.T, c *client.Client, kind, name, reason string) *convergev1.Event {

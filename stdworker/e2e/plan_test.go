@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -39,7 +40,7 @@ func TestPlanPredictsGraphChildren(t *testing.T) {
 		planned[m[2]] = m[1]
 	}
 	want := map[string]string{"demo.cache/shop-cache": "create", "demo.database/shop-db": "update", "demo.service/shop": "update"}
-	if !equalMaps(planned, want) {
+	if !maps.Equal(planned, want) {
 		t.Fatalf("plan named %v, want %v:\n%s", planned, want, res.stdout)
 	}
 	for _, line := range []string{
@@ -83,16 +84,4 @@ func TestPlanPredictsGraphChildren(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stdout, "Plan: 0 child(ren) to create, 0 to update, 0 to prune, 0 to orphan, 3 unchanged") {
 		t.Errorf("a plan of what was applied:\n%s", res)
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range b {
-		if a[k] != v {
-			return false
-		}
-	}
-	return true
 }

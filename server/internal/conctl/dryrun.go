@@ -171,16 +171,24 @@ func labelText(l map[string]string) string {
 func specDiff(id string, b, a *convergev1.ResourceState) string {
 	from, fromName := "", "/dev/null"
 	if b != nil {
-		from, fromName = indentJSON(b.GetSpec()), fmt.Sprintf("%s spec (generation %d)", id, b.GetGeneration())
+		from, fromName = specJSON(b.GetSpec()), fmt.Sprintf("%s spec (generation %d)", id, b.GetGeneration())
 	}
-	to := indentJSON(a.GetSpec())
+	to := specJSON(a.GetSpec())
 	if from == to {
 		return ""
 	}
-	return unidiff.Unified(fromName, fmt.Sprintf("%s spec (generation %d)", id, a.GetGeneration()), from, to, 3)
+	return unidiff.Unified(fromName, fmt.Sprintf("%s spec (generation %d)", id, a.GetGeneration()), from, to, diffContext)
 }
 
-func indentJSON(s *structpb.Struct) string {
-	out, _ := json.MarshalIndent(s.AsMap(), "", "  ")
+// specJSON is a spec (a Struct or decoded JSON; missing is {}) as
+// indented JSON with sorted keys, for diffs.
+func specJSON(v any) string {
+	if s, ok := v.(*structpb.Struct); ok {
+		v = s.AsMap()
+	}
+	out, err := json.MarshalIndent(orEmpty(v), "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
 	return string(out) + "\n"
 }

@@ -2,10 +2,10 @@ package conctl
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -123,22 +123,38 @@ type planner struct {
 	a      *app
 	fl     planFlags
 	cache  *flow.Cache
-	graphs map[kindVersion]*convergev1.Resource // std.graph resources by the kind they define
+	graphs map[kindRef]*convergev1.Resource // std.graph resources by the kind they define
+	kinds  map[kindRef]*convergev1.KindManifest
+}
+
+// kind reads a kind version's manifest once per plan; nil when the server
+// has none.
+func (p *planner) kind(ctx context.Context, kind string, version int32) (*convergev1.KindManifest, error) {
+	ref := kindRef{kind, version}
+	if m, ok := p.kinds[ref]; ok {
+		return m, nil
+	}
+	res, err := p.a.client.GetKind(ctx, &convergev1.GetKindRequest{Kind: kind, KindVersion: version})
+	if err != nil && connect.CodeOf(err) != connect.CodeNotFound {
+		return nil, err
+	}
+	if p.kinds == nil {
+		p.kinds = map[kindRef]*convergev1.KindManifest{}
+	}
+	p.kinds[ref] = res.GetManifest()
+	return p.kinds[ref], nil
 }
 
 // composite previews r's children, or returns nil when r's kind does not
 // compose.
 func (p *planner) composite(ctx context.Context, r *convergev1.ApplyResourceRequest) (*compositePlan, error) {
 	id := r.GetNamespace() + "/" + r.GetKind() + "/" + r.GetName()
-	kind, err := p.a.client.GetKind(ctx, &convergev1.GetKindRequest{Kind: r.GetKind(), KindVersion: r.GetKindVersion()})
-	if connect.CodeOf(err) == connect.CodeNotFound {
-		return nil, nil // the dry run said so already
-	}
+	kind, err := p.kind(ctx, r.GetKind(), r.GetKindVersion())
 	if err != nil {
 		return nil, err
 	}
-	if !composes(kind.GetManifest()) {
-		return nil, nil
+	if kind == nil || !composes(kind) {
+		return nil, nil // an unknown kind: the dry run said so already
 	}
 	cp := &compositePlan{Composite: id}
 	current, edges, err := p.current(ctx, r)
@@ -162,7 +178,7 @@ func (p *planner) composite(ctx context.Context, r *convergev1.ApplyResourceRequ
 	case p.fl.starlark != "":
 		cp.Composer = "starlark bundle " + p.fl.starlark
 		d := &document.Document{Source: "plan", Index: 1, Message: r}
-		if next, err = renderStarlark(ctx, renderFlags{starlark: p.fl.starlark, main: p.fl.main}, d, observed); err != nil {
+		if next, err = renderStarlark(ctx, p.cache, renderFlags{starlark: p.fl.starlark, main: p.fl.main}, d, observed); err != nil {
 			return nil, err
 		}
 	default:
@@ -171,25 +187,25 @@ func (p *planner) composite(ctx context.Context, r *convergev1.ApplyResourceRequ
 			r.GetKind(), r.GetKindVersion())
 		return cp, nil
 	}
-	grace := kind.GetManifest().GetPolicy().GetOrphanGraceSeconds()
+	grace := kind.GetPolicy().GetOrphanGraceSeconds()
 	wanted := map[string]bool{}
 	for _, c := range next.Children {
 		key := c.Kind + "/" + c.Name
 		wanted[key] = true
 		cur, ok := current[key]
 		if !ok {
-			cp.Children = append(cp.Children, childPlan{Ref: key, Action: "create", Diff: newSpecText(c.Spec, key), Waiting: c.Waiting})
+			cp.Children = append(cp.Children, childPlan{Ref: key, Action: "create", Diff: unidiff.Unified("/dev/null", key+" spec (planned)", "", specJSON(c.Spec), diffContext), Waiting: c.Waiting})
 			continue
 		}
-		before, after := indentAny(cur.Spec), indentAny(c.Spec)
+		before, after := specJSON(cur.Spec), specJSON(c.Spec)
 		if before == after {
 			cp.Children = append(cp.Children, childPlan{Ref: key, Action: "unchanged", Waiting: c.Waiting})
 			continue
 		}
 		cp.Children = append(cp.Children, childPlan{Ref: key, Action: "update", Waiting: c.Waiting,
-			Diff: unidiff.Unified(key+" spec (now)", key+" spec (planned)", before, after, 3)})
+			Diff: unidiff.Unified(key+" spec (now)", key+" spec (planned)", before, after, diffContext)})
 	}
-	for _, key := range sortedKeys(current) {
+	for _, key := range slices.Sorted(maps.Keys(current)) {
 		if !wanted[key] {
 			action := "prune"
 			if grace > 0 {
@@ -202,12 +218,12 @@ func (p *planner) composite(ctx context.Context, r *convergev1.ApplyResourceRequ
 	for _, e := range next.Edges {
 		nextEdges[e.Dependent+" -> "+e.Dependency] = true
 	}
-	for _, e := range sortedKeys(nextEdges) {
+	for _, e := range slices.Sorted(maps.Keys(nextEdges)) {
 		if !edges[e] {
 			cp.EdgesAdd = append(cp.EdgesAdd, e)
 		}
 	}
-	for _, e := range sortedKeys(edges) {
+	for _, e := range slices.Sorted(maps.Keys(edges)) {
 		if !nextEdges[e] {
 			cp.EdgesDrop = append(cp.EdgesDrop, e)
 		}
@@ -248,7 +264,7 @@ func (p *planner) current(ctx context.Context, r *convergev1.ApplyResourceReques
 	for _, e := range g.GetEdges() {
 		edges[e.GetDependent().GetKind()+"/"+e.GetDependent().GetName()+" -> "+e.GetDependency().GetKind()+"/"+e.GetDependency().GetName()] = true
 	}
-	for _, kind := range sortedKeys(kinds) {
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		token := ""
 		for {
 			res, err := p.a.client.ListResources(ctx, &convergev1.ListResourcesRequest{Namespace: r.GetNamespace(), Kind: kind,
@@ -282,7 +298,7 @@ func (p *planner) current(ctx context.Context, r *convergev1.ApplyResourceReques
 // version; nil when none does.
 func (p *planner) graphFor(ctx context.Context, kind string, version int32) (*stdcel.Graph, string, error) {
 	if p.graphs == nil {
-		p.graphs = map[kindVersion]*convergev1.Resource{}
+		p.graphs = map[kindRef]*convergev1.Resource{}
 		token := ""
 		for {
 			res, err := p.a.client.ListResources(ctx, &convergev1.ListResourcesRequest{Kind: graphKind, PageSize: 1000, PageToken: token})
@@ -292,62 +308,33 @@ func (p *planner) graphFor(ctx context.Context, kind string, version int32) (*st
 			for _, r := range res.GetResources() {
 				f := r.GetSpec().GetFields()
 				k, v := f["kind"].GetStringValue(), int32(f["version"].GetNumberValue())
-				p.graphs[kindVersion{k, v}] = r
+				p.graphs[kindRef{k, v}] = r
 			}
 			if token = res.GetNextPageToken(); token == "" {
 				break
 			}
 		}
 	}
-	r, ok := p.graphs[kindVersion{kind, version}]
+	r, ok := p.graphs[kindRef{kind, version}]
 	if !ok {
 		return nil, "", nil
 	}
 	gname := r.GetNamespace() + "/" + graphKind + "/" + r.GetName()
 	lookup := func(ctx context.Context, kind string, version int) (*stdcel.KindSchemas, error) {
-		k, err := p.a.client.GetKind(ctx, &convergev1.GetKindRequest{Kind: kind, KindVersion: int32(version)})
-		if connect.CodeOf(err) == connect.CodeNotFound {
-			return nil, stdcel.ErrUnknownKind
-		}
+		m, err := p.kind(ctx, kind, int32(version))
 		if err != nil {
 			return nil, err
 		}
-		return kindSchemas(k.GetManifest()), nil
+		if m == nil {
+			return nil, stdcel.ErrUnknownKind
+		}
+		return kindSchemas(m), nil
 	}
 	g, err := compileGraph(ctx, gname, r.GetSpec(), lookup)
 	if err != nil {
 		return nil, "", err
 	}
 	return g, gname, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// indentAny is a decoded JSON value as indented JSON, for diffs.
-func indentAny(v any) string {
-	if v == nil {
-		v = map[string]any{}
-	}
-	if m, ok := v.(map[string]any); ok && m == nil {
-		v = map[string]any{}
-	}
-	raw, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(raw) + "\n"
-}
-
-// newSpecText is the diff of a new child's spec against nothing.
-func newSpecText(spec any, key string) string {
-	return unidiff.Unified("/dev/null", key+" spec (planned)", "", indentAny(spec), 3)
 }
 
 func printPlans(w io.Writer, plans []compositePlan) {

@@ -117,12 +117,12 @@ func (a *app) render(ctx context.Context, fl renderFlags) error {
 			return err
 		}
 	}
-	manifests := map[kindVersion]*convergev1.KindManifest{}
+	manifests := map[kindRef]*convergev1.KindManifest{}
 	var graphs, instances []*document.Document
 	for _, d := range docs {
 		switch m := d.Message.(type) {
 		case *convergev1.KindManifest:
-			manifests[kindVersion{m.GetKind(), m.GetKindVersion()}] = m
+			manifests[kindRef{m.GetKind(), m.GetKindVersion()}] = m
 		case *convergev1.ApplyResourceRequest:
 			if m.GetKind() == graphKind {
 				graphs = append(graphs, d)
@@ -139,9 +139,10 @@ func (a *app) render(ctx context.Context, fl renderFlags) error {
 	}
 	var out []renderedInstance
 	var errs []error
-	defined := map[kindVersion]bool{}
+	defined := map[kindRef]bool{}
+	cache := flow.NewCache(256)
 	for _, gd := range graphs {
-		r, kv, err := renderGraph(ctx, gd, instances, manifests, observed)
+		r, kv, err := renderGraph(ctx, cache, gd, instances, manifests, observed)
 		out = append(out, r...)
 		defined[kv] = true
 		if err != nil {
@@ -151,10 +152,10 @@ func (a *app) render(ctx context.Context, fl renderFlags) error {
 	if fl.starlark != "" {
 		for _, d := range instances {
 			m := d.Message.(*convergev1.ApplyResourceRequest)
-			if defined[kindVersion{m.GetKind(), m.GetKindVersion()}] {
+			if defined[kindRef{m.GetKind(), m.GetKindVersion()}] {
 				continue
 			}
-			r, err := renderStarlark(ctx, fl, d, observed)
+			r, err := renderStarlark(ctx, cache, fl, d, observed)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -177,19 +178,14 @@ func (a *app) render(ctx context.Context, fl renderFlags) error {
 	return nil
 }
 
-type kindVersion struct {
-	kind    string
-	version int32
-}
-
 // renderGraph compiles one graph and composes each of its instances.
-func renderGraph(ctx context.Context, gd *document.Document, instances []*document.Document,
-	manifests map[kindVersion]*convergev1.KindManifest, observed map[string]stdcel.Observed) ([]renderedInstance, kindVersion, error) {
-	var kv kindVersion
+func renderGraph(ctx context.Context, cache *flow.Cache, gd *document.Document, instances []*document.Document,
+	manifests map[kindRef]*convergev1.KindManifest, observed map[string]stdcel.Observed) ([]renderedInstance, kindRef, error) {
+	var kv kindRef
 	res := gd.Message.(*convergev1.ApplyResourceRequest)
 	gname := res.GetNamespace() + "/" + graphKind + "/" + res.GetName()
 	lookup := func(_ context.Context, kind string, version int) (*stdcel.KindSchemas, error) {
-		m, ok := manifests[kindVersion{kind, int32(version)}]
+		m, ok := manifests[kindRef{kind, int32(version)}]
 		if !ok {
 			return nil, fmt.Errorf("%w: is not among the files; add its manifest with -f", stdcel.ErrUnknownKind)
 		}
@@ -199,9 +195,8 @@ func renderGraph(ctx context.Context, gd *document.Document, instances []*docume
 	if err != nil {
 		return nil, kv, fmt.Errorf("%s: %w", gd.Where(), err)
 	}
-	kv = kindVersion{g.Kind, int32(g.Version)}
+	kv = kindRef{g.Kind, int32(g.Version)}
 	var out []renderedInstance
-	cache := flow.NewCache(256)
 	for _, d := range instances {
 		m := d.Message.(*convergev1.ApplyResourceRequest)
 		if m.GetKind() != g.Kind || int(m.GetKindVersion()) != g.Version {
@@ -302,7 +297,7 @@ func renderComposed(cache *flow.Cache, children []converge.Child, edges []conver
 			if o.Spec == nil {
 				depSpec = rendered[on] // what the server would hold: the rendered spec
 			}
-			ws, failed, err := flow.EvalAll(cache, specs, anyMap(o.Status), orEmptyJSON(depSpec))
+			ws, failed, err := flow.EvalAll(cache, specs, orEmpty(o.Status), orEmpty(depSpec))
 			switch {
 			case errors.Is(err, flow.ErrMissing):
 				child.Waiting = append(child.Waiting, fmt.Sprintf("waits for %s: %v", on, err))
@@ -329,7 +324,7 @@ func renderComposed(cache *flow.Cache, children []converge.Child, edges []conver
 }
 
 // renderStarlark runs a stdstarlark bundle's compose(ctx) for one resource.
-func renderStarlark(ctx context.Context, fl renderFlags, d *document.Document, observed map[string]stdcel.Observed) (renderedInstance, error) {
+func renderStarlark(ctx context.Context, cache *flow.Cache, fl renderFlags, d *document.Document, observed map[string]stdcel.Observed) (renderedInstance, error) {
 	m := d.Message.(*convergev1.ApplyResourceRequest)
 	id := m.GetNamespace() + "/" + m.GetKind() + "/" + m.GetName()
 	spec, err := m.GetSpec().MarshalJSON()
@@ -342,7 +337,7 @@ func renderStarlark(ctx context.Context, fl renderFlags, d *document.Document, o
 	if err != nil {
 		return renderedInstance{}, fmt.Errorf("%s: %s: --starlark %s: %w", d.Where(), id, fl.starlark, err)
 	}
-	r, _, err := renderComposed(flow.NewCache(256), res.Children, res.Edges, observed)
+	r, _, err := renderComposed(cache, res.Children, res.Edges, observed)
 	if err != nil {
 		return r, fmt.Errorf("%s: %s: %w", d.Where(), id, err)
 	}
@@ -357,18 +352,10 @@ func renderStarlark(ctx context.Context, fl renderFlags, d *document.Document, o
 	return r, nil
 }
 
-func anyMap(m map[string]any) any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
-}
-
-func orEmptyJSON(v any) any {
-	if v == nil {
-		return map[string]any{}
-	}
-	if m, ok := v.(map[string]any); ok && m == nil {
+// orEmpty is v, or an empty object for a missing one (nil, or a nil
+// map), as the server reads a missing spec or status.
+func orEmpty(v any) any {
+	if m, ok := v.(map[string]any); v == nil || (ok && m == nil) {
 		return map[string]any{}
 	}
 	return v

@@ -32,9 +32,7 @@ func (s *Store) AbandonResource(ctx context.Context, actor string, key ResourceK
 		// Lock the subtree top-down in id order (children are newer than
 		// their owner), as every writer of several resources does.
 		rows, err := tx.Query(ctx, `
-			WITH RECURSIVE sub(id) AS (
-			    SELECT $1::bigint UNION SELECT c.id FROM resources c JOIN sub s ON c.owner_id = s.id
-			)
+			WITH RECURSIVE `+subtreeCTE(`$1::bigint`)+`
 			SELECT `+stateColumns+`
 			FROM resources r JOIN sub ON sub.id = r.id ORDER BY r.id FOR NO KEY UPDATE OF r`, id)
 		if err != nil {

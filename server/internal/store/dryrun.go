@@ -133,20 +133,11 @@ type TeardownStep struct {
 // TeardownOrder lists the deleting resources reachable from root through
 // ownership and dependency edges (the set a deletion of root marked), in
 // the order teardown reaches them: a resource's wave comes after those of
-// its children and of its deleting dependents. Quarantined resources do
-// not hold others up (teardown skips them), so they take wave 1.
+// what must go before it (converge_goes_first, the rule Teardown applies).
 func (s *Store) TeardownOrder(ctx context.Context, root ResourceKey) ([]TeardownStep, error) {
 	rows, err := s.db(ctx).Query(ctx, `
-		WITH RECURSIVE doomed(id) AS (
-		    SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3
-		  UNION
-		    SELECT x.id FROM doomed d CROSS JOIN LATERAL (
-		        SELECT r.id FROM resources r WHERE r.owner_id = d.id
-		        UNION ALL
-		        SELECT e.dependent_id FROM edges e WHERE e.dependency_id = d.id) x
-		)
-		SELECT `+stateColumns+`, r.owner_id,
-		       ARRAY(SELECT e.dependency_id FROM edges e WHERE e.dependent_id = r.id)
+		WITH RECURSIVE `+doomedCTE(`SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`)+`
+		SELECT `+stateColumns+`, ARRAY(SELECT converge_goes_first(r.id))
 		FROM resources r JOIN doomed d ON d.id = r.id
 		WHERE r.deletion_requested_at IS NOT NULL
 		ORDER BY r.id`, root.Namespace, root.Kind, root.Name)
@@ -154,50 +145,31 @@ func (s *Store) TeardownOrder(ctx context.Context, root ResourceKey) ([]Teardown
 		return nil, err
 	}
 	var steps []TeardownStep
-	owner := map[int64]*int64{}
-	deps := map[int64][]int64{}
+	first := map[int64][]int64{}
 	for rows.Next() {
 		var st TeardownStep
-		var own *int64
-		var dependencies []int64
-		if err := rows.Scan(append(st.dest(), &own, &dependencies)...); err != nil {
+		var before []int64
+		if err := rows.Scan(append(st.dest(), &before)...); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		owner[st.ID], deps[st.ID] = own, dependencies
+		first[st.ID] = before
 		steps = append(steps, st)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	assignWaves(steps, owner, deps)
+	assignWaves(steps, first)
 	sort.SliceStable(steps, func(a, b int) bool { return steps[a].Wave < steps[b].Wave })
 	return steps, nil
 }
 
-// assignWaves gives each step the wave after the latest of what must go
-// before it: its unquarantined children and dependents within the set.
-func assignWaves(steps []TeardownStep, owner map[int64]*int64, deps map[int64][]int64) {
+// assignWaves gives each step the wave after the latest of the steps
+// that must go before it (first, by id); those outside the set are gone.
+func assignWaves(steps []TeardownStep, first map[int64][]int64) {
 	index := make(map[int64]int, len(steps))
 	for i, st := range steps {
 		index[st.ID] = i
-	}
-	// before[i]: the steps that must be gone before steps[i] can go.
-	before := make([][]int, len(steps))
-	for i, st := range steps {
-		if st.Quarantined {
-			continue
-		}
-		if o := owner[st.ID]; o != nil {
-			if j, ok := index[*o]; ok {
-				before[j] = append(before[j], i)
-			}
-		}
-		for _, d := range deps[st.ID] {
-			if j, ok := index[d]; ok {
-				before[j] = append(before[j], i)
-			}
-		}
 	}
 	var wave func(i int, visiting map[int]bool) int
 	wave = func(i int, visiting map[int]bool) int {
@@ -209,9 +181,9 @@ func assignWaves(steps []TeardownStep, owner map[int64]*int64, deps map[int64][]
 		}
 		visiting[i] = true
 		w := 1
-		for _, j := range before[i] {
-			if v := wave(j, visiting) + 1; v > w {
-				w = v
+		for _, id := range first[steps[i].ID] {
+			if j, ok := index[id]; ok {
+				w = max(w, wave(j, visiting)+1)
 			}
 		}
 		delete(visiting, i)

@@ -57,11 +57,7 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 		// deletion began (a composer declaring the edge again) is held by
 		// its gate until it is back, so it does not hold the teardown up.
 		var blocked bool
-		err = tx.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM resources c WHERE c.owner_id = $1 AND NOT c.quarantined)
-			    OR EXISTS (SELECT 1 FROM edges e JOIN resources d ON d.id = e.dependent_id
-			               WHERE e.dependency_id = $1 AND d.deletion_requested_at IS NOT NULL AND NOT d.quarantined)`,
-			t.ResourceID).Scan(&blocked)
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM converge_goes_first($1))`, t.ResourceID).Scan(&blocked)
 		if err != nil {
 			return err
 		}
@@ -92,14 +88,34 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 	return queued, err
 }
 
+// subtreeCTE is the recursive query sub(id): the resource root (an SQL
+// expression) and everything it owns, transitively.
+func subtreeCTE(root string) string {
+	return `sub(id) AS (
+	    SELECT ` + root + ` UNION SELECT c.id FROM resources c JOIN sub s ON c.owner_id = s.id
+	)`
+}
+
+// doomedCTE is the recursive query doomed(id): what a deletion of the
+// resources seeds selects takes with it, everything they own and
+// everything that depends on them, transitively.
+func doomedCTE(seeds string) string {
+	return `doomed(id) AS (
+	    ` + seeds + `
+	  UNION
+	    SELECT x.id FROM doomed d CROSS JOIN LATERAL (
+	        SELECT r.id FROM resources r WHERE r.owner_id = d.id
+	        UNION ALL
+	        SELECT e.dependent_id FROM edges e WHERE e.dependency_id = d.id) x
+	)`
+}
+
 // removeSubtree deletes a resource and whatever is left under it (only
 // quarantined descendants can be), their tasks with them, and records it.
 func removeSubtree(ctx context.Context, tx pgx.Tx, id int64, r lockedRow, reason string) error {
 	batch := &pgx.Batch{}
 	batch.Queue(`
-		WITH RECURSIVE sub(id) AS (
-		    SELECT $1::bigint UNION SELECT c.id FROM resources c JOIN sub s ON c.owner_id = s.id
-		), gone AS (
+		WITH RECURSIVE `+subtreeCTE(`$1::bigint`)+`, gone AS (
 		    DELETE FROM resources WHERE id IN (SELECT id FROM sub) RETURNING id
 		), `+dropTasks(`USING gone WHERE t.resource_id = gone.id`, "the resource was deleted"), id)
 	ev := newEventBatch()
@@ -130,14 +146,7 @@ func markForDeletion(ctx context.Context, tx pgx.Tx, roots []int64, actor, reaso
 
 func markOnce(ctx context.Context, tx pgx.Tx, roots []int64, actor, reason string) (int, error) {
 	rows, err := tx.Query(ctx, `
-		WITH RECURSIVE doomed(id) AS (
-		    SELECT unnest($1::bigint[])
-		  UNION
-		    SELECT x.id FROM doomed d CROSS JOIN LATERAL (
-		        SELECT r.id FROM resources r WHERE r.owner_id = d.id
-		        UNION ALL
-		        SELECT e.dependent_id FROM edges e WHERE e.dependency_id = d.id) x
-		)
+		WITH RECURSIVE `+doomedCTE(`SELECT unnest($1::bigint[])`)+`
 		SELECT r.id FROM resources r JOIN doomed d ON d.id = r.id
 		WHERE r.deletion_requested_at IS NULL
 		ORDER BY r.id FOR NO KEY UPDATE OF r`, roots)
