@@ -25,7 +25,11 @@ PostgreSQL server binaries on this machine (found on PATH, under /usr/lib/postgr
 CONVERGE_PG_BIN). When there are none and it runs as root on Debian or Ubuntu, it installs the
 postgresql package with apt-get first (converge pg-bin does just that step); otherwise it names
 the package to install. When run as root, PostgreSQL runs as the unprivileged "postgres" user.
-Ctrl-C stops everything and removes the cluster's data directory, unless --keep.`,
+Ctrl-C stops everything and removes the cluster's data directory, unless --keep.
+
+It listens on loopback (127.0.0.1:7070) and, without authorization flags, lets every caller do
+everything, and says so; like serve, it refuses a --listen beyond loopback without authorization
+unless --allow-anonymous.`,
 		Example: `  converge dev
   converge dev --listen 127.0.0.1:8080 --keep
   converge dev --database-url postgres://postgres@localhost:5432/converge`,
@@ -60,6 +64,9 @@ Ctrl-C stops everything and removes the cluster's data directory, unless --keep.
 				return err
 			}
 			cfg.Role, cfg.Migrate = app.RoleAll, true
+			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, flags.authz.allowAnonymous); err != nil {
+				return err
+			}
 			a, err := app.Start(ctx, cfg)
 			if err != nil {
 				return err
@@ -71,6 +78,9 @@ Ctrl-C stops everything and removes the cluster's data directory, unless --keep.
 			url := scheme + a.Addr().String()
 			fmt.Fprintf(os.Stderr, "\nConverge is running.\n  API:       %s   (REST under %s/api/v1, OpenAPI at %s/openapi.json)\n  Workers:   %s\n  Database:  %s\n\nTry:\n  export CONVERGE_SERVER=%s\n  go run ./server/cmd/conctl apply -f sdk-go/examples/leaf/greeting.yaml\n\nPress Ctrl-C to stop.\n\n",
 				url, url, url, url, databaseURL, url)
+			if !cfg.Authz.Enabled() {
+				fmt.Fprintf(os.Stderr, "Authorization is off (dev mode): every caller may do everything. Fine on loopback; see docs/operations.md before exposing a server.\n\n")
+			}
 			if m := a.MetricsAddr(); m != nil {
 				fmt.Fprintf(os.Stderr, "Metrics:   http://%s/metrics\n\n", m)
 			}

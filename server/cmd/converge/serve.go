@@ -46,6 +46,8 @@ type authzFlags struct {
 	adminIDs, writerIDs, readerIDs []string
 	teams                          []string
 	tokenFile                      string
+	// allowAnonymous accepts a server beyond loopback without rules.
+	allowAnonymous bool
 }
 
 func (f *authzFlags) register(cmd *cobra.Command) {
@@ -54,7 +56,8 @@ func (f *authzFlags) register(cmd *cobra.Command) {
 	fs.StringSliceVar(&f.writerIDs, "writer-ids", nil, "identities that may apply and delete resources and run operator actions on them, comma-separated")
 	fs.StringSliceVar(&f.readerIDs, "reader-ids", nil, "identities that may read, comma-separated")
 	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write its resources")
-	fs.StringVar(&f.tokenFile, "token-file", "", "development: map bearer tokens to identities, one \"TOKEN IDENTITY\" per line")
+	fs.StringVar(&f.tokenFile, "token-file", "", "map bearer tokens to identities, one \"TOKEN IDENTITY\" per line (read at start)")
+	fs.BoolVar(&f.allowAnonymous, "allow-anonymous", false, "serve the control API beyond loopback without any authorization flag, letting every caller do everything (refused otherwise)")
 }
 
 // policy builds the authorization policy. With none of the flags set it
@@ -191,9 +194,10 @@ Roles:
            orphans, queueing resyncs, trimming the change feed)
   broker   the worker endpoint: claims tasks, pushes them to workers, applies results
 
-Authorization: WITHOUT ANY OF --admin-ids, --writer-ids, --reader-ids, --team
-OR --token-file, EVERY API CALLER MAY DO EVERYTHING (development mode). With any
-of them, callers are identified by their verified SPIFFE ID (mTLS) or bearer
+Authorization: without any of --admin-ids, --writer-ids, --reader-ids, --team
+or --token-file, every API caller may do everything; serve refuses that when
+--listen reaches beyond loopback (e.g. the default :7070) unless
+--allow-anonymous says so explicitly. With any of them, callers are identified by their verified SPIFFE ID (mTLS) or bearer
 token (--token-file) and each request needs a role: reads need any role or team;
 resource writes need writer, admin or the kind's owner team; kind manifests,
 provider configs, reactor bindings and policies need admin or the kind's owner
@@ -213,6 +217,9 @@ team (see docs/operations.md).`,
 			}
 			cfg, err := flags.config(databaseURL)
 			if err != nil {
+				return err
+			}
+			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, flags.authz.allowAnonymous); err != nil {
 				return err
 			}
 			cfg.Migrate = migrate
