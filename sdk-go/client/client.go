@@ -12,7 +12,6 @@
 package client
 
 import (
-	"context"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -64,6 +63,17 @@ func WithHeader(key, value string) Option {
 	return optionFunc(func(cfg *config) { cfg.header.Add(key, value) })
 }
 
+// WithBearerToken sends "Authorization: Bearer token" with every request,
+// for a server that maps tokens to identities (converge serve
+// --token-file). An empty token sends nothing.
+func WithBearerToken(token string) Option {
+	return optionFunc(func(cfg *config) {
+		if token != "" {
+			cfg.header.Set("Authorization", "Bearer "+token)
+		}
+	})
+}
+
 // WithConnectOptions passes options to the underlying connect client, for
 // example connect.WithGRPC() or connect.WithProtoJSON().
 func WithConnectOptions(opts ...connect.ClientOption) Option {
@@ -81,40 +91,9 @@ func New(baseURL string, opts ...Option) *Client {
 	}
 	connectOpts := cfg.connectOpts
 	if len(cfg.header) > 0 {
-		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(headerInterceptor(cfg.header))}, connectOpts...)
+		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(endpoint.HeaderInterceptor(cfg.header))}, connectOpts...)
 	}
 	return &Client{
 		ControlServiceClient: convergev1connect.NewControlServiceClient(cfg.httpClient, baseURL, connectOpts...),
-	}
-}
-
-// headerInterceptor sets fixed headers on unary calls and client streams.
-type headerInterceptor http.Header
-
-func (h headerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		h.apply(req.Header())
-		return next(ctx, req)
-	}
-}
-
-func (h headerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		h.apply(conn.RequestHeader())
-		return conn
-	}
-}
-
-func (h headerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
-}
-
-func (h headerInterceptor) apply(dst http.Header) {
-	for k, vs := range h {
-		dst.Del(k)
-		for _, v := range vs {
-			dst.Add(k, v)
-		}
 	}
 }

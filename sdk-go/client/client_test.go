@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,6 +180,20 @@ func TestWithHeaderReachesUnaryAndStream(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.headers) == 0 || f.headers[0].Get("Authorization") != "Bearer t0ken" {
 		t.Fatalf("Watch headers = %v, want Authorization", f.headers)
+	}
+}
+
+func TestWithBearerToken(t *testing.T) {
+	f, url := newFake(t)
+	f.put(resource("hello", client.PhaseReady))
+	c := client.New(url, client.WithBearerToken("tok-1"), client.WithBearerToken("tok-2"), client.WithBearerToken(""))
+	if _, err := c.WaitFor(testContext(t), "", "greeting", "hello", client.IsReady); err != nil {
+		t.Fatalf("WaitFor: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.headers) == 0 || strings.Join(f.headers[0].Values("Authorization"), "|") != "Bearer tok-2" {
+		t.Fatalf("headers = %v, want one Authorization: Bearer tok-2 (the last token wins)", f.headers)
 	}
 }
 

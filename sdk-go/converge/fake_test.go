@@ -91,6 +91,7 @@ func (f *fakeServer) Connect(ctx context.Context, st *connect.BidiStream[converg
 	s := &fakeSession{
 		server:     f,
 		sub:        first.GetSubscribe(),
+		header:     st.RequestHeader().Clone(),
 		stream:     st,
 		end:        make(chan struct{}),
 		clientDone: make(chan struct{}),
@@ -152,6 +153,7 @@ func (f *fakeServer) accept(t *testing.T) *fakeSession {
 type fakeSession struct {
 	server     *fakeServer
 	sub        *convergev1.Subscribe
+	header     http.Header // the stream's request headers
 	stream     *connect.BidiStream[convergev1.WorkerMessage, convergev1.ServerMessage]
 	sendMu     sync.Mutex
 	ended      bool // the handler returned; guarded by sendMu

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -41,6 +42,7 @@ type config struct {
 	name         string
 	logger       *slog.Logger
 	httpClient   connect.HTTPClient
+	token        string
 	drainTimeout time.Duration
 	backoffMin   time.Duration
 	backoffMax   time.Duration
@@ -103,6 +105,20 @@ func WithHTTPClient(client connect.HTTPClient) Option {
 			return
 		}
 		c.httpClient = client
+	})
+}
+
+// WithBearerToken makes the worker send "Authorization: Bearer token" on
+// its stream, for a server that identifies callers by token (converge
+// serve --token-file). A worker given none sends the token in the
+// environment variable [EnvToken] (CONVERGE_TOKEN) when it is set.
+func WithBearerToken(token string) Option {
+	return optionFunc(func(c *config) {
+		if strings.ContainsAny(token, " \t\r\n") {
+			c.fail("WithBearerToken: a token has no whitespace")
+			return
+		}
+		c.token = token
 	})
 }
 

@@ -31,6 +31,9 @@ const (
 	// DefaultServerURL is the URL NewWorker dials when it is given none
 	// and EnvServer is unset: a local server's default address.
 	DefaultServerURL = endpoint.DefaultURL
+	// EnvToken names the environment variable NewWorker reads a bearer
+	// token from when given no [WithBearerToken].
+	EnvToken = endpoint.EnvToken
 )
 
 // serverURLFrom picks the URL a worker dials, and checks it.

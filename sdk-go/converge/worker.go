@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/sdk-go/internal/endpoint"
 )
 
 // waits bounds the waits at the end of a drain and of a subscription.
@@ -107,6 +110,9 @@ func newWorker(serverURL string, getenv func(string) string, opts []Option) (*Wo
 	}
 	if cfg.httpClient == nil {
 		tlsFromEnv(&cfg, getenv)
+	}
+	if cfg.token == "" {
+		cfg.token = strings.TrimSpace(getenv(EnvToken))
 	}
 	if cfg.err != nil {
 		return nil, cfg.err
@@ -266,7 +272,11 @@ func (w *Worker) prepare() error {
 	if httpClient == nil {
 		httpClient = newHTTPClient()
 	}
-	w.client = convergev1connect.NewWorkerServiceClient(httpClient, w.url)
+	var copts []connect.ClientOption
+	if w.cfg.token != "" {
+		copts = append(copts, connect.WithInterceptors(endpoint.HeaderInterceptor(http.Header{"Authorization": {"Bearer " + w.cfg.token}})))
+	}
+	w.client = convergev1connect.NewWorkerServiceClient(httpClient, w.url, copts...)
 	return nil
 }
 

@@ -110,6 +110,12 @@ export interface WorkerOptions {
    */
   tls?: TlsFiles;
   /**
+   * A bearer token sent on the worker's stream by the default transport,
+   * for a server that identifies callers by token (converge serve
+   * --token-file); default CONVERGE_TOKEN. Not used with a transport.
+   */
+  token?: string;
+  /**
    * Wraps every handler the worker runs, outside each reaction's own
    * middleware; the first is outermost. See {@link Middleware}.
    */
@@ -128,6 +134,7 @@ export interface Settings {
   onConfig: WorkerOptions["onConfig"];
   transport: Transport | undefined;
   tls: TlsFiles | undefined;
+  token: string | undefined;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   middleware: Middleware<any, any, any>[];
 }
@@ -149,6 +156,7 @@ export function settings(o: WorkerOptions): Settings {
     onConfig: o.onConfig,
     transport: o.transport,
     tls: o.tls,
+    token: (o.token ?? process.env.CONVERGE_TOKEN)?.trim() || undefined,
     middleware: checkMiddleware(o.middleware, "options.middleware"),
   };
   if (!Number.isInteger(s.capacity) || s.capacity < 1 || s.capacity > maxCapacity) {
@@ -164,6 +172,9 @@ export function settings(o: WorkerOptions): Settings {
     throw new RangeError(
       `converge: options.reconnectMinMs/reconnectMaxMs: ${s.reconnectMinMs}/${s.reconnectMaxMs}: need 0 < min <= max`,
     );
+  }
+  if (s.token !== undefined && /\s/.test(s.token)) {
+    throw new TypeError("converge: options.token: a bearer token has no whitespace");
   }
   if (s.onConfig !== undefined && typeof s.onConfig !== "function") {
     throw new TypeError("converge: options.onConfig: must be a function");

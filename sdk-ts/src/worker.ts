@@ -259,6 +259,7 @@ export class Worker {
     if (problem) {
       throw new Error(`converge: invalid subscription (check the options and reactions): ${problem}`);
     }
+    const token = this.s.token;
     const transport =
       this.s.transport ??
       createConnectTransport({
@@ -270,6 +271,7 @@ export class Worker {
         pingTimeoutMs: 10_000,
         pingIdleConnection: true,
         ...withNodeOptions(tlsNodeOptions(this.s.tls)),
+        interceptors: token ? [(next) => (req) => (req.header.set("Authorization", `Bearer ${token}`), next(req))] : [],
       });
     this.client = createClient(WorkerService, transport);
   }

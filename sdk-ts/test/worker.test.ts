@@ -62,6 +62,38 @@ describe("Worker", () => {
     assert.equal(s.all("readiness").length, 0, "every reaction is ready, so nothing is reported");
   });
 
+  it("sends its bearer token on the stream, from the options or CONVERGE_TOKEN", async () => {
+    const saved = process.env.CONVERGE_TOKEN;
+    try {
+      delete process.env.CONVERGE_TOKEN;
+      const plain = worker(fake, { name: "plain" });
+      plain.handle("alpha", 1, "reconcile", () => {});
+      const given = worker(fake, { name: "given", token: "tok-given" });
+      given.handle("alpha", 1, "reconcile", () => {});
+      process.env.CONVERGE_TOKEN = " tok-env ";
+      const env = worker(fake, { name: "env" });
+      env.handle("alpha", 1, "reconcile", () => {});
+      const ctrl = [plain, given, env].map((w) => {
+        const c = new AbortController();
+        return { c, done: w.run(c.signal) };
+      });
+      const auth = new Map<string, string | null>();
+      for (let n = 0; n < 3; n++) {
+        const s = await fake.session(n);
+        auth.set(s.subscribe.workerName, s.requestHeader.get("authorization"));
+      }
+      assert.deepEqual(Object.fromEntries(auth), { plain: null, given: "Bearer tok-given", env: "Bearer tok-env" });
+      for (const { c, done } of ctrl) {
+        c.abort();
+        await done;
+      }
+    } finally {
+      if (saved === undefined) delete process.env.CONVERGE_TOKEN;
+      else process.env.CONVERGE_TOKEN = saved;
+    }
+    assert.throws(() => new Worker({ url: fake.url, token: "two words" }), /options\.token/);
+  });
+
   it("runs a leaf and reports its status, with the task's fields parsed", async () => {
     const w = worker(fake);
     let seen: unknown;

@@ -57,6 +57,8 @@ export class FakeSession {
   readonly reactions: string[];
   /** Set when the worker closed its side or the stream broke. */
   done = false;
+  /** The stream's request headers (Authorization, say); set by the FakeServer. */
+  requestHeader: Headers = new Headers();
   /** Resolves when the stream has ended. */
   readonly ended: Promise<void>;
   private readonly out = new Queue<ServerMessage>();
@@ -224,7 +226,7 @@ export class FakeServer {
 
   /** start listens on port; by default the one of the last start (a restart), else a free one. */
   async start(port = this.port): Promise<this> {
-    const routes = (router: ConnectRouter) => router.service(WorkerService, { connect: (reqs) => this.serve(reqs) });
+    const routes = (router: ConnectRouter) => router.service(WorkerService, { connect: (reqs, ctx) => this.serve(reqs, ctx.requestHeader) });
     const srv = http2.createServer(connectNodeAdapter({ routes }));
     srv.on("session", (h2: http2.ServerHttp2Session) => {
       this.h2.add(h2);
@@ -260,7 +262,7 @@ export class FakeServer {
     await closed;
   }
 
-  private async *serve(reqs: AsyncIterable<WorkerMessage>): AsyncGenerator<ServerMessage> {
+  private async *serve(reqs: AsyncIterable<WorkerMessage>, header: Headers): AsyncGenerator<ServerMessage> {
     const it = reqs[Symbol.asyncIterator]();
     const first = await it.next();
     if (first.done || first.value.msg.case !== "subscribe") {
@@ -268,6 +270,7 @@ export class FakeServer {
     }
     const sub = first.value.msg.value;
     const s = new FakeSession(sub, { nextTaskId: () => ++this.taskIds, timeoutMs: this.timeoutMs });
+    s.requestHeader = new Headers(header);
     s.received.push(first.value);
     const reply = this.options.subscribed?.(sub) ?? { sessionId: `s${this.sessions.items.length + 1}`, heartbeatIntervalMs: 50 };
     s.send({ case: "subscribed", value: create(SubscribedSchema, reply) });
