@@ -1,9 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +21,8 @@ const DefaultParallelism = 8
 
 type flags struct {
 	server       string
+	apiServer    string
+	tokenFile    string
 	tls          transport.TLSFiles
 	config       string
 	kinds        string
@@ -34,6 +36,8 @@ type flags struct {
 func (f *flags) register(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.server, "server", envOr("CONVERGE_SERVER", client.DefaultBaseURL), "server base URL (env CONVERGE_SERVER)")
+	pf.StringVar(&f.apiServer, "api-server", os.Getenv("CONVERGE_API_SERVER"), "control API base URL, where it differs from --server (a server split into control and broker roles; env CONVERGE_API_SERVER; default: --server)")
+	pf.StringVar(&f.tokenFile, "token-file", os.Getenv("CONVERGE_TOKEN_FILE"), "file holding the bearer token sent with every call, for a server that identifies callers by token (env CONVERGE_TOKEN_FILE; default: the token in env CONVERGE_TOKEN, if any)")
 	pf.StringVar(&f.tls.CA, "tls-ca", "", "PEM file of the CA that signs the server's certificate (https:// only; default: the system's roots)")
 	pf.StringVar(&f.tls.Cert, "tls-cert", "", "PEM client certificate, for servers that authenticate workers by certificate (with --tls-key)")
 	pf.StringVar(&f.tls.Key, "tls-key", "", "PEM key of --tls-cert")
@@ -64,18 +68,43 @@ func (f *flags) logger() (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is not text or json", f.logFormat)
 }
 
-// control returns a control API client, and the HTTP client it and the
-// workers use (nil: the defaults).
-func (f *flags) control() (*client.Client, *http.Client, error) {
-	hc, err := transport.Client(f.server, f.tls)
-	if err != nil {
-		return nil, nil, err
+// apiURL is the control API's base URL.
+func (f *flags) apiURL() string {
+	return strings.TrimRight(cmp.Or(f.apiServer, f.server), "/")
+}
+
+// token is the bearer token to send: the --token-file's content, else
+// $CONVERGE_TOKEN; "" sends none. A file is read once, at start.
+func (f *flags) token() (string, error) {
+	if f.tokenFile == "" {
+		return strings.TrimSpace(os.Getenv("CONVERGE_TOKEN")), nil
 	}
-	var opts []client.Option
+	b, err := os.ReadFile(f.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("--token-file %s: want one token, with no whitespace inside", f.tokenFile)
+	}
+	return tok, nil
+}
+
+// control returns a control API client.
+func (f *flags) control() (*client.Client, error) {
+	hc, err := transport.Client(f.apiURL(), f.tls)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := f.token()
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.Option{client.WithBearerToken(tok)}
 	if hc != nil {
 		opts = append(opts, client.WithHTTPClient(hc))
 	}
-	return client.New(strings.TrimRight(f.server, "/"), opts...), hc, nil
+	return client.New(f.apiURL(), opts...), nil
 }
 
 func envOr(key, def string) string {

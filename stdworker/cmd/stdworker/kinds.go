@@ -31,7 +31,7 @@ idempotent: an unchanged manifest is reported "unchanged".`,
 			if err != nil {
 				return fmt.Errorf("built-in catalog: %w", err)
 			}
-			control, _, err := f.control()
+			control, err := f.control()
 			if err != nil {
 				return err
 			}

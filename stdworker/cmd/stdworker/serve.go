@@ -10,6 +10,7 @@ import (
 
 	"github.com/convergehq/converge/stdworker/internal/config"
 	"github.com/convergehq/converge/stdworker/internal/fleet"
+	"github.com/convergehq/converge/stdworker/internal/transport"
 )
 
 // serve runs stdworker until ctx ends, then drains.
@@ -45,7 +46,15 @@ func serve(ctx context.Context, f flags) error {
 	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
 		return fmt.Errorf("--state-dir: %w", err)
 	}
-	control, hc, err := f.control()
+	control, err := f.control()
+	if err != nil {
+		return err
+	}
+	hc, err := transport.Client(f.server, f.tls)
+	if err != nil {
+		return err
+	}
+	tok, err := f.token()
 	if err != nil {
 		return err
 	}
@@ -56,7 +65,7 @@ func serve(ctx context.Context, f flags) error {
 
 	opts := fleet.Options{
 		ServerURL: strings.TrimRight(f.server, "/"), Control: control, Log: log,
-		StateDir: f.stateDir, Parallelism: f.parallelism, DrainTimeout: f.drainTimeout,
+		Token: tok, StateDir: f.stateDir, Parallelism: f.parallelism, DrainTimeout: f.drainTimeout,
 	}
 	if hc != nil {
 		opts.HTTPClient = hc
@@ -81,7 +90,7 @@ func serve(ctx context.Context, f flags) error {
 	if started == 0 {
 		return errors.New("nothing to serve: no provider could start; see the errors above")
 	}
-	log.Info("stdworker running", "server", opts.ServerURL, "kinds", started)
+	log.Info("stdworker running", "server", opts.ServerURL, "api", f.apiURL(), "kinds", started)
 	<-ctx.Done()
 	log.Info("draining")
 	return fl.Wait()

@@ -28,6 +28,8 @@ type Options struct {
 	ServerURL string
 	// HTTPClient dials it; nil means the SDK's default client.
 	HTTPClient connect.HTTPClient
+	// Token is the bearer token the workers send ("" sends none).
+	Token string
 	// Control is given to providers in provider.Env.
 	Control *client.Client
 	// Log receives the fleet's and the workers' logs.
@@ -110,6 +112,9 @@ func (f *Fleet) Start(ctx context.Context, p provider.Provider, s provider.Serve
 	}
 	if f.opts.HTTPClient != nil {
 		opts = append(opts, converge.WithHTTPClient(f.opts.HTTPClient))
+	}
+	if f.opts.Token != "" {
+		opts = append(opts, converge.WithBearerToken(f.opts.Token))
 	}
 	if f.opts.DrainTimeout > 0 {
 		opts = append(opts, converge.WithDrainTimeout(f.opts.DrainTimeout))
