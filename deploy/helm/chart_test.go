@@ -70,8 +70,8 @@ func TestDefaults(t *testing.T) {
 func TestExistingSecret(t *testing.T) {
 	r := render(t, "existing-secret.yaml")
 	checkWiring(t, r, "converge-db")
-	if len(r.secrets) != 0 {
-		t.Errorf("secrets %v rendered, want none with an existing Secret", keys(r.secrets))
+	if got := keys(r.secrets); strings.Join(got, ",") != fullname+"-tokens" {
+		t.Errorf("secrets %v rendered, want only the generated tokens with an existing database Secret", got)
 	}
 	for _, role := range []string{"control", "broker"} {
 		d := r.deployment(t, fullname+"-"+role)

@@ -35,6 +35,7 @@ type rendered struct {
 	configMaps      map[string]*corev1.ConfigMap
 	pdbs            map[string]*policyv1.PodDisruptionBudget
 	networkPolicies map[string]*networkingv1.NetworkPolicy
+	pvcs            map[string]*corev1.PersistentVolumeClaim
 	serviceMonitors map[string]map[string]any
 	notes           string
 }
@@ -75,7 +76,13 @@ func readValues(t *testing.T, file string) map[string]any {
 // render renders testdata/file and decodes every document strictly (unknown fields fail).
 func render(t *testing.T, file string) *rendered {
 	t.Helper()
-	out, err := renderValues(t, readValues(t, file))
+	return renderDecoded(t, file, readValues(t, file))
+}
+
+// renderDecoded renders vals (what names them in failures) and decodes every document strictly.
+func renderDecoded(t *testing.T, file string, vals map[string]any) *rendered {
+	t.Helper()
+	out, err := renderValues(t, vals)
 	if err != nil {
 		t.Fatalf("render %s: %v", file, err)
 	}
@@ -86,6 +93,7 @@ func render(t *testing.T, file string) *rendered {
 		configMaps:      map[string]*corev1.ConfigMap{},
 		pdbs:            map[string]*policyv1.PodDisruptionBudget{},
 		networkPolicies: map[string]*networkingv1.NetworkPolicy{},
+		pvcs:            map[string]*corev1.PersistentVolumeClaim{},
 		serviceMonitors: map[string]map[string]any{},
 	}
 	names := make([]string, 0, len(out))
@@ -135,6 +143,8 @@ func (r *rendered) add(doc []byte) error {
 		return strict(doc, r.services, func(o *corev1.Service) string { return o.Name })
 	case "v1 Secret":
 		return strict(doc, r.secrets, func(o *corev1.Secret) string { return o.Name })
+	case "v1 PersistentVolumeClaim":
+		return strict(doc, r.pvcs, func(o *corev1.PersistentVolumeClaim) string { return o.Name })
 	case "v1 ConfigMap":
 		return strict(doc, r.configMaps, func(o *corev1.ConfigMap) string { return o.Name })
 	case "policy/v1 PodDisruptionBudget":

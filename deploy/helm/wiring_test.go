@@ -1,6 +1,7 @@
 package helm_test
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,7 +34,9 @@ func checkWiring(t *testing.T, r *rendered, existingSecrets ...string) {
 				t.Errorf("deployment %s: selector also matches pods of %s", name, other)
 			}
 		}
-		if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || d.Spec.Strategy.RollingUpdate == nil {
+		if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && mountsOneNodeClaim(r, d) {
+			// A surge pod on another node could not mount the claim.
+		} else if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || d.Spec.Strategy.RollingUpdate == nil {
 			t.Errorf("deployment %s: strategy %+v, want RollingUpdate", name, d.Spec.Strategy)
 		} else if mu := d.Spec.Strategy.RollingUpdate.MaxUnavailable; mu == nil || mu.IntValue() != 0 {
 			t.Errorf("deployment %s: rollingUpdate.maxUnavailable %v, want 0", name, mu)
@@ -92,6 +95,11 @@ func checkWiring(t *testing.T, r *rendered, existingSecrets ...string) {
 					t.Errorf("deployment %s: volume %s references ConfigMap %q that is not rendered", name, v.Name, v.ConfigMap.Name)
 				}
 			}
+			if v.PersistentVolumeClaim != nil {
+				if _, ok := r.pvcs[v.PersistentVolumeClaim.ClaimName]; !ok && !external[v.PersistentVolumeClaim.ClaimName] {
+					t.Errorf("deployment %s: volume %s references claim %q that is neither rendered nor expected", name, v.Name, v.PersistentVolumeClaim.ClaimName)
+				}
+			}
 			if v.Secret != nil {
 				if _, ok := r.secrets[v.Secret.SecretName]; !ok && !external[v.Secret.SecretName] {
 					t.Errorf("deployment %s: volume %s references Secret %q that is neither rendered nor expected", name, v.Name, v.Secret.SecretName)
@@ -140,6 +148,19 @@ func checkWiring(t *testing.T, r *rendered, existingSecrets ...string) {
 			}
 		}
 	}
+}
+
+// mountsOneNodeClaim reports whether d mounts a rendered claim that only one node can mount.
+func mountsOneNodeClaim(r *rendered, d *appsv1.Deployment) bool {
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if c, ok := r.pvcs[v.PersistentVolumeClaim.ClaimName]; ok && !slices.Contains(c.Spec.AccessModes, corev1.ReadWriteMany) {
+			return true
+		}
+	}
+	return false
 }
 
 // selectedDeployment returns the one deployment whose pods sel matches, failing otherwise.

@@ -90,8 +90,93 @@ url
 {{- if and .Values.probes.useMetricsPort (not .Values.metrics.enabled) -}}
 {{- fail "probes.useMetricsPort: needs metrics.enabled=true" -}}
 {{- end -}}
+{{- $a := .Values.authorization -}}
+{{- if and $a.enabled $a.allowAnonymous -}}
+{{- fail "authorization.allowAnonymous: only with authorization.enabled=false (anonymous access is what turning authorization off means)" -}}
+{{- end -}}
+{{- if and (not $a.enabled) (not $a.allowAnonymous) -}}
+{{- fail "authorization.enabled=false lets every API caller do everything, which converge serve refuses beyond loopback; set authorization.allowAnonymous=true to accept that, or keep authorization on" -}}
+{{- end -}}
+{{- if and $a.enabled (not (or $a.adminIDs $a.writerIDs $a.readerIDs $a.teams)) -}}
+{{- fail "authorization: no identity holds a role; list identities in authorization.adminIDs, writerIDs, readerIDs or teams (token identities or SPIFFE IDs), or turn authorization off with authorization.enabled=false and authorization.allowAnonymous=true" -}}
+{{- end -}}
+{{- if and (include "converge.generatesTokens" .) (has $a.tokens.key $a.tokens.generate) -}}
+{{- fail (printf "authorization.tokens.generate: %q is also tokens.key, the key of the token file; name the identity otherwise" $a.tokens.key) -}}
+{{- end -}}
+{{- $p := .Values.stdWorker.persistence -}}
+{{- if and .Values.stdWorker.enabled $p.enabled (not $p.existingClaim) (gt (int .Values.stdWorker.replicaCount) 1) (not (has "ReadWriteMany" $p.accessModes)) -}}
+{{- fail (printf "stdWorker.persistence: %d replicas share one claim, so accessModes needs ReadWriteMany (got %v); or set stdWorker.replicaCount=1" (int .Values.stdWorker.replicaCount) $p.accessModes) -}}
+{{- end -}}
 {{- if and .Values.stdWorker.enabled .Values.tls.enabled (not .Values.stdWorker.tlsSecretName) -}}
 {{- fail "stdWorker.tlsSecretName: required when stdWorker.enabled and tls.enabled (a Secret with the worker's tls.crt, tls.key and ca.crt)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* URL of the control API: the control Service (or the all-in-one Service). */}}
+{{- define "converge.apiURL" -}}
+{{- $svc := printf "%s-%s" (include "converge.fullname" .) (ternary "all" "control" (eq .Values.mode "all")) -}}
+{{- printf "%s://%s:%d" (ternary "https" "http" .Values.tls.enabled) $svc (int .Values.server.port) -}}
+{{- end -}}
+
+{{/* Non-empty when the chart makes the token Secret. */}}
+{{- define "converge.generatesTokens" -}}
+{{- $t := .Values.authorization.tokens -}}
+{{- if and .Values.authorization.enabled (not $t.existingSecret) $t.generate -}}true{{- end -}}
+{{- end -}}
+
+{{/* Name of the Secret holding the --token-file; empty when there is none. */}}
+{{- define "converge.tokensSecretName" -}}
+{{- if .Values.authorization.enabled -}}
+{{- if .Values.authorization.tokens.existingSecret -}}
+{{- .Values.authorization.tokens.existingSecret -}}
+{{- else if include "converge.generatesTokens" . -}}
+{{- printf "%s-tokens" (include "converge.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* converge serve's authorization flags, as container args. */}}
+{{- define "converge.authzArgs" -}}
+{{- $a := .Values.authorization -}}
+{{- if $a.enabled }}
+{{- with $a.adminIDs }}
+- --admin-ids={{ join "," . }}
+{{- end }}
+{{- with $a.writerIDs }}
+- --writer-ids={{ join "," . }}
+{{- end }}
+{{- with $a.readerIDs }}
+- --reader-ids={{ join "," . }}
+{{- end }}
+{{- range $team, $ids := $a.teams }}
+- --team={{ $team }}={{ join "," $ids }}
+{{- end }}
+{{- if include "converge.tokensSecretName" . }}
+- --token-file=/etc/converge/tokens/{{ $a.tokens.key }}
+{{- end }}
+{{- else }}
+- --allow-anonymous
+{{- end }}
+{{- end -}}
+
+{{/* The Secret name and key of stdworker's bearer token; empty name when it sends none. */}}
+{{- define "converge.stdworkerTokenName" -}}
+{{- $t := .Values.stdWorker.tokenSecret -}}
+{{- if $t.name -}}
+{{- $t.name -}}
+{{- else if and (include "converge.generatesTokens" .) (has "stdworker" .Values.authorization.tokens.generate) -}}
+{{- include "converge.tokensSecretName" . -}}
+{{- end -}}
+{{- end -}}
+{{- define "converge.stdworkerTokenKey" -}}
+{{- ternary .Values.stdWorker.tokenSecret.key "stdworker" (ne .Values.stdWorker.tokenSecret.name "") -}}
+{{- end -}}
+
+{{/* Name of stdworker's state claim; empty when its state is an emptyDir. */}}
+{{- define "converge.stdworkerClaim" -}}
+{{- $p := .Values.stdWorker.persistence -}}
+{{- if $p.enabled -}}
+{{- $p.existingClaim | default (printf "%s-stdworker-state" (include "converge.fullname" .)) -}}
 {{- end -}}
 {{- end -}}
 

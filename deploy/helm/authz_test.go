@@ -1,0 +1,189 @@
+package helm_test
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// base is the smallest install, with overrides merged in at the top level.
+func base(over map[string]any) map[string]any {
+	v := map[string]any{"database": map[string]any{"url": "postgres://db/c"}}
+	maps.Copy(v, over)
+	return v
+}
+
+func TestAuthorizationOnByDefault(t *testing.T) {
+	r := render(t, "defaults.yaml")
+	s, ok := r.secrets[fullname+"-tokens"]
+	if !ok {
+		t.Fatalf("no generated tokens Secret; have %v", keys(r.secrets))
+	}
+	if got := keys(s.Data); strings.Join(got, ",") != "admin,stdworker,tokens" {
+		t.Fatalf("tokens Secret keys %v, want admin, stdworker and tokens", got)
+	}
+	file := string(s.Data["tokens"])
+	for _, id := range []string{"admin", "stdworker"} {
+		tok := string(s.Data[id])
+		if len(tok) != 40 || !strings.Contains(file, "\n"+tok+" "+id+"\n") {
+			t.Errorf("%s: token %q (length %d) is not a 40-character token listed in the token file:\n%s", id, tok, len(tok), file)
+		}
+	}
+	if s.Data["admin"] == nil || string(s.Data["admin"]) == string(s.Data["stdworker"]) {
+		t.Error("admin and stdworker share a token")
+	}
+	for _, role := range []string{"control", "broker"} {
+		d := r.deployment(t, fullname+"-"+role)
+		c := container(t, d)
+		requireArgs(t, c, "--admin-ids=admin", "--reader-ids=stdworker", "--token-file=/etc/converge/tokens/tokens")
+		forbidArgPrefix(t, c, "--allow-anonymous")
+		if v, ok := volume(d, "tokens"); !ok || v.Secret == nil || v.Secret.SecretName != fullname+"-tokens" {
+			t.Errorf("%s: tokens volume %+v, want Secret %s-tokens", role, v, fullname)
+		}
+		if mountPath(c, "tokens") != "/etc/converge/tokens" {
+			t.Errorf("%s: tokens mounted at %q", role, mountPath(c, "tokens"))
+		}
+	}
+	for _, want := range []string{"Authorization is on", "get secret " + fullname + "-tokens", "{.data.admin}"} {
+		if !strings.Contains(r.notes, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, r.notes)
+		}
+	}
+}
+
+func TestAuthorizationOffNeedsAnonymousConsent(t *testing.T) {
+	_, err := renderValues(t, base(map[string]any{"authorization": map[string]any{"enabled": false}}))
+	if err == nil || !strings.Contains(err.Error(), "authorization.allowAnonymous=true") {
+		t.Fatalf("authorization off without allowAnonymous: err = %v", err)
+	}
+	r := renderDecoded(t, "authorization off", base(map[string]any{
+		"authorization": map[string]any{"enabled": false, "allowAnonymous": true},
+		"stdWorker":     map[string]any{"enabled": true},
+	}))
+	if len(r.secrets) != 1 {
+		t.Errorf("secrets %v, want only the database's", keys(r.secrets))
+	}
+	for _, d := range r.deployments {
+		c := container(t, d)
+		forbidArgPrefix(t, c, "--token-file")
+		forbidArgPrefix(t, c, "--admin-ids")
+		if d.Labels["app.kubernetes.io/component"] != "stdworker" {
+			requireArgs(t, c, "--allow-anonymous")
+		}
+	}
+	if !strings.Contains(r.notes, "WARNING: authorization is off") {
+		t.Errorf("NOTES do not warn that authorization is off:\n%s", r.notes)
+	}
+}
+
+func TestAuthorizationValues(t *testing.T) {
+	r := renderDecoded(t, "authorization values", base(map[string]any{
+		"mode": "all",
+		"authorization": map[string]any{
+			"adminIDs": []any{"spiffe://td/ns/ops/*"}, "writerIDs": []any{"ci", "spiffe://td/ns/ci/*"}, "readerIDs": []any{},
+			"teams":  map[string]any{"web": []any{"spiffe://td/ns/web/*", "alice"}, "data": []any{"bob"}},
+			"tokens": map[string]any{"existingSecret": "my-tokens", "key": "file"},
+		},
+		"stdWorker": map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "sw-token", "key": "tok"}},
+	}))
+	checkWiring(t, r, "my-tokens", "sw-token")
+	if _, ok := r.secrets[fullname+"-tokens"]; ok {
+		t.Error("a tokens Secret was generated beside tokens.existingSecret")
+	}
+	d := r.deployment(t, fullname+"-all")
+	c := container(t, d)
+	requireArgs(t, c, "--admin-ids=spiffe://td/ns/ops/*", "--writer-ids=ci,spiffe://td/ns/ci/*",
+		"--team=data=bob", "--team=web=spiffe://td/ns/web/*,alice", "--token-file=/etc/converge/tokens/file")
+	forbidArgPrefix(t, c, "--reader-ids")
+	if v, _ := volume(d, "tokens"); v.Secret == nil || v.Secret.SecretName != "my-tokens" {
+		t.Errorf("tokens volume %+v, want Secret my-tokens", v)
+	}
+	w := r.deployment(t, fullname+"-stdworker")
+	requireArgs(t, container(t, w), "--token-file=/etc/stdworker/token/tok")
+	if v, _ := volume(w, "token"); v.Secret == nil || v.Secret.SecretName != "sw-token" {
+		t.Errorf("stdworker token volume %+v, want Secret sw-token", v)
+	}
+
+	for name, c := range map[string]struct {
+		auth map[string]any
+		want string
+	}{
+		"no roles":           {map[string]any{"adminIDs": []any{}, "readerIDs": []any{}}, "no identity holds a role"},
+		"anonymous and on":   {map[string]any{"allowAnonymous": true}, "authorization.allowAnonymous: only with"},
+		"identity named key": {map[string]any{"tokens": map[string]any{"key": "admin", "generate": []any{"admin"}, "existingSecret": ""}}, "is also tokens.key"},
+	} {
+		if _, err := renderValues(t, base(map[string]any{"authorization": c.auth})); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, c.want)
+		}
+	}
+	if _, err := renderValues(t, base(map[string]any{"authorization": map[string]any{"adminIDs": []any{"two words"}}})); err == nil ||
+		!strings.Contains(err.Error(), "/authorization/adminIDs") {
+		t.Errorf("an identity with a space: err = %v, want a schema error naming /authorization/adminIDs", err)
+	}
+}
+
+// stdworker calls the control API (GetKind) and dials the worker endpoint: in split mode these
+// are different Services, since a broker-only server mounts no control API.
+func TestStdworkerReachesAPIAndBroker(t *testing.T) {
+	for mode, want := range map[string][2]string{
+		"split": {"http://" + fullname + "-broker:7070", "http://" + fullname + "-control:7070"},
+		"all":   {"http://" + fullname + "-all:7070", "http://" + fullname + "-all:7070"},
+	} {
+		r := renderDecoded(t, mode, base(map[string]any{"mode": mode, "stdWorker": map[string]any{"enabled": true}}))
+		checkWiring(t, r)
+		d := r.deployment(t, fullname+"-stdworker")
+		c := container(t, d)
+		server, _ := env(c, "CONVERGE_SERVER")
+		api, _ := env(c, "CONVERGE_API_SERVER")
+		if server.Value != want[0] || api.Value != want[1] {
+			t.Errorf("%s: CONVERGE_SERVER %q, CONVERGE_API_SERVER %q; want %q and %q", mode, server.Value, api.Value, want[0], want[1])
+		}
+		if _, ok := r.services[strings.TrimSuffix(strings.TrimPrefix(api.Value, "http://"), ":7070")]; !ok {
+			t.Errorf("%s: CONVERGE_API_SERVER names no rendered Service (%v)", mode, keys(r.services))
+		}
+		requireArgs(t, c, "--token-file=/etc/stdworker/token/stdworker")
+		if v, _ := volume(d, "token"); v.Secret == nil || v.Secret.SecretName != fullname+"-tokens" {
+			t.Errorf("%s: stdworker token volume %+v, want the generated tokens Secret", mode, v)
+		}
+	}
+}
+
+func TestStdworkerPersistence(t *testing.T) {
+	r := renderDecoded(t, "persistence", base(map[string]any{"stdWorker": map[string]any{"enabled": true,
+		"persistence": map[string]any{"enabled": true, "size": "5Gi", "storageClassName": "fast"}}}))
+	checkWiring(t, r)
+	claim, ok := r.pvcs[fullname+"-stdworker-state"]
+	if !ok {
+		t.Fatalf("no state claim; have %v", keys(r.pvcs))
+	}
+	if claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != "fast" ||
+		claim.Spec.Resources.Requests.Storage().String() != "5Gi" || claim.Annotations["helm.sh/resource-policy"] != "keep" {
+		t.Errorf("claim %+v: want class fast, 5Gi, kept on uninstall", claim)
+	}
+	d := r.deployment(t, fullname+"-stdworker")
+	if v, _ := volume(d, "state"); v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claim.Name || v.EmptyDir != nil {
+		t.Errorf("state volume %+v, want the claim", v)
+	}
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("strategy %s with a ReadWriteOnce claim, want Recreate", d.Spec.Strategy.Type)
+	}
+
+	_, err := renderValues(t, base(map[string]any{"stdWorker": map[string]any{"enabled": true, "replicaCount": 2,
+		"persistence": map[string]any{"enabled": true}}}))
+	if err == nil || !strings.Contains(err.Error(), "accessModes needs ReadWriteMany") {
+		t.Errorf("2 replicas on a ReadWriteOnce claim: err = %v", err)
+	}
+	r = renderDecoded(t, "shared claim", base(map[string]any{"stdWorker": map[string]any{"enabled": true, "replicaCount": 2,
+		"persistence": map[string]any{"enabled": true, "existingClaim": "shared-state", "accessModes": []any{"ReadWriteMany"}}}}))
+	checkWiring(t, r, "shared-state")
+	d = r.deployment(t, fullname+"-stdworker")
+	if len(r.pvcs) != 0 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("existing ReadWriteMany claim: claims %v, strategy %s; want none rendered and RollingUpdate", keys(r.pvcs), d.Spec.Strategy.Type)
+	}
+	if v, _ := volume(d, "state"); v.PersistentVolumeClaim == nil || !slices.Contains([]string{"shared-state"}, v.PersistentVolumeClaim.ClaimName) {
+		t.Errorf("state volume %+v, want claim shared-state", v)
+	}
+}
