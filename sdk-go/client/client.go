@@ -23,6 +23,11 @@ import (
 // DefaultBaseURL is where a local server listens by default.
 const DefaultBaseURL = endpoint.DefaultURL
 
+// EnvToken names the environment variable that conctl, stdworker and the
+// SDK's workers read a bearer token from. New does not read it: a program
+// that wants it passes WithBearerToken(os.Getenv(EnvToken)).
+const EnvToken = endpoint.EnvToken
+
 // Client calls a Converge server's control API. It embeds the generated
 // ControlServiceClient, so every RPC (ApplyKind, GetResource, Watch, …) is a
 // method of Client. A Client is safe for concurrent use.

@@ -133,8 +133,9 @@ func (a *app) machine() bool {
 const serverEnv = "CONVERGE_SERVER"
 
 // tokenEnv stands in for --token: a bearer token for a server that maps
-// tokens to identities (converge serve --token-file; meant for dev).
-const tokenEnv = "CONVERGE_TOKEN"
+// tokens to identities (converge serve --token-file). It is the same
+// variable the SDKs and stdworker read.
+const tokenEnv = client.EnvToken
 
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -233,9 +234,7 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	if !cmd.Flags().Changed("token") {
 		a.token = a.getenv(tokenEnv)
 	}
-	if a.token != "" {
-		opts = append(opts, client.WithHeader("Authorization", "Bearer "+a.token))
-	}
+	opts = append(opts, client.WithBearerToken(strings.TrimSpace(a.token)))
 	opts = append(opts, client.WithConnectOptions(connect.WithInterceptors(dryRunInterceptor{a})))
 	a.client = client.New(strings.TrimRight(a.server, "/"), opts...)
 	return nil
