@@ -111,7 +111,7 @@ func TestAuthorizationValues(t *testing.T) {
 		auth map[string]any
 		want string
 	}{
-		"no roles":           {map[string]any{"adminIDs": []any{}, "readerIDs": []any{}}, "no identity holds a role"},
+		"no roles":           {map[string]any{"adminIDs": []any{}, "readerIDs": []any{}, "teams": map[string]any{"std": nil}}, "no identity holds a role"},
 		"anonymous and on":   {map[string]any{"allowAnonymous": true}, "authorization.allowAnonymous: only with"},
 		"identity named key": {map[string]any{"tokens": map[string]any{"key": "admin", "generate": []any{"admin"}, "existingSecret": ""}}, "is also tokens.key"},
 	} {
@@ -185,5 +185,38 @@ func TestStdworkerPersistence(t *testing.T) {
 	}
 	if v, _ := volume(d, "state"); v.PersistentVolumeClaim == nil || !slices.Contains([]string{"shared-state"}, v.PersistentVolumeClaim.ClaimName) {
 		t.Errorf("state volume %+v, want claim shared-state", v)
+	}
+}
+
+// The init container registers the std kinds before stdworker asks for
+// them, so it must reach the same API with the same identity, and that
+// identity must own the std kinds (team std).
+func TestStdworkerAppliesKinds(t *testing.T) {
+	r := renderDecoded(t, "stdworker applies kinds", base(map[string]any{"stdWorker": map[string]any{"enabled": true}}))
+	requireArgs(t, container(t, r.deployment(t, fullname+"-control")), "--team=std=stdworker")
+	w := r.deployment(t, fullname+"-stdworker")
+	inits := w.Spec.Template.Spec.InitContainers
+	if len(inits) != 1 || inits[0].Name != "apply-kinds" {
+		t.Fatalf("stdworker init containers %+v, want one named apply-kinds", inits)
+	}
+	ic, mc := inits[0], container(t, w)
+	if got := strings.Join(ic.Args[:2], " "); got != "kinds apply" || ic.Image != mc.Image {
+		t.Errorf("apply-kinds runs %q in %s, want \"kinds apply\" in the worker's image %s", got, ic.Image, mc.Image)
+	}
+	requireArgs(t, ic, "--token-file=/etc/stdworker/token/stdworker")
+	for _, name := range []string{"CONVERGE_SERVER", "CONVERGE_API_SERVER"} {
+		a, _ := env(ic, name)
+		b, _ := env(mc, name)
+		if a.Value == "" || a.Value != b.Value {
+			t.Errorf("%s: apply-kinds has %q, the worker %q", name, a.Value, b.Value)
+		}
+	}
+	if mountPath(ic, "token") != "/etc/stdworker/token" {
+		t.Errorf("apply-kinds mounts the token at %q", mountPath(ic, "token"))
+	}
+
+	off := renderDecoded(t, "applyKinds off", base(map[string]any{"stdWorker": map[string]any{"enabled": true, "applyKinds": false}}))
+	if n := len(off.deployment(t, fullname+"-stdworker").Spec.Template.Spec.InitContainers); n != 0 {
+		t.Errorf("applyKinds=false: %d init containers, want none", n)
 	}
 }

@@ -188,3 +188,40 @@ url
 {{- end -}}
 {{- printf "%s://%s:%d" (ternary "https" "http" .Values.tls.enabled) $svc (int .Values.server.port) -}}
 {{- end -}}
+
+{{/* stdworker's flags for reaching the server: its bearer token and its TLS client files. */}}
+{{- define "converge.stdworkerClientArgs" -}}
+{{- if include "converge.stdworkerTokenName" . }}
+- --token-file=/etc/stdworker/token/{{ include "converge.stdworkerTokenKey" . }}
+{{- end }}
+{{- if .Values.tls.enabled }}
+- --tls-ca=/etc/stdworker/tls/ca.crt
+- --tls-cert=/etc/stdworker/tls/tls.crt
+- --tls-key=/etc/stdworker/tls/tls.key
+{{- end }}
+{{- end -}}
+
+{{/* The mounts converge.stdworkerClientArgs names. */}}
+{{- define "converge.stdworkerClientMounts" -}}
+{{- if .Values.tls.enabled }}
+- name: tls
+  mountPath: /etc/stdworker/tls
+  readOnly: true
+{{- end }}
+{{- if include "converge.stdworkerTokenName" . }}
+- name: token
+  mountPath: /etc/stdworker/token
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* stdworker's environment: where the broker and the control API are. */}}
+{{- define "converge.stdworkerEnv" -}}
+- name: CONVERGE_SERVER
+  value: {{ include "converge.brokerURL" . | quote }}
+- name: CONVERGE_API_SERVER
+  value: {{ include "converge.apiURL" . | quote }}
+{{- with .Values.stdWorker.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
