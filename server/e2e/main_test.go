@@ -31,6 +31,7 @@ var mainPackages = []string{
 	"./sdk-go/examples/landingzone",
 	"./server/e2e/testdata/specworker",
 	"./server/e2e/testdata/lifecycleworker",
+	"./stdworker/cmd/stdworker",
 }
 
 // bin holds what TestMain built; it is read-only once tests run.
@@ -46,6 +47,8 @@ var bin struct {
 	specworker string
 	// lifecycleworker serves the kind-lifecycle tests' kinds.
 	lifecycleworker string
+	// stdworker runs the std kinds (the chart's stdworker tier).
+	stdworker string
 	// sources are the files of this module the binaries are built from.
 	sources []string
 }
@@ -117,6 +120,7 @@ func buildBinaries() error {
 	bin.landingzone = filepath.Join(dir, "landingzone")
 	bin.specworker = filepath.Join(dir, "specworker")
 	bin.lifecycleworker = filepath.Join(dir, "lifecycleworker")
+	bin.stdworker = filepath.Join(dir, "stdworker")
 	return nil
 }
 

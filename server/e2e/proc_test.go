@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -30,8 +31,17 @@ type proc struct {
 // startProc starts path with args. name labels its output in the test log.
 func startProc(t *testing.T, name, path string, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, name, nil, path, args...)
+}
+
+// startProcEnv is startProc with env added to the test's environment.
+func startProcEnv(t *testing.T, name string, env []string, path string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, out: &testkit.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	// A stray grandchild holding the output pipe must not hang Wait.
 	p.cmd.WaitDelay = exitTimeout
