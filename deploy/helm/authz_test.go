@@ -111,7 +111,7 @@ func TestAuthorizationValues(t *testing.T) {
 		auth map[string]any
 		want string
 	}{
-		"no roles":           {map[string]any{"adminIDs": []any{}, "readerIDs": []any{}, "teams": map[string]any{"std": nil}}, "no identity holds a role"},
+		"no roles":           {map[string]any{"adminIDs": []any{}, "readerIDs": []any{}, "teams": map[string]any{"std": nil, "std.graph": nil}}, "no identity holds a role"},
 		"anonymous and on":   {map[string]any{"allowAnonymous": true}, "authorization.allowAnonymous: only with"},
 		"identity named key": {map[string]any{"tokens": map[string]any{"key": "admin", "generate": []any{"admin"}, "existingSecret": ""}}, "is also tokens.key"},
 	} {
@@ -193,7 +193,7 @@ func TestStdworkerPersistence(t *testing.T) {
 // identity must own the std kinds (team std).
 func TestStdworkerAppliesKinds(t *testing.T) {
 	r := renderDecoded(t, "stdworker applies kinds", base(map[string]any{"stdWorker": map[string]any{"enabled": true}}))
-	requireArgs(t, container(t, r.deployment(t, fullname+"-control")), "--team=std=stdworker")
+	requireArgs(t, container(t, r.deployment(t, fullname+"-control")), "--team=std=stdworker", "--team=std.graph=stdworker")
 	w := r.deployment(t, fullname+"-stdworker")
 	inits := w.Spec.Template.Spec.InitContainers
 	if len(inits) != 1 || inits[0].Name != "apply-kinds" {

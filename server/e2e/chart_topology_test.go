@@ -33,7 +33,9 @@ import (
 // loopback ports. The chart's defaults are kept (authorization on, tokens
 // generated), stdworker is on, and a std.shell resource must reach Ready:
 // so stdworker found the control API and the broker with the identity the
-// chart gave it, and the std kinds were registered by its init container.
+// chart gave it, and the std kinds were registered by its init container;
+// and a kind defined by a std.graph is registered and served, which needs
+// the team the chart gives stdworker for graph-defined kinds.
 func TestChartTopologies(t *testing.T) {
 	for _, mode := range []string{"all", "split"} {
 		t.Run(mode, func(t *testing.T) {
@@ -69,6 +71,34 @@ func TestChartTopologies(t *testing.T) {
 			r := waitPhase(t, admin, "std.shell", name, "Ready")
 			if out := r.GetStatus().AsMap()["stdout_tail"]; !strings.Contains(fmt.Sprint(out), "served by the chart stdworker") {
 				t.Errorf("std.shell/%s is Ready with stdout_tail %q", name, out)
+			}
+
+			// A std.graph defines a kind that stdworker registers under the
+			// graph's owner and serves; its instance composes a std.shell.
+			if _, err := admin.ApplyResource(ctx, &convergev1.ApplyResourceRequest{
+				Kind: "std.graph", KindVersion: 1, Name: "hello",
+				Spec: mustStruct(t, map[string]any{
+					"kind": "chart.hello", "version": 1,
+					"spec_fields": map[string]any{"message": "string | required"},
+					"resources": []any{map[string]any{
+						"id": "say", "kind": "std.shell", "version": 1,
+						"template": map[string]any{"spec": map[string]any{"script": "echo ${schema.spec.message}"}},
+					}},
+					"status": map[string]any{"said": "${say.status.stdout_tail}"},
+				}),
+			}); err != nil {
+				t.Fatalf("apply std.graph/hello: %v", err)
+			}
+			waitPhase(t, admin, "std.graph", "hello", "Ready")
+			if _, err := admin.ApplyResource(ctx, &convergev1.ApplyResourceRequest{
+				Kind: "chart.hello", KindVersion: 1, Name: "hi",
+				Spec: mustStruct(t, map[string]any{"message": "hello from a graph"}),
+			}); err != nil {
+				t.Fatalf("apply chart.hello/hi: %v", err)
+			}
+			hi := waitPhase(t, admin, "chart.hello", "hi", "Ready")
+			if said := fmt.Sprint(hi.GetStatus().AsMap()["said"]); !strings.Contains(said, "hello from a graph") {
+				t.Errorf("chart.hello/hi is Ready with status.said %q", said)
 			}
 
 			_, err := k.client("").ApplyResource(ctx, &convergev1.ApplyResourceRequest{

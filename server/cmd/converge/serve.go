@@ -55,7 +55,7 @@ func (f *authzFlags) register(cmd *cobra.Command) {
 	fs.StringSliceVar(&f.adminIDs, "admin-ids", nil, "identities (SPIFFE IDs, trailing /* for a prefix) that may do everything, comma-separated")
 	fs.StringSliceVar(&f.writerIDs, "writer-ids", nil, "identities that may apply and delete resources and run operator actions on them, comma-separated")
 	fs.StringSliceVar(&f.readerIDs, "reader-ids", nil, "identities that may read, comma-separated")
-	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write its resources")
+	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write its resources; a team also owns the owner names below its own (team std.graph owns std.graph/NS/NAME)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "map bearer tokens to identities, one \"TOKEN IDENTITY\" per line (read at start)")
 	fs.BoolVar(&f.allowAnonymous, "allow-anonymous", false, "serve the control API beyond loopback without any authorization flag, letting every caller do everything (refused otherwise)")
 }

@@ -245,3 +245,33 @@ func TestBadOptions(t *testing.T) {
 		t.Error("ParseTeam without = accepted")
 	}
 }
+
+// A team owns the owner names under its own, so one team can own every
+// kind a std.graph defines (owner std.graph/<namespace>/<name>).
+func TestTeamOwnsOwnersBelowIt(t *testing.T) {
+	graphs, err := authz.ParseTeam("std.graph=spiffe://td/ns/std/worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := authz.New(graphs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const worker = "spiffe://td/ns/std/worker"
+	for _, c := range []struct {
+		owner   string
+		allowed bool
+	}{
+		{"std.graph", true},
+		{"std.graph/default/web", true},
+		{"std.graph/a/b/c", true},
+		{"std.graphs/default/web", false},
+		{"other/std.graph", false},
+		{"std", false},
+	} {
+		err := p.Decide(worker, authz.Request{Procedure: "ApplyKind", Need: authz.NeedKindOwner, NewOwner: c.owner})
+		if (err == nil) != c.allowed {
+			t.Errorf("team std.graph registering a kind owned by %q: err = %v, want allowed %v", c.owner, err, c.allowed)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 // Package authz decides whether an API caller may make a request: callers
 // are mapped from their identity (a verified SPIFFE ID, or a bearer token's
-// identity in development) to roles (admin, writer, reader) and to teams,
+// identity) to roles (admin, writer, reader) and to teams,
 // and a kind's owner team may change that kind's manifest, configs,
 // bindings and policy.
 package authz
@@ -117,9 +117,22 @@ func (p *Policy) has(id, role string) bool {
 	return tlsconf.Matches(p.roles[role], id)
 }
 
-// member reports whether id is a member of team.
+// member reports whether id is a member of team, or of a team above it:
+// owner names are paths, and a team owns the ones under its own name. So
+// team std.graph owns std.graph/<namespace>/<name>, the owner stdcel gives
+// each kind a graph defines, without a team per graph.
 func (p *Policy) member(id, team string) bool {
-	return team != "" && tlsconf.Matches(p.teams[team], id)
+	for t := team; t != ""; {
+		if tlsconf.Matches(p.teams[t], id) {
+			return true
+		}
+		i := strings.LastIndexByte(t, '/')
+		if i < 0 {
+			break
+		}
+		t = t[:i]
+	}
+	return false
 }
 
 // teamsOf lists the teams id is a member of, sorted.
