@@ -37,6 +37,7 @@ import (
 // and a kind defined by a std.graph is registered and served, which needs
 // the team the chart gives stdworker for graph-defined kinds.
 func TestChartTopologies(t *testing.T) {
+	begin(t)
 	for _, mode := range []string{"all", "split"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
