@@ -48,6 +48,7 @@ var runnablePages = []struct {
 	{path: "README.md"},
 	{path: "docs/first-provider.md", ownHome: true},
 	{path: "docs/changing-safely.md"},
+	{path: "docs/publish-first-kind.md", ownHome: true},
 }
 
 // TestRunnableDocs runs the marked commands of each runnable page as
