@@ -8,12 +8,21 @@
 # (actions greyed out), then as an admin. Screenshots go to $UI_ARTIFACTS
 # (default /tmp/converge-ui-artifacts).
 #
+#   scripts/test-ui.sh --update-docs   also copy the screenshots docs/ui.md
+#                                      shows (/ui/NAME.png) into docs/public/ui
+#
 # Chromium: $CHROMIUM, else `chromium` on PATH, else /usr/bin/chromium;
 # when none is found and we are root on Debian, it is installed with apt-get.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 artifacts=${UI_ARTIFACTS:-/tmp/converge-ui-artifacts}
+update_docs=false
+case "${1:-}" in
+  "") ;;
+  --update-docs) update_docs=true ;;
+  *) echo "usage: scripts/test-ui.sh [--update-docs]" >&2; exit 2 ;;
+esac
 
 find_chromium() {
   if [ -n "${CHROMIUM:-}" ] && [ -x "$CHROMIUM" ]; then echo "$CHROMIUM"; return; fi
@@ -104,5 +113,12 @@ if [ "$status" != 0 ]; then
   tail -n 50 "$work/dev.log" >&2
   echo "test-ui: the worker's log:" >&2
   tail -n 20 "$work/worker.log" >&2
+fi
+if [ "$status" = 0 ] && $update_docs; then
+  mkdir -p docs/public/ui
+  for name in $(grep -o '(/ui/[A-Za-z0-9_-]*\.png)' docs/ui.md | sed 's|(/ui/\(.*\))|\1|' | sort -u); do
+    cp "$artifacts/$name" docs/public/ui/ || { echo "test-ui: docs/ui.md shows $name, which the browser test did not take" >&2; status=1; }
+  done
+  echo "test-ui: docs/public/ui updated from $artifacts" >&2
 fi
 exit "$status"
