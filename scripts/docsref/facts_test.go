@@ -126,4 +126,3 @@ func TestTableColumnReadsFirstCells(t *testing.T) {
 		t.Fatalf("tableColumn = %q, want \"a b\"", got)
 	}
 }
-
