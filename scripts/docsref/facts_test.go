@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -124,5 +125,52 @@ func TestTableColumnReadsFirstCells(t *testing.T) {
 	text := "intro\n\n| field | x |\n|---|---|\n| `a` | 1 |\n| b | 2 |\n\nafter\n| c | 3 |\n"
 	if got := strings.Join(tableColumn(text), " "); got != "a b" {
 		t.Fatalf("tableColumn = %q, want \"a b\"", got)
+	}
+}
+
+// TestAPIRouteTableMatchesOpenAPI holds the REST route table of api.md
+// to the OpenAPI document the REST gateway serves: every route the
+// server has is in the table, and the table names no route it lacks.
+func TestAPIRouteTableMatchesOpenAPI(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", openAPIPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc openAPI
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var code []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			code = append(code, strings.ToUpper(method)+" "+path)
+		}
+	}
+	var page []string
+	for _, cell := range tableColumn(section(t, readDoc(t, "api.md"), "## REST routes")) {
+		page = append(page, routeOf(cell))
+	}
+	compareSets(t, "REST routes", code, page, openAPIPath, "the route table of docs/api.md")
+}
+
+// routeOf reads "METHOD /path" out of a route cell such as
+// "POST /api/v1/kinds` (body: the manifest)" or
+// "GET /api/v1/kinds[?kind=K]" (tableColumn has trimmed the outer
+// backquotes): the text up to a closing backquote, without the query.
+func routeOf(cell string) string {
+	route, _, _ := strings.Cut(cell, "`")
+	route, _, _ = strings.Cut(route, "[?")
+	return strings.TrimSpace(route)
+}
+
+func TestRouteOf(t *testing.T) {
+	for cell, want := range map[string]string{
+		"POST /api/v1/kinds` (body: the manifest)": "POST /api/v1/kinds",
+		"GET /api/v1/kinds[?kind=K]":               "GET /api/v1/kinds",
+		"DELETE /api/v1/reactorbindings/{name}":    "DELETE /api/v1/reactorbindings/{name}",
+	} {
+		if got := routeOf(cell); got != want {
+			t.Errorf("routeOf(%q) = %q, want %q", cell, got, want)
+		}
 	}
 }
