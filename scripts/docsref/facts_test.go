@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -171,6 +172,61 @@ func TestRouteOf(t *testing.T) {
 	} {
 		if got := routeOf(cell); got != want {
 			t.Errorf("routeOf(%q) = %q, want %q", cell, got, want)
+		}
+	}
+}
+
+// internalRef matches the project's internal references: requirement
+// ids (R-3) and issue numbers (issue 10, issue-10, issues 3). Readers of
+// the site have neither the requirements nor the tracker; a page says what
+// a rule is instead of citing it.
+var internalRef = regexp.MustCompile(`\bR-[0-9]+\b|(?i)\bissues?[ -]#?[0-9]+\b`)
+
+// internalRefAllowed lists "page:match" pairs that may stay, each with
+// the reason. Keep it short: a page that needs one is usually better
+// without it.
+var internalRefAllowed = map[string]string{}
+
+// TestDocsCiteNoInternalIDs fails on an internal rule id or issue number
+// in any page of the site.
+func TestDocsCiteNoInternalIDs(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := filepath.Glob(filepath.Join("..", "..", "docs", "reference", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, ref...)
+	if len(pages) < 10 {
+		t.Fatalf("found %d pages under docs/; the glob is wrong", len(pages))
+	}
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(filepath.Join("..", "..", "docs"), p)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range internalRef.FindAllString(line, -1) {
+				if _, ok := internalRefAllowed[filepath.ToSlash(name)+":"+m]; ok {
+					continue
+				}
+				t.Errorf("docs/%s:%d cites %q: say what the rule or the change is instead (or allow it in internalRefAllowed, with a reason)", filepath.ToSlash(name), i+1, m)
+			}
+		}
+	}
+}
+
+func TestInternalRefMatches(t *testing.T) {
+	for s, want := range map[string]bool{
+		"validated (R-2), so": true, "rule R-16,": true, "issue 10's targets": true, "Issue 10's": true,
+		"(issue 3)": true, "every issue-10 target": true, "issues #24": true,
+		"Tier-0 table": false, "c-01137": false, "an issue of taste": false, "BR-2": false, "(#2555)": false,
+	} {
+		if got := internalRef.MatchString(s); got != want {
+			t.Errorf("internalRef.MatchString(%q) = %v, want %v", s, got, want)
 		}
 	}
 }
