@@ -12,53 +12,55 @@ const repoRoot = resolve(docsDir, '..')
 const repoURL = process.env.DOCS_REPO_URL ?? 'https://github.com/convergehq/converge'
 const repoBranch = process.env.DOCS_REPO_BRANCH ?? 'main'
 
-// The sidebar, by section. A page that does not exist (yet) is left out,
-// and any page not listed here is added under "More", so a new doc is
-// never missing from the site nor a reason for the build to fail.
+// The sidebar, by reader: someone using kinds others publish, someone
+// authoring kinds and workers, someone running the server, anyone looking
+// a fact up, and someone working on Converge itself. A page that does not
+// exist (yet) is left out, and any page not listed here is added under
+// "More", so a new doc is never missing from the site nor a reason for the
+// build to fail.
 const sections: { text: string; pages: [string, string][] }[] = [
   {
     text: 'Introduction',
     pages: [
-      ['getting-started', 'Getting started'],
       ['concepts', 'Concepts'],
       ['compare', 'How Converge compares'],
     ],
   },
   {
-    text: 'Authoring kinds',
+    text: 'Use kinds',
     pages: [
-      ['kinds', 'Kinds: the manifest'],
-      ['composition', 'Composition'],
-      ['lifecycle', 'Lifecycle and operator actions'],
-      ['changing-safely', 'Changing things safely'],
-      ['debugging', 'Debugging: why is it not Ready?'],
-      ['stability', 'Schema stability'],
-      ['catalog', 'The kind catalog'],
+      ['install', 'Install'],
+      ['using-kinds', 'Using kinds on a shared server'],
+      ['getting-started', 'Getting started on one machine'],
       ['sync', 'Sync from a directory'],
+      ['ui', 'The web UI'],
+      ['troubleshooting', 'Troubleshooting: condition reasons'],
+      ['debugging', 'Debugging: why is it not Ready?'],
     ],
   },
   {
-    text: 'Workers',
+    text: 'Author kinds',
     pages: [
+      ['kinds', 'Kinds: the manifest'],
+      ['composition', 'Composition'],
+      ['catalog', 'The kind catalog'],
+      ['stability', 'Schema stability'],
       ['first-provider', 'Your first provider'],
       ['workers', 'Go and TypeScript SDKs'],
       ['stdworker', 'stdworker: stdio and stdshell'],
       ['stdworker-terraform', 'stdterraform'],
       ['stdworker-cel', 'stdcel: CEL graphs'],
       ['stdworker-starlark', 'stdstarlark'],
+      ['changing-safely', 'Changing things safely'],
+      ['lifecycle', 'Lifecycle and operator actions'],
     ],
   },
   {
-    text: 'Operations',
+    text: 'Run Converge',
     pages: [
-      ['operations', 'Running Converge'],
       ['deploy', 'Kubernetes and Helm'],
+      ['operations', 'Running Converge'],
       ['limits', 'Limits'],
-      ['chaos', 'Chaos testing'],
-      ['architecture', 'Architecture'],
-      ['model-test', 'The model-based test'],
-      ['benchmarks', 'Benchmarks'],
-      ['benchmarks-protocol', 'Benchmark protocol'],
     ],
   },
   {
@@ -70,6 +72,18 @@ const sections: { text: string; pages: [string, string][] }[] = [
       ['reference/converge', 'converge'],
       ['reference/stdworker', 'stdworker'],
       ['reference/api', 'API reference'],
+      ['glossary', 'Glossary'],
+    ],
+  },
+  {
+    text: 'Internals',
+    pages: [
+      ['architecture', 'Architecture'],
+      ['chaos', 'Chaos testing'],
+      ['model-test', 'The model-based test'],
+      ['benchmarks-protocol', 'Benchmark protocol'],
+      ['benchmarks', 'Benchmarks'],
+      ['bench-report', 'Latest benchmark report'],
     ],
   },
 ]
@@ -115,6 +129,7 @@ export default defineConfig({
   },
   themeConfig: {
     nav: [
+      { text: 'Install', link: '/install' },
       { text: 'Getting started', link: '/getting-started' },
       { text: 'Concepts', link: '/concepts' },
       { text: 'conctl', link: '/reference/conctl' },

@@ -19,7 +19,8 @@ func apiPage(openapiFile string) ([]byte, error) {
 	b.WriteString("This page is generated from the OpenAPI document the server serves at `/openapi.json` " +
 		"([server/internal/api/openapi/openapi.json](../../" + openAPIPath + ")), itself generated from the protos, " +
 		"and from the proto descriptors compiled into the Go SDK. [The control API](../api.md) explains how to call it: " +
-		"authentication, errors, paging and Watch.\n\n")
+		"[authentication](../api.md#authentication), [errors](../api.md#errors), [listing and paging](../api.md#listing) " +
+		"and [Watch](../api.md#watch).\n\n")
 	b.WriteString("## Connect and gRPC procedures\n\n")
 	b.WriteString("Every procedure is served over Connect (HTTP POST of JSON or binary protobuf to the procedure path), " +
 		"gRPC and gRPC-Web on the server's listener. Workers use `WorkerService`; people and tools use `ControlService`.\n\n")

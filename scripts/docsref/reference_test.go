@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -61,5 +64,113 @@ func TestSubcommandsReadsCommandsAndTopics(t *testing.T) {
 	topic := "Additional help topics:\n  conctl catalog check   Check\n"
 	if got := strings.Join(subcommands(topic, "conctl", 1), " "); got != "check" {
 		t.Fatalf("subcommands of a nested topic = %q, want \"check\"", got)
+	}
+}
+
+// TestReferenceHasNoMachineDefaults fails when a generated page shows a
+// value that came from the machine that generated it: a flag default
+// computed from $HOME, the temporary directory, the host name or the
+// user. Such a default reads as everyone's while being one machine's;
+// the flag should default to empty and state its rule in its help.
+// TestReferenceUpToDate holds the committed pages equal to what this
+// machine generates, so reading the committed pages covers both.
+func TestReferenceHasNoMachineDefaults(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, refDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string][]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(root, refDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[e.Name()] = b
+	}
+	if len(pages) == 0 {
+		t.Fatalf("no pages in %s", refDir)
+	}
+	for _, p := range machineSpecific(pages, thisMachine()) {
+		t.Errorf("%s/%s", refDir, p)
+	}
+}
+
+// machine is what identifies the machine a page was generated on.
+type machine struct {
+	home, tmp, host, user string
+}
+
+func thisMachine() machine {
+	var m machine
+	m.home, _ = os.UserHomeDir()
+	m.tmp = os.TempDir()
+	m.host, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		m.user = u.Username
+	}
+	return m
+}
+
+// pathLike matches paths that are some machine's wherever they appear:
+// home directories and temporary directories on Linux, macOS and Windows.
+var pathLike = regexp.MustCompile(`(/home/[A-Za-z0-9._-]+|/Users/[A-Za-z0-9._-]+|/root/|/tmp/|/var/folders/|[A-Za-z]:\\Users\\)`)
+
+// defaultValue matches the default cobra prints after a flag's help.
+var defaultValue = regexp.MustCompile(`\(default "([^"]*)"\)`)
+
+// machineSpecific names each page and line that shows a machine's path
+// anywhere, or this machine's home, temporary directory, host name or
+// user in a flag default. The host and user names are checked only
+// inside defaults: short names ("vm", "root") are ordinary words in prose.
+func machineSpecific(pages map[string][]byte, m machine) []string {
+	var out []string
+	for _, name := range sortedNames(pages) {
+		for i, line := range strings.Split(string(pages[name]), "\n") {
+			where := fmt.Sprintf("%s:%d: ", name, i+1)
+			if s := pathLike.FindString(line); s != "" {
+				out = append(out, where+"shows the machine path "+s)
+			}
+			if m.home != "" && m.home != "/" && strings.Contains(line, m.home+"/") {
+				out = append(out, where+"shows this machine's home directory "+m.home)
+			}
+			for _, d := range defaultValue.FindAllStringSubmatch(line, -1) {
+				v := d[1]
+				for what, s := range map[string]string{"temporary directory": m.tmp, "host name": m.host, "user": m.user, "home directory": m.home} {
+					if s != "" && s != "/" && strings.Contains(v, s) {
+						out = append(out, fmt.Sprintf("%sthe default %q holds this machine's %s %q", where, v, what, s))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestMachineSpecificFindsMachineDefaults(t *testing.T) {
+	m := machine{home: "/home/ana", tmp: "/scratch", host: "build-7", user: "ana"}
+	pages := map[string][]byte{
+		"a.md": []byte("ok line (default \"table\")\n" +
+			"--state-dir (default \"/home/ana/.local/state/x\")\n" +
+			"--dir (default \"/scratch/x\")\n" +
+			"--host (default \"build-7:7070\")\n" +
+			"see /root/.config\n" +
+			"the repository root and the user's roots\n"),
+	}
+	got := machineSpecific(pages, m)
+	joined := strings.Join(got, "\n")
+	for _, want := range []string{"a.md:2: shows the machine path /home/ana", "a.md:2: shows this machine's home directory", "a.md:3: the default", "temporary directory",
+		"a.md:4: the default \"build-7:7070\" holds this machine's host name", "a.md:5: shows the machine path /root/"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("machineSpecific misses %q; got:\n%s", want, joined)
+		}
+	}
+	for _, p := range got {
+		if strings.HasPrefix(p, "a.md:1:") || strings.HasPrefix(p, "a.md:6:") {
+			t.Errorf("machineSpecific flags an ordinary line: %s", p)
+		}
 	}
 }

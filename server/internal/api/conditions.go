@@ -23,27 +23,29 @@ func conditions(r store.Resource, isParked parked) []*convergev1.Condition {
 	}
 	switch r.Phase {
 	case "Ready":
-		add("Ready", "True", "Ready", "")
+		add("Ready", "True", ReasonReady, "")
 	case "Failed", "Reconciling":
 		add("Ready", "False", failureReason(r, r.Phase), deref(r.FailureMessage))
 	default:
+		// Deleting, Quarantined, Orphaned or Degraded: the phase is the
+		// reason (each is one of Reasons).
 		add("Ready", "False", r.Phase, deref(r.FailureMessage))
 	}
 	if r.SyncedGeneration >= r.Generation {
-		add("Synced", "True", "Synced", fmt.Sprintf("generation %d observed", r.SyncedGeneration))
+		add("Synced", "True", ReasonSynced, fmt.Sprintf("generation %d observed", r.SyncedGeneration))
 	} else {
 		reason, msg := syncWait(r)
-		if reason == "TerminalError" || reason == "ReconcileError" {
+		if reason == ReasonTerminalError || reason == ReasonReconcileError {
 			reason = failureReason(r, reason)
 		}
 		add("Synced", "False", reason, msg)
 	}
 	if r.Waiting != nil {
-		add("DependenciesReady", "False", "Waiting", *r.Waiting)
+		add("DependenciesReady", "False", ReasonWaiting, *r.Waiting)
 	}
 	if r.DeletionRequestedAt != nil {
 		reason, msg := teardownWait(r)
-		if reason == "TeardownError" {
+		if reason == ReasonTeardownError {
 			reason = failureReason(r, reason)
 		}
 		add("Deleted", "False", reason, msg)
@@ -81,32 +83,32 @@ func syncWait(r store.Resource) (reason, msg string) {
 	gen := r.Generation
 	switch r.Wait {
 	case store.HoldDeleting:
-		return "Deleting", fmt.Sprintf("generation %d will not run: the resource is being deleted", gen)
+		return ReasonDeleting, fmt.Sprintf("generation %d will not run: the resource is being deleted", gen)
 	case store.HoldQuarantined:
-		return "Quarantined", fmt.Sprintf("generation %d runs once the resource is unquarantined", gen)
+		return ReasonQuarantined, fmt.Sprintf("generation %d runs once the resource is unquarantined", gen)
 	case store.HoldFailed:
-		return "TerminalError", failedWith(r, fmt.Sprintf("attempt %d failed terminally", r.FailureAttempts))
+		return ReasonTerminalError, failedWith(r, fmt.Sprintf("attempt %d failed terminally", r.FailureAttempts))
 	case store.HoldOrphaned:
-		return "Orphaned", fmt.Sprintf("generation %d will not run: its composite no longer emits it", gen)
+		return ReasonOrphaned, fmt.Sprintf("generation %d will not run: its composite no longer emits it", gen)
 	case store.HoldWaiting:
-		return "Waiting", fmt.Sprintf("generation %d waits for its dependencies", gen)
+		return ReasonWaiting, fmt.Sprintf("generation %d waits for its dependencies", gen)
 	case store.WaitBackoff:
 		msg := failedWith(r, fmt.Sprintf("attempt %d failed", r.FailureAttempts))
 		if r.Task != nil {
 			msg += fmt.Sprintf("; retrying at %s", r.Task.NotBefore.UTC().Format(time.RFC3339Nano))
 		}
-		return "ReconcileError", msg
+		return ReasonReconcileError, msg
 	case store.WaitRunning:
 		if r.FailureMessage != nil {
-			return "Reconciling", failedWith(r, fmt.Sprintf("generation %d is running again after attempt %d failed", gen, r.FailureAttempts))
+			return ReasonReconciling, failedWith(r, fmt.Sprintf("generation %d is running again after attempt %d failed", gen, r.FailureAttempts))
 		}
-		return "Reconciling", fmt.Sprintf("generation %d is running on a worker", gen)
+		return ReasonReconciling, fmt.Sprintf("generation %d is running on a worker", gen)
 	case store.WaitCapped:
-		return "CapReached", fmt.Sprintf("generation %d is queued: kind %s v%d has max_inflight tasks in flight", gen, r.Kind, r.KindVersion)
+		return ReasonCapReached, fmt.Sprintf("generation %d is queued: kind %s v%d has max_inflight tasks in flight", gen, r.Kind, r.KindVersion)
 	case store.WaitUnqueued:
-		return "Unqueued", fmt.Sprintf("generation %d is due but no task is queued for it; conctl reconcile queues one", gen)
+		return ReasonUnqueued, fmt.Sprintf("generation %d is due but no task is queued for it; conctl reconcile queues one", gen)
 	}
-	return "Pending", fmt.Sprintf("generation %d is waiting for a worker", gen)
+	return ReasonPending, fmt.Sprintf("generation %d is waiting for a worker", gen)
 }
 
 // abandonHintAfter is how many failed teardown attempts it takes before
@@ -116,13 +118,13 @@ const abandonHintAfter = 3
 // teardownWait says what a deleting resource's teardown waits for.
 func teardownWait(r store.Resource) (reason, msg string) {
 	if r.Quarantined {
-		return "Quarantined", "its teardown stops while it is quarantined; its owner's and dependencies' go on without it"
+		return ReasonQuarantined, "its teardown stops while it is quarantined; its owner's and dependencies' go on without it"
 	}
 	switch r.Wait {
 	case store.HoldDeleting:
-		return "WaitingForDependents", "its children and dependents are torn down first"
+		return ReasonWaitingForDependents, "its children and dependents are torn down first"
 	case store.WaitRunning:
-		return "TearingDown", "its teardown is running on a worker"
+		return ReasonTearingDown, "its teardown is running on a worker"
 	case store.WaitBackoff:
 		msg := failedWith(r, fmt.Sprintf("teardown attempt %d failed", r.FailureAttempts))
 		if r.Task != nil {
@@ -132,11 +134,11 @@ func teardownWait(r store.Resource) (reason, msg string) {
 			msg += fmt.Sprintf("; if it can never succeed, an admin can remove the resource without teardown: "+
 				"conctl delete resource %s/%s -n %s --abandon --reason REASON (what it created may remain)", r.Kind, r.Name, r.Namespace)
 		}
-		return "TeardownError", msg
+		return ReasonTeardownError, msg
 	case store.WaitCapped:
-		return "CapReached", fmt.Sprintf("its teardown is queued: kind %s v%d has max_inflight tasks in flight", r.Kind, r.KindVersion)
+		return ReasonCapReached, fmt.Sprintf("its teardown is queued: kind %s v%d has max_inflight tasks in flight", r.Kind, r.KindVersion)
 	}
-	return "Pending", "its teardown is waiting for a worker"
+	return ReasonPending, "its teardown is waiting for a worker"
 }
 
 // workerAvailable reports, for work ready for a worker, that no connected
@@ -153,10 +155,10 @@ func workerAvailable(r store.Resource, isParked parked) (reason, msg string, ok 
 	reaction, p, why := isParked(r.Kind, r.KindVersion, r.Task.Trigger)
 	switch {
 	case p && why != "":
-		return "NotReady", fmt.Sprintf("workers not ready: %s (kind %s v%d reaction %q); the resource stays queued until one is",
+		return ReasonNotReady, fmt.Sprintf("workers not ready: %s (kind %s v%d reaction %q); the resource stays queued until one is",
 			why, r.Kind, r.KindVersion, reaction), true
 	case p:
-		return "NoWorker", fmt.Sprintf("no connected worker serves kind %s v%d reaction %q; the resource stays queued until one connects",
+		return ReasonNoWorker, fmt.Sprintf("no connected worker serves kind %s v%d reaction %q; the resource stays queued until one connects",
 			r.Kind, r.KindVersion, reaction), true
 	}
 	return "", "", false

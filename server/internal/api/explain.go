@@ -114,31 +114,31 @@ func (s *Service) ownCause(r store.Resource) (follow string, c *convergev1.Cause
 	}
 	switch {
 	case r.Quarantined:
-		return "", cause("Quarantined", "it is quarantined: the scheduler runs nothing for it",
+		return "", cause(ReasonQuarantined, "it is quarantined: the scheduler runs nothing for it",
 			fmt.Sprintf("conctl unquarantine %s", ref), nil)
 	case r.Wait == store.HoldOrphaned:
-		return "", cause("Orphaned", "its composite no longer emits it; it is deleted when the grace ends unless the composite emits it again",
+		return "", cause(ReasonOrphaned, "its composite no longer emits it; it is deleted when the grace ends unless the composite emits it again",
 			"wait, or have the composite emit it again", r.OrphanedUntil)
 	case r.DeletionRequestedAt != nil:
 		reason, msg := teardownWait(r)
 		switch reason {
-		case "WaitingForDependents":
-			return "dependent", cause("WaitingForDependents", msg, "it goes once they are gone", nil)
-		case "TeardownError":
+		case ReasonWaitingForDependents:
+			return "dependent", cause(ReasonWaitingForDependents, msg, "it goes once they are gone", nil)
+		case ReasonTeardownError:
 			return "", cause(reason, msg, "fix what the teardown failure says; it retries by itself", notBefore)
 		}
 		return "", cause(reason, msg, workerUnblock(reason, r), nil)
 	case r.SyncedGeneration < r.Generation:
 		reason, msg := syncWait(r)
-		if wr, wm, ok := workerAvailable(r, s.isParked); ok && (reason == "Pending" || reason == "CapReached") {
+		if wr, wm, ok := workerAvailable(r, s.isParked); ok && (reason == ReasonPending || reason == ReasonCapReached) {
 			reason, msg = wr, wm
 		}
 		switch reason {
-		case "Waiting":
-			return "dependency", cause("Waiting", deref(r.Waiting), "it goes on once the value it waits for is there", nil)
-		case "TerminalError":
+		case ReasonWaiting:
+			return "dependency", cause(ReasonWaiting, deref(r.Waiting), "it goes on once the value it waits for is there", nil)
+		case ReasonTerminalError:
 			return "", cause(reason, msg, fmt.Sprintf("fix the spec and apply it again, or conctl reconcile %s to retry it as it is", ref), nil)
-		case "ReconcileError":
+		case ReasonReconcileError:
 			return "", cause(reason, msg, "it retries by itself at the time given; fix what the failure says", notBefore)
 		}
 		return "", cause(reason, msg, workerUnblock(reason, r), nil)
@@ -151,7 +151,7 @@ func (s *Service) ownCause(r store.Resource) (follow string, c *convergev1.Cause
 	}
 	reason := r.Phase
 	if r.Phase == "Degraded" && !r.HealthOK {
-		reason = "Unhealthy"
+		reason = ReasonUnhealthy
 	}
 	return "child", cause(reason, msg, "its worker reports the state; see its status and conditions", nil)
 }
@@ -159,17 +159,17 @@ func (s *Service) ownCause(r store.Resource) (follow string, c *convergev1.Cause
 // workerUnblock says what unblocks work that waits on workers.
 func workerUnblock(reason string, r store.Resource) string {
 	switch reason {
-	case "NoWorker":
+	case ReasonNoWorker:
 		return fmt.Sprintf("start a worker that serves kind %s v%d", r.Kind, r.KindVersion)
-	case "NotReady":
+	case ReasonNotReady:
 		return "make the workers ready (their readiness message says what they lack)"
-	case "CapReached":
+	case ReasonCapReached:
 		return fmt.Sprintf("wait for tasks in flight to finish, or raise the cap: conctl kind policy %s/%d --set max_inflight=N", r.Kind, r.KindVersion)
-	case "Reconciling", "TearingDown":
+	case ReasonReconciling, ReasonTearingDown:
 		return "a worker is on it; wait for its result"
-	case "Unqueued":
+	case ReasonUnqueued:
 		return fmt.Sprintf("conctl reconcile %s/%s queues it", r.Kind, r.Name)
-	case "Pending":
+	case ReasonPending:
 		return "it runs as soon as a worker that serves it has a free slot"
 	}
 	return ""

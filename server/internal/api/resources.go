@@ -148,7 +148,7 @@ func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *conv
 	if out.Rollup == nil {
 		return nil
 	}
-	cond := &convergev1.Condition{Type: "ChildrenReady", Status: "True", Reason: "AllReady",
+	cond := &convergev1.Condition{Type: "ChildrenReady", Status: "True", Reason: ReasonAllReady,
 		Message: fmt.Sprintf("%d of %d children ready", out.Rollup.Ready, out.Rollup.Total), ObservedGeneration: r.SyncedGeneration}
 	if out.Rollup.Ready < out.Rollup.Total {
 		var culprits []*convergev1.Culprit
@@ -159,12 +159,12 @@ func (s *Service) explainRollup(ctx context.Context, r store.Resource, out *conv
 			}
 		}
 		out.Rollup.Culprits = culprits
-		cond.Status, cond.Reason = "False", "ChildrenReconciling"
+		cond.Status, cond.Reason = "False", ReasonChildrenReconciling
 		switch {
 		case out.Rollup.Failed > 0:
-			cond.Reason = "ChildFailed"
+			cond.Reason = ReasonChildFailed
 		case out.Rollup.Degraded > 0:
-			cond.Reason = "ChildDegraded"
+			cond.Reason = ReasonChildDegraded
 		}
 		var names []string
 		for _, c := range culprits {

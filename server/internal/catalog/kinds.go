@@ -140,7 +140,9 @@ func (ch *checker) compileManifest(d *Doc, m *convergev1.KindManifest, derived b
 
 // compileGraph type-checks the graph in d (C4) against the kinds of the
 // catalog and the std kinds, and returns the manifest of the kind it
-// defines, owned by team; nil when the graph has problems.
+// defines, owned by team; nil when the graph has problems. The owner is
+// only a placeholder here (C1 and C6 do not look at owners): on a server,
+// stdcel applies the kind with owner std.graph/<namespace>/<name>.
 func (ch *checker) compileGraph(d *Doc, team string) *convergev1.KindManifest {
 	raw, err := json.Marshal(d.Resource().GetSpec().AsMap())
 	if err != nil {

@@ -60,9 +60,12 @@ var capReached = `' (gave up after ' || (t.attempts + 1) || ' consecutive transi
 	     THEN 'the server''s default cap of ' || ` + transientCap + ` || ' was reached; the kind''s max_transient_attempts changes it)'
 	     ELSE 'the kind''s max_transient_attempts of ' || k.max_transient_attempts || ' was reached)' END`
 
-// attemptsExhausted is the reason a failure that reached the cap records
-// when the worker gave none.
-const attemptsExhausted = `'AttemptsExhausted'`
+// ReasonAttemptsExhausted is the reason a failure that reached the cap
+// of transient attempts records when the worker gave none.
+const ReasonAttemptsExhausted = "AttemptsExhausted"
+
+// attemptsExhausted is ReasonAttemptsExhausted as an SQL literal.
+const attemptsExhausted = `'` + ReasonAttemptsExhausted + `'`
 
 // nextResync is when a resource settled now is re-observed: about
 // resync_ms from now, spread by ±10% so resources applied together do

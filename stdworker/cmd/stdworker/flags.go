@@ -48,7 +48,11 @@ func (f *flags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.config, "config", "", "YAML file listing the kinds to serve, with provider, parallelism and settings (default: every std kind on the server)")
 	fl.StringVar(&f.kinds, "kinds", "", "serve only these kind versions, as kind@version,... (e.g. std.shell@1,backup@1; default: all)")
 	fl.IntVar(&f.parallelism, "parallelism", DefaultParallelism, "tasks run at once per kind version, unless the config file sets the kind's parallelism")
-	fl.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "directory providers keep files in across tasks and restarts, one subdirectory per kind version")
+	// The default is computed when serve runs, not here: a default taken
+	// from this machine's environment would show in --help and in the
+	// generated reference as if it were everyone's.
+	fl.StringVar(&f.stateDir, "state-dir", "", "directory providers keep files in across tasks and restarts, one subdirectory per kind version "+
+		"(default: $XDG_STATE_HOME/converge-stdworker, else $HOME/.local/state/converge-stdworker, else converge-stdworker in the system's temporary directory)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long running tasks may take to finish before their programs are killed")
 }
 
@@ -114,14 +118,20 @@ func envOr(key, def string) string {
 	return def
 }
 
-// defaultStateDir is $XDG_STATE_HOME/converge-stdworker, else
-// ~/.local/state/converge-stdworker, else one under the temporary directory.
-func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+// stateDir is the directory --state-dir names, or, when it is empty, the
+// rule its help states: $XDG_STATE_HOME/converge-stdworker, else
+// $HOME/.local/state/converge-stdworker, else converge-stdworker under tmp.
+// getenv and home are parameters so that the rule is testable without
+// touching the process environment.
+func stateDir(flag string, getenv func(string) string, home func() (string, error), tmp string) string {
+	if flag != "" {
+		return flag
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "converge-stdworker")
 	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "converge-stdworker")
+	if h, err := home(); err == nil && h != "" {
+		return filepath.Join(h, ".local", "state", "converge-stdworker")
 	}
-	return filepath.Join(os.TempDir(), "converge-stdworker")
+	return filepath.Join(tmp, "converge-stdworker")
 }

@@ -43,6 +43,7 @@ func serve(ctx context.Context, f flags) error {
 		}
 		provs = providers(file.Dir)
 	}
+	f.stateDir = stateDir(f.stateDir, os.Getenv, os.UserHomeDir, os.TempDir())
 	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
 		return fmt.Errorf("--state-dir: %w", err)
 	}
