@@ -41,6 +41,7 @@ const sections: { text: string; pages: [string, string][] }[] = [
   {
     text: 'Author kinds',
     pages: [
+      ['publish-first-kind', 'Tutorial: publish your first kind'],
       ['kinds', 'Kinds: the manifest'],
       ['composition', 'Composition'],
       ['catalog', 'The kind catalog'],
@@ -50,6 +51,7 @@ const sections: { text: string; pages: [string, string][] }[] = [
       ['stdworker', 'stdworker: stdio and stdshell'],
       ['stdworker-terraform', 'stdterraform'],
       ['stdworker-cel', 'stdcel: CEL graphs'],
+      ['spec-fields', 'spec_fields: the compact schema'],
       ['stdworker-starlark', 'stdstarlark'],
       ['changing-safely', 'Changing things safely'],
       ['lifecycle', 'Lifecycle and operator actions'],
@@ -59,7 +61,9 @@ const sections: { text: string; pages: [string, string][] }[] = [
     text: 'Run Converge',
     pages: [
       ['deploy', 'Kubernetes and Helm'],
+      ['production', 'Production checklist'],
       ['operations', 'Running Converge'],
+      ['upgrades', 'Upgrades and compatibility'],
       ['limits', 'Limits'],
     ],
   },
