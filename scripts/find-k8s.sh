@@ -154,7 +154,11 @@ build_helm() {
 # servicemonitor_crd copies the CRD out of the operator's module (a download
 # of a few MB, no build): synchronously, it takes seconds.
 servicemonitor_crd() {
-	given CONVERGE_TEST_SERVICEMONITOR_CRD && return 0
+	if [[ -n "${CONVERGE_TEST_SERVICEMONITOR_CRD:-}" ]]; then
+		[[ -s "$CONVERGE_TEST_SERVICEMONITOR_CRD" ]] && return 0
+		say "CONVERGE_TEST_SERVICEMONITOR_CRD=$CONVERGE_TEST_SERVICEMONITOR_CRD is not a file"
+		exit 1
+	fi
 	[[ -s "$crd_file" ]] && return 0
 	command -v go >/dev/null 2>&1 || {
 		say "the ServiceMonitor CRD is not cached and there is no go to download it with; set CONVERGE_TEST_SERVICEMONITOR_CRD"
