@@ -178,7 +178,7 @@ servicemonitor_crd() {
 }
 
 work=""
-cleanup() { [[ -n "$work" ]] && rm -rf "$work"; }
+cleanup() { if [[ -n "$work" ]]; then rm -rf "$work"; fi; }
 trap cleanup EXIT
 
 declare -A pids logs names
