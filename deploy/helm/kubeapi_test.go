@@ -358,6 +358,7 @@ func startCluster(t *testing.T, tools kubeTools) *cluster {
 		os.RemoveAll(dir)
 	})
 	c := &cluster{tools: tools, dir: dir}
+	start := time.Now()
 
 	etcdClient, etcdPeer, apiPort := freePort(t), freePort(t), freePort(t)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
@@ -428,6 +429,8 @@ func startCluster(t *testing.T, tools kubeTools) *cluster {
 		}
 		return nil
 	})
+
+	t.Logf("etcd and kube-apiserver ready in %s (%s)", time.Since(start).Round(time.Millisecond), dir)
 
 	c.kubeconfig = filepath.Join(dir, "kubeconfig")
 	write(t, c.kubeconfig, fmt.Sprintf(`apiVersion: v1
