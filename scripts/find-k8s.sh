@@ -95,7 +95,7 @@ import (
 func main() { etcdmain.Main(os.Args) }
 GO
 	if go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" && go mod tidy &&
-		go build -trimpath -ldflags "-s -w" -o "$out.tmp" . && "$out.tmp" --version; then
+		go build -buildvcs=false -trimpath -ldflags "-s -w" -o "$out.tmp" . && "$out.tmp" --version; then
 		mv "$out.tmp" "$out"
 		return 0
 	fi
@@ -116,10 +116,13 @@ GO
 build_apiserver() {
 	local work="$1" out="$2"
 	local minor="v0.${KUBE_VERSION#v1.}"
-	local dir
-	dir="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+	local json dir
+	# On failure go mod download -json still prints its JSON, with the reason in "Error".
+	json="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION")" || true
+	dir="$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$json")"
 	[[ -n "$dir" && -d "$dir" ]] || {
-		echo "go mod download k8s.io/kubernetes@$KUBE_VERSION gave no directory"
+		echo "go mod download k8s.io/kubernetes@$KUBE_VERSION failed:"
+		echo "$json"
 		return 1
 	}
 	cp -r "$dir" "$work/kubernetes"
@@ -136,7 +139,7 @@ build_apiserver() {
 		grep -nE '^\s*k8s\.io/\S+ v0\.0\.0$|^replace' go.mod
 		return 1
 	fi
-	go build -mod=mod -trimpath \
+	go build -mod=mod -buildvcs=false -trimpath \
 		-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION" \
 		-o "$out.tmp" ./cmd/kube-apiserver
 	"$out.tmp" --version
@@ -165,10 +168,13 @@ servicemonitor_crd() {
 		exit 1
 	}
 	local mod="github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" dir
-	dir="$(go mod download -json "$mod" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')" || true
+	local json
+	json="$(go mod download -json "$mod")" || true
+	dir="$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$json")"
 	local src="$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
 	if [[ -z "$dir" || ! -s "$src" ]]; then
-		say "could not get the ServiceMonitor CRD from $mod (go mod download failed, or the module has no $src)"
+		say "could not get the ServiceMonitor CRD from $mod: go mod download failed, or the module has no example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+		echo "$json" >&2
 		exit 1
 	fi
 	mkdir -p "$(dirname "$crd_file")"
