@@ -80,7 +80,7 @@ go vet "${gopkgs[@]}"
 for mod in . sdk-go sdk-go/examples sdk-go/otelconverge; do
   (cd "$mod" && GOWORK=off go mod tidy -diff >/dev/null) || die "$mod/go.mod or go.sum is not tidy; run: (cd $mod && GOWORK=off go mod tidy)"
 done
-unformatted=$(gofmt -l server stdworker sdk-go scripts)
+unformatted=$(gofmt -l server stdworker sdk-go scripts deploy)
 [ -z "$unformatted" ] || die "these files are not gofmt-formatted (run gofmt -w on them): $unformatted"
 
 say "conctl catalog check"
