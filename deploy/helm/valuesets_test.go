@@ -20,6 +20,10 @@ type valueSet struct {
 	// existing names the Secrets and claims these values reference that the chart does not
 	// render (the user provides them), for checkWiring.
 	existing []string
+	// kept lists, as "Kind name", the objects helm uninstall must leave behind (annotated
+	// helm.sh/resource-policy: keep); TestChartInstallsIntoRealAPIServer checks exactly these
+	// survive.
+	kept []string
 }
 
 // minimal is the smallest installable values: an inline database URL.
@@ -65,7 +69,7 @@ var valueSets = []valueSet{
 	{name: "stdworker-all", over: func() map[string]any {
 		return base(map[string]any{"mode": "all", "stdWorker": map[string]any{"enabled": true}})
 	}},
-	{name: "persistence", over: func() map[string]any {
+	{name: "persistence", kept: []string{"PersistentVolumeClaim " + fullname + "-stdworker-state"}, over: func() map[string]any {
 		return base(map[string]any{"stdWorker": map[string]any{"enabled": true,
 			"persistence": map[string]any{"enabled": true, "size": "5Gi", "storageClassName": "fast"}}})
 	}},
