@@ -21,7 +21,7 @@
 # another version would make failures depend on the machine.
 #
 # Each program is built from the Go module proxy into the cache the first
-# time (about 12 minutes on 2 cores, ~6 GB of Go build and module cache, the
+# time (10 to 25 minutes on 2 cores, ~6 GB of Go build and module cache, the
 # kube-apiserver link peaking at ~2.5 GB of memory), then reused in
 # milliseconds:
 #   etcd           a three-line module calling etcdmain.Main: etcd's own

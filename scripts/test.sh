@@ -50,7 +50,7 @@ echo "$TERRAFORM_BINARY"
 if [[ " $* " != *" -short "* ]]; then
   say "etcd, kube-apiserver and helm (for the chart's real-API-server test)"
   # Built once from the Go module proxy into the same cache as OpenTofu
-  # (about 12 minutes on 2 cores the first time), then found in milliseconds.
+  # (10 to 25 minutes on 2 cores the first time), then found in milliseconds.
   # deploy/helm's TestChartInstallsIntoRealAPIServer reads the variables.
   k8s_env=$(scripts/find-k8s.sh) || die "etcd, kube-apiserver or helm could not be built (see the messages above); set CONVERGE_TEST_ETCD, CONVERGE_TEST_KUBE_APISERVER, CONVERGE_TEST_HELM and CONVERGE_TEST_SERVICEMONITOR_CRD, or run scripts/test.sh -short"
   while IFS='=' read -r name value; do

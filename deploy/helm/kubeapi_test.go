@@ -14,7 +14,7 @@ package helm_test
 // Nothing runs pods (no kubelet, scheduler or controller-manager), so there is no --wait.
 //
 // The programs come from scripts/find-k8s.sh, which builds them once into the tools cache
-// (about 12 minutes the first time, milliseconds after) and prints the environment this test
+// (10 to 25 minutes on 2 cores the first time, milliseconds after) and prints the environment this test
 // reads: CONVERGE_TEST_ETCD, CONVERGE_TEST_KUBE_APISERVER, CONVERGE_TEST_HELM and
 // CONVERGE_TEST_SERVICEMONITOR_CRD (the prometheus-operator CRD, so the chart's ServiceMonitor
 // is validated against its real schema). scripts/test.sh runs it for the full run; by hand:
