@@ -8,8 +8,12 @@
 #                              scripts/docsref's TestRunnableDocs), the TypeScript SDK
 #                              (scripts/test-ts.sh), the web UI in headless
 #                              Chromium (scripts/test-ui.sh), then every fuzz
-#                              target for FUZZTIME (default 5s; scripts/fuzz.sh)
-#   scripts/test.sh -short     skip the slow end-to-end and fault tests and fuzzing
+#                              target for FUZZTIME (default 5s; scripts/fuzz.sh);
+#                              the Helm chart is installed with the helm CLI into
+#                              a real kube-apiserver + etcd on loopback (tools
+#                              from scripts/find-k8s.sh, built once into a cache)
+#   scripts/test.sh -short     skip the slow end-to-end and fault tests, the
+#                              real-API-server chart test and fuzzing
 #
 # It installs what it needs when it can (npm packages; PostgreSQL server
 # binaries through apt when run as root on Debian/Ubuntu) and says what
@@ -43,6 +47,18 @@ TERRAFORM_BINARY=$(scripts/find-terraform.sh) || die "no terraform or tofu binar
 export TERRAFORM_BINARY
 echo "$TERRAFORM_BINARY"
 
+if [[ " $* " != *" -short "* ]]; then
+  say "etcd, kube-apiserver and helm (for the chart's real-API-server test)"
+  # Built once from the Go module proxy into the same cache as OpenTofu
+  # (10 to 25 minutes on 2 cores the first time), then found in milliseconds.
+  # deploy/helm's TestChartInstallsIntoRealAPIServer reads the variables.
+  k8s_env=$(scripts/find-k8s.sh) || die "etcd, kube-apiserver or helm could not be built (see the messages above); set CONVERGE_TEST_ETCD, CONVERGE_TEST_KUBE_APISERVER, CONVERGE_TEST_HELM and CONVERGE_TEST_SERVICEMONITOR_CRD, or run scripts/test.sh -short"
+  while IFS='=' read -r name value; do
+    export "$name=$value"
+    echo "$name=$value"
+  done <<<"$k8s_env"
+fi
+
 say "jq (for the catalog's stdio programs)"
 if ! command -v jq >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing jq with apt-get..."
@@ -64,7 +80,7 @@ go vet "${gopkgs[@]}"
 for mod in . sdk-go sdk-go/examples sdk-go/otelconverge; do
   (cd "$mod" && GOWORK=off go mod tidy -diff >/dev/null) || die "$mod/go.mod or go.sum is not tidy; run: (cd $mod && GOWORK=off go mod tidy)"
 done
-unformatted=$(gofmt -l server stdworker sdk-go scripts)
+unformatted=$(gofmt -l server stdworker sdk-go scripts deploy)
 [ -z "$unformatted" ] || die "these files are not gofmt-formatted (run gofmt -w on them): $unformatted"
 
 say "conctl catalog check"

@@ -1,7 +1,6 @@
 package helm_test
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -9,15 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 )
 
-// base is the smallest install, with overrides merged in at the top level.
-func base(over map[string]any) map[string]any {
-	v := map[string]any{"database": map[string]any{"url": "postgres://db/c"}}
-	maps.Copy(v, over)
-	return v
-}
-
 func TestAuthorizationOnByDefault(t *testing.T) {
-	r := render(t, "defaults.yaml")
+	r, _ := renderSet(t, "defaults")
 	s, ok := r.secrets[fullname+"-tokens"]
 	if !ok {
 		t.Fatalf("no generated tokens Secret; have %v", keys(r.secrets))
@@ -55,14 +47,9 @@ func TestAuthorizationOnByDefault(t *testing.T) {
 }
 
 func TestAuthorizationOffNeedsAnonymousConsent(t *testing.T) {
-	_, err := renderValues(t, base(map[string]any{"authorization": map[string]any{"enabled": false}}))
-	if err == nil || !strings.Contains(err.Error(), "authorization.allowAnonymous=true") {
-		t.Fatalf("authorization off without allowAnonymous: err = %v", err)
-	}
-	r := renderDecoded(t, "authorization off", base(map[string]any{
-		"authorization": map[string]any{"enabled": false, "allowAnonymous": true},
-		"stdWorker":     map[string]any{"enabled": true},
-	}))
+	checkRejected(t, "authorization off without anonymous")
+	r, vs := renderSet(t, "authorization-off")
+	checkWiring(t, r, vs.existing...)
 	if len(r.secrets) != 1 {
 		t.Errorf("secrets %v, want only the database's", keys(r.secrets))
 	}
@@ -80,16 +67,8 @@ func TestAuthorizationOffNeedsAnonymousConsent(t *testing.T) {
 }
 
 func TestAuthorizationValues(t *testing.T) {
-	r := renderDecoded(t, "authorization values", base(map[string]any{
-		"mode": "all",
-		"authorization": map[string]any{
-			"adminIDs": []any{"spiffe://td/ns/ops/*"}, "writerIDs": []any{"ci", "spiffe://td/ns/ci/*"}, "readerIDs": []any{},
-			"teams":  map[string]any{"web": []any{"spiffe://td/ns/web/*", "alice"}, "data": []any{"bob"}},
-			"tokens": map[string]any{"existingSecret": "my-tokens", "key": "file"},
-		},
-		"stdWorker": map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "sw-token", "key": "tok"}},
-	}))
-	checkWiring(t, r, "my-tokens", "sw-token")
+	r, vs := renderSet(t, "authorization-values")
+	checkWiring(t, r, vs.existing...)
 	if _, ok := r.secrets[fullname+"-tokens"]; ok {
 		t.Error("a tokens Secret was generated beside tokens.existingSecret")
 	}
@@ -107,21 +86,8 @@ func TestAuthorizationValues(t *testing.T) {
 		t.Errorf("stdworker token volume %+v, want Secret sw-token", v)
 	}
 
-	for name, c := range map[string]struct {
-		auth map[string]any
-		want string
-	}{
-		"no roles":           {map[string]any{"adminIDs": []any{}, "readerIDs": []any{}, "teams": map[string]any{"std": nil, "std.graph": nil}}, "no identity holds a role"},
-		"anonymous and on":   {map[string]any{"allowAnonymous": true}, "authorization.allowAnonymous: only with"},
-		"identity named key": {map[string]any{"tokens": map[string]any{"key": "admin", "generate": []any{"admin"}, "existingSecret": ""}}, "is also tokens.key"},
-	} {
-		if _, err := renderValues(t, base(map[string]any{"authorization": c.auth})); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want %q", name, err, c.want)
-		}
-	}
-	if _, err := renderValues(t, base(map[string]any{"authorization": map[string]any{"adminIDs": []any{"two words"}}})); err == nil ||
-		!strings.Contains(err.Error(), "/authorization/adminIDs") {
-		t.Errorf("an identity with a space: err = %v, want a schema error naming /authorization/adminIDs", err)
+	for _, name := range []string{"no roles", "anonymous and on", "identity named key", "identity with a space"} {
+		checkRejected(t, name)
 	}
 }
 
@@ -132,8 +98,8 @@ func TestStdworkerReachesAPIAndBroker(t *testing.T) {
 		"split": {"http://" + fullname + "-broker:7070", "http://" + fullname + "-control:7070"},
 		"all":   {"http://" + fullname + "-all:7070", "http://" + fullname + "-all:7070"},
 	} {
-		r := renderDecoded(t, mode, base(map[string]any{"mode": mode, "stdWorker": map[string]any{"enabled": true}}))
-		checkWiring(t, r)
+		r, vs := renderSet(t, "stdworker-"+mode)
+		checkWiring(t, r, vs.existing...)
 		d := r.deployment(t, fullname+"-stdworker")
 		c := container(t, d)
 		server, _ := env(c, "CONVERGE_SERVER")
@@ -152,9 +118,8 @@ func TestStdworkerReachesAPIAndBroker(t *testing.T) {
 }
 
 func TestStdworkerPersistence(t *testing.T) {
-	r := renderDecoded(t, "persistence", base(map[string]any{"stdWorker": map[string]any{"enabled": true,
-		"persistence": map[string]any{"enabled": true, "size": "5Gi", "storageClassName": "fast"}}}))
-	checkWiring(t, r)
+	r, vs := renderSet(t, "persistence")
+	checkWiring(t, r, vs.existing...)
 	claim, ok := r.pvcs[fullname+"-stdworker-state"]
 	if !ok {
 		t.Fatalf("no state claim; have %v", keys(r.pvcs))
@@ -171,14 +136,9 @@ func TestStdworkerPersistence(t *testing.T) {
 		t.Errorf("strategy %s with a ReadWriteOnce claim, want Recreate", d.Spec.Strategy.Type)
 	}
 
-	_, err := renderValues(t, base(map[string]any{"stdWorker": map[string]any{"enabled": true, "replicaCount": 2,
-		"persistence": map[string]any{"enabled": true}}}))
-	if err == nil || !strings.Contains(err.Error(), "accessModes needs ReadWriteMany") {
-		t.Errorf("2 replicas on a ReadWriteOnce claim: err = %v", err)
-	}
-	r = renderDecoded(t, "shared claim", base(map[string]any{"stdWorker": map[string]any{"enabled": true, "replicaCount": 2,
-		"persistence": map[string]any{"enabled": true, "existingClaim": "shared-state", "accessModes": []any{"ReadWriteMany"}}}}))
-	checkWiring(t, r, "shared-state")
+	checkRejected(t, "two replicas on one ReadWriteOnce claim")
+	r, vs = renderSet(t, "shared-claim")
+	checkWiring(t, r, vs.existing...)
 	d = r.deployment(t, fullname+"-stdworker")
 	if len(r.pvcs) != 0 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		t.Errorf("existing ReadWriteMany claim: claims %v, strategy %s; want none rendered and RollingUpdate", keys(r.pvcs), d.Spec.Strategy.Type)

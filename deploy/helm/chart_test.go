@@ -9,8 +9,8 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
-	r := render(t, "defaults.yaml")
-	checkWiring(t, r)
+	r, vs := renderSet(t, "defaults")
+	checkWiring(t, r, vs.existing...)
 	if got := keys(r.deployments); strings.Join(got, ",") != fullname+"-broker,"+fullname+"-control" {
 		t.Fatalf("deployments %v, want control and broker only", got)
 	}
@@ -68,8 +68,8 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestExistingSecret(t *testing.T) {
-	r := render(t, "existing-secret.yaml")
-	checkWiring(t, r, "converge-db")
+	r, vs := renderSet(t, "existing-secret")
+	checkWiring(t, r, vs.existing...)
 	if got := keys(r.secrets); strings.Join(got, ",") != fullname+"-tokens" {
 		t.Errorf("secrets %v rendered, want only the generated tokens with an existing database Secret", got)
 	}
@@ -92,8 +92,8 @@ func TestExistingSecret(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	r := render(t, "tls.yaml")
-	checkWiring(t, r, "converge-tls", "converge-worker-tls")
+	r, vs := renderSet(t, "tls")
+	checkWiring(t, r, vs.existing...)
 	for _, role := range []string{"control", "broker"} {
 		d := r.deployment(t, fullname+"-"+role)
 		c := container(t, d)
@@ -131,20 +131,18 @@ func TestTLS(t *testing.T) {
 }
 
 func TestTLSProbesOnAPIPortUseHTTPS(t *testing.T) {
-	vals := readValues(t, "tls.yaml")
-	vals["probes"] = map[string]any{"useMetricsPort": false}
-	out, err := renderValues(t, vals)
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	if !strings.Contains(out["converge/templates/server-deployment.yaml"], "scheme: HTTPS") {
-		t.Errorf("with TLS and probes on the API port, probes do not use HTTPS")
+	r, vs := renderSet(t, "tls-probes-on-api-port")
+	checkWiring(t, r, vs.existing...)
+	for _, role := range []string{"control", "broker"} {
+		c := container(t, r.deployment(t, fullname+"-"+role))
+		checkProbe(t, role+" liveness", c.LivenessProbe, "/healthz", "http", corev1.URISchemeHTTPS)
+		checkProbe(t, role+" readiness", c.ReadinessProbe, "/readyz", "http", corev1.URISchemeHTTPS)
 	}
 }
 
 func TestMetricsAndServiceMonitor(t *testing.T) {
-	r := render(t, "metrics.yaml")
-	checkWiring(t, r)
+	r, vs := renderSet(t, "metrics")
+	checkWiring(t, r, vs.existing...)
 	for _, role := range []string{"control", "broker"} {
 		c := container(t, r.deployment(t, fullname+"-"+role))
 		requireArgs(t, c, "--metrics-listen=:9102")
@@ -266,8 +264,8 @@ func contains(list []string, s string) bool {
 }
 
 func TestStdWorkerAndAllInOne(t *testing.T) {
-	r := render(t, "stdworker.yaml")
-	checkWiring(t, r)
+	r, vs := renderSet(t, "stdworker")
+	checkWiring(t, r, vs.existing...)
 	if got := strings.Join(keys(r.deployments), ","); got != fullname+"-all,"+fullname+"-stdworker" {
 		t.Fatalf("deployments %s, want the all-in-one server and stdworker", got)
 	}

@@ -73,12 +73,6 @@ func readValues(t *testing.T, file string) map[string]any {
 	return v.AsMap()
 }
 
-// render renders testdata/file and decodes every document strictly (unknown fields fail).
-func render(t *testing.T, file string) *rendered {
-	t.Helper()
-	return renderDecoded(t, file, readValues(t, file))
-}
-
 // renderDecoded renders vals (what names them in failures) and decodes every document strictly.
 func renderDecoded(t *testing.T, file string, vals map[string]any) *rendered {
 	t.Helper()
