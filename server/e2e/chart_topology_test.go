@@ -97,10 +97,13 @@ func TestChartTopologies(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("apply chart.hello/hi: %v", err)
 			}
-			hi := waitPhase(t, admin, "chart.hello", "hi", "Ready")
-			if said := fmt.Sprint(hi.GetStatus().AsMap()["said"]); !strings.Contains(said, "hello from a graph") {
-				t.Errorf("chart.hello/hi is Ready with status.said %q", said)
-			}
+			// The instance's status is projected from its children once they
+			// settle, which may come a moment after it turns Ready.
+			waitResource(t, admin, "chart.hello", "hi", "Ready with status.said from its std.shell", composeTimeout,
+				func(r *convergev1.Resource) bool {
+					return r != nil && r.GetPhase() == "Ready" &&
+						strings.Contains(fmt.Sprint(r.GetStatus().AsMap()["said"]), "hello from a graph")
+				})
 
 			_, err := k.client("").ApplyResource(ctx, &convergev1.ApplyResourceRequest{
 				Kind: "std.shell", KindVersion: 1, Name: name + "-anon",
