@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: everything CI runs, from a clean clone on a fresh machine.
 #
-#   scripts/test.sh            all tests: the catalog check, Go with -race
+#   scripts/test.sh            all tests: the catalog check, buf breaking
+#                              against the base branch, Go with -race
 #                              (including end-to-end, the docs site build, and
 #                              the walkthroughs of README.md and the
 #                              getting-started page run as written, by
@@ -90,6 +91,19 @@ say "conctl catalog check"
 catalog_base=${CONVERGE_CATALOG_BASE:-}
 if [ -z "$catalog_base" ] && git rev-parse --verify -q origin/main >/dev/null 2>&1; then catalog_base=origin/main; fi
 go run ./server/cmd/conctl catalog check catalog ${catalog_base:+--base "$catalog_base"}
+
+say "buf breaking (the converge.v1 protocol)"
+# The v1 proto's compatibility promise (docs/upgrades.md), checked against
+# the same base: CONVERGE_PROTO_BASE, else the catalog's base.
+proto_base=${CONVERGE_PROTO_BASE:-$catalog_base}
+if [ -n "$proto_base" ]; then
+  # The common git directory, so that a linked worktree (whose .git is a
+  # file) is read like a plain clone.
+  node_modules/.bin/buf breaking --against "$(git rev-parse --git-common-dir)#ref=$proto_base" || die "proto/ has a breaking change against $proto_base (above); converge.v1 may only grow: add fields and RPCs, never rename, renumber or remove them"
+  echo "no breaking change against $proto_base"
+else
+  echo "note: not checked: no base (set CONVERGE_PROTO_BASE or CONVERGE_CATALOG_BASE to a git ref, or fetch origin/main)"
+fi
 
 say "go test -race"
 start=$(date +%s)
