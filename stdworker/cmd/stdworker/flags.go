@@ -78,10 +78,11 @@ func (f *flags) apiURL() string {
 }
 
 // token is the bearer token to send: the --token-file's content, else
-// $CONVERGE_TOKEN; "" sends none. A file is read once, at start.
+// $CONVERGE_TOKEN; "" sends none. Read it once, at start, and give it to
+// every client, so that they all send the same one.
 func (f *flags) token() (string, error) {
 	if f.tokenFile == "" {
-		return strings.TrimSpace(os.Getenv("CONVERGE_TOKEN")), nil
+		return strings.TrimSpace(os.Getenv(client.EnvToken)), nil
 	}
 	b, err := os.ReadFile(f.tokenFile)
 	if err != nil {
@@ -94,13 +95,9 @@ func (f *flags) token() (string, error) {
 	return tok, nil
 }
 
-// control returns a control API client.
-func (f *flags) control() (*client.Client, error) {
+// control returns a control API client that sends tok.
+func (f *flags) control(tok string) (*client.Client, error) {
 	hc, err := transport.Client(f.apiURL(), f.tls)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := f.token()
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,11 @@ idempotent: an unchanged manifest is reported "unchanged".`,
 			if err != nil {
 				return fmt.Errorf("built-in catalog: %w", err)
 			}
-			control, err := f.control()
+			tok, err := f.token()
+			if err != nil {
+				return err
+			}
+			control, err := f.control(tok)
 			if err != nil {
 				return err
 			}

@@ -47,15 +47,15 @@ func serve(ctx context.Context, f flags) error {
 	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
 		return fmt.Errorf("--state-dir: %w", err)
 	}
-	control, err := f.control()
+	tok, err := f.token()
+	if err != nil {
+		return err
+	}
+	control, err := f.control(tok)
 	if err != nil {
 		return err
 	}
 	hc, err := transport.Client(f.server, f.tls)
-	if err != nil {
-		return err
-	}
-	tok, err := f.token()
 	if err != nil {
 		return err
 	}
