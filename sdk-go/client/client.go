@@ -12,6 +12,7 @@
 package client
 
 import (
+	"maps"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -74,7 +75,7 @@ func WithHeader(key, value string) Option {
 func WithBearerToken(token string) Option {
 	return optionFunc(func(cfg *config) {
 		if token != "" {
-			cfg.header.Set("Authorization", "Bearer "+token)
+			maps.Copy(cfg.header, endpoint.BearerHeader(token))
 		}
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -274,7 +273,7 @@ func (w *Worker) prepare() error {
 	}
 	var copts []connect.ClientOption
 	if w.cfg.token != "" {
-		copts = append(copts, connect.WithInterceptors(endpoint.HeaderInterceptor(http.Header{"Authorization": {"Bearer " + w.cfg.token}})))
+		copts = append(copts, connect.WithInterceptors(endpoint.HeaderInterceptor(endpoint.BearerHeader(w.cfg.token))))
 	}
 	w.client = convergev1connect.NewWorkerServiceClient(httpClient, w.url, copts...)
 	return nil

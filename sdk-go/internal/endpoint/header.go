@@ -11,6 +11,12 @@ import (
 // from when given none (conctl and stdworker read it too).
 const EnvToken = "CONVERGE_TOKEN"
 
+// BearerHeader is the header that presents token, for a server that maps
+// tokens to identities (converge serve --token-file).
+func BearerHeader(token string) http.Header {
+	return http.Header{"Authorization": {"Bearer " + token}}
+}
+
 // HeaderInterceptor sets fixed headers (an Authorization header, say) on
 // every unary call and client stream, replacing values already there.
 func HeaderInterceptor(h http.Header) connect.Interceptor { return headerInterceptor(h) }
