@@ -7,10 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,12 +15,14 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/convergehq/converge/deploy/helm/chartrender"
 )
 
 const (
 	chartDir    = "converge"
-	releaseName = "rel"
-	namespace   = "converge"
+	releaseName = chartrender.ReleaseName
+	namespace   = chartrender.Namespace
 	fullname    = "rel-converge"
 )
 
@@ -40,28 +39,10 @@ type rendered struct {
 	notes           string
 }
 
-func loadChart(t *testing.T) *chart.Chart {
-	t.Helper()
-	c, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatalf("load chart %s: %v", chartDir, err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("chart %s metadata: %v", chartDir, err)
-	}
-	return c
-}
-
 // renderValues renders the chart as "helm template" does, schema validation included.
 func renderValues(t *testing.T, vals map[string]any) (map[string]string, error) {
 	t.Helper()
-	c := loadChart(t)
-	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true}
-	rv, err := chartutil.ToRenderValues(c, vals, opts, chartutil.DefaultCapabilities)
-	if err != nil {
-		return nil, err
-	}
-	return engine.Render(c, rv)
+	return chartrender.Render(chartDir, vals)
 }
 
 func readValues(t *testing.T, file string) map[string]any {

@@ -13,14 +13,12 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/convergehq/converge/deploy/helm/chartrender"
 	"github.com/convergehq/converge/sdk-go/client"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/pgtest"
@@ -120,16 +118,7 @@ func TestChartTopologies(t *testing.T) {
 // included) and decodes what the test runs.
 func renderChart(t *testing.T, vals map[string]any) []string {
 	t.Helper()
-	c, err := loader.Load(filepath.Join(bin.root, "deploy", "helm", "converge"))
-	if err != nil {
-		t.Fatalf("load chart: %v", err)
-	}
-	opts := chartutil.ReleaseOptions{Name: "rel", Namespace: "converge", Revision: 1, IsInstall: true}
-	rv, err := chartutil.ToRenderValues(c, vals, opts, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatalf("chart values: %v", err)
-	}
-	files, err := engine.Render(c, rv)
+	files, err := chartrender.Render(filepath.Join(bin.root, "deploy", "helm", "converge"), vals)
 	if err != nil {
 		t.Fatalf("render chart: %v", err)
 	}
