@@ -114,8 +114,14 @@ url
 
 {{/* URL of the control API: the control Service (or the all-in-one Service). */}}
 {{- define "converge.apiURL" -}}
-{{- $svc := printf "%s-%s" (include "converge.fullname" .) (ternary "all" "control" (eq .Values.mode "all")) -}}
-{{- printf "%s://%s:%d" (ternary "https" "http" .Values.tls.enabled) $svc (int .Values.server.port) -}}
+{{- include "converge.serviceURL" (dict "root" . "role" "control") -}}
+{{- end -}}
+
+{{/* URL of the Service of a role (control or broker), or of the all-in-one Service in mode all. */}}
+{{- define "converge.serviceURL" -}}
+{{- $root := .root -}}
+{{- $svc := printf "%s-%s" (include "converge.fullname" $root) (ternary "all" .role (eq $root.Values.mode "all")) -}}
+{{- printf "%s://%s:%d" (ternary "https" "http" $root.Values.tls.enabled) $svc (int $root.Values.server.port) -}}
 {{- end -}}
 
 {{/* Non-empty when the chart makes the token Secret. */}}
@@ -182,11 +188,7 @@ url
 
 {{/* URL the stdworker dials: the broker Service (or the all-in-one Service). */}}
 {{- define "converge.brokerURL" -}}
-{{- $svc := printf "%s-broker" (include "converge.fullname" .) -}}
-{{- if eq .Values.mode "all" -}}
-{{- $svc = printf "%s-all" (include "converge.fullname" .) -}}
-{{- end -}}
-{{- printf "%s://%s:%d" (ternary "https" "http" .Values.tls.enabled) $svc (int .Values.server.port) -}}
+{{- include "converge.serviceURL" (dict "root" . "role" "broker") -}}
 {{- end -}}
 
 {{/* stdworker's flags for reaching the server: its bearer token and its TLS client files. */}}
