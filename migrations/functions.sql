@@ -312,3 +312,23 @@ CREATE OR REPLACE TRIGGER resources_changes_update AFTER UPDATE ON resources
 CREATE OR REPLACE TRIGGER resources_changes_delete AFTER DELETE ON resources
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION converge_on_delete();
+
+-- A settling composite (converge_phase: Reconciling) becomes ready when
+-- its childrenSettled task goes, whichever way it goes: its result was
+-- applied, it failed for good, or it was dropped (quarantine, a kind
+-- that lost the reaction, deletion). Every path that removes the task
+-- removes the hold with it, so none can leave a composite Reconciling
+-- for ever. A composite whose children moved on meanwhile is no longer
+-- settling, and this changes nothing.
+CREATE OR REPLACE FUNCTION converge_on_settled() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE resources SET subtree = 'ready', resource_version = resource_version + 1, updated_at = now()
+  WHERE id = OLD.resource_id AND subtree = 'settling';
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER tasks_settled AFTER DELETE ON tasks
+    FOR EACH ROW WHEN (OLD.trigger = 'childrenSettled')
+    EXECUTE FUNCTION converge_on_settled();

@@ -209,7 +209,7 @@ CREATE TABLE resources (
 ) WITH (fillfactor=50);
 ALTER TABLE resources ADD CONSTRAINT resources_deletion_policy_check CHECK ((deletion_policy = ANY (ARRAY[''::text, 'delete'::text, 'retain'::text])));
 ALTER TABLE resources ADD CONSTRAINT resources_pkey PRIMARY KEY (id);
-ALTER TABLE resources ADD CONSTRAINT resources_subtree_check CHECK ((subtree = ANY (ARRAY['none'::text, 'ready'::text, 'pending'::text, 'degraded'::text, 'failed'::text])));
+ALTER TABLE resources ADD CONSTRAINT resources_subtree_check CHECK ((subtree = ANY (ARRAY['none'::text, 'ready'::text, 'settling'::text, 'pending'::text, 'degraded'::text, 'failed'::text])));
 CREATE UNIQUE INDEX resources_identity ON public.resources USING btree (namespace, kind, name);
 CREATE INDEX resources_labels ON public.resources USING gin (labels jsonb_path_ops);
 CREATE INDEX resources_orphaned ON public.resources USING btree (orphaned_until) WHERE (orphaned_until IS NOT NULL);
@@ -282,6 +282,7 @@ ALTER TABLE tasks ADD CONSTRAINT tasks_trigger CHECK (((trigger = ANY (ARRAY['sp
 CREATE INDEX tasks_claimable ON public.tasks USING btree (kind, kind_version, trigger, not_before) WHERE (claimed_by IS NULL);
 CREATE INDEX tasks_internal ON public.tasks USING btree (not_before) WHERE ((claimed_by IS NULL) AND (trigger = ANY (ARRAY['rollup'::text, 'gate'::text, 'teardown'::text])));
 CREATE INDEX tasks_leased ON public.tasks USING btree (lease_expires_at) WHERE (claimed_by IS NOT NULL);
+CREATE TRIGGER tasks_settled AFTER DELETE ON public.tasks FOR EACH ROW WHEN ((old.trigger = 'childrenSettled'::text)) EXECUTE FUNCTION converge_on_settled();
 
 CREATE OR REPLACE FUNCTION public.converge_blocks_dependents(r resources)
  RETURNS boolean
@@ -434,6 +435,17 @@ BEGIN
            coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
     FROM new_rows n
     ON CONFLICT (resource_id, generation) DO NOTHING $q$;
+  RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_on_settled()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  UPDATE resources SET subtree = 'ready', resource_version = resource_version + 1, updated_at = now()
+  WHERE id = OLD.resource_id AND subtree = 'settling';
   RETURN NULL;
 END
 $function$;

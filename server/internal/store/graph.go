@@ -97,8 +97,12 @@ type RollupCounts struct {
 }
 
 // subtree is the one rule turning child counts into the composite's
-// rollup state (which the phase function reads).
-func (c RollupCounts) subtree() string {
+// rollup state (which the phase function reads). Settled children of a
+// composite whose kind projects them (settles: a childrenSettled reaction)
+// are "settling", not "ready", until that reaction has run: a reader
+// waiting for Ready (apply --wait) must find the projected status there.
+// The tasks_settled trigger makes it "ready" when that task goes.
+func (c RollupCounts) subtree(settles bool) string {
 	switch {
 	case c.Failed > 0:
 		return "failed"
@@ -106,6 +110,8 @@ func (c RollupCounts) subtree() string {
 		return "degraded"
 	case c.Reconciling > 0 || c.Deleting > 0:
 		return "pending"
+	case settles:
+		return "settling"
 	}
 	return "ready"
 }
@@ -138,9 +144,12 @@ func (s *Store) Rollup(ctx context.Context, t InternalTask, settledReaction bool
 			return err
 		}
 		counts, _ := json.Marshal(c)
-		sub := c.subtree()
+		sub := c.subtree(settledReaction && !r.deleting)
+		// Counts unchanged and already settled is not a change: settling
+		// again would re-run childrenSettled for nothing.
 		tag, err := tx.Exec(ctx, `UPDATE resources SET subtree = $2, rollup = $3, resource_version = resource_version + 1,
-			updated_at = now() WHERE id = $1 AND (subtree <> $2 OR rollup IS DISTINCT FROM $3::jsonb)`,
+			updated_at = now() WHERE id = $1 AND (rollup IS DISTINCT FROM $3::jsonb
+			    OR (subtree <> $2 AND NOT (subtree = 'ready' AND $2 = 'settling')))`,
 			t.ResourceID, sub, counts)
 		if err != nil {
 			return err

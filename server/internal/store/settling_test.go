@@ -1,0 +1,113 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
+)
+
+// rollupsSettling runs the queued rollups for a composite kind with a
+// childrenSettled reaction.
+func rollupsSettling(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	for range 10 {
+		tasks, err := s.ClaimInternal(ctx, "m1", time.Minute, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, tk := range tasks {
+			if tk.Trigger == trigger.Rollup {
+				n++
+				if err := s.Rollup(ctx, tk, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if n == 0 {
+			return
+		}
+	}
+	t.Fatal("rollups kept coming")
+}
+
+// claimSettled claims the stack's childrenSettled task.
+func claimSettled(t *testing.T, s *store.Store) store.Claimed {
+	t.Helper()
+	got, err := s.Claim(context.Background(), "m1", time.Minute,
+		[]store.Want{{Kind: "stack", Version: 1, Trigger: trigger.ChildrenSettled, N: 1}})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim childrenSettled: %v, %v", got, err)
+	}
+	return got[0]
+}
+
+// TestSettlingCompositeIsReadyOnlyWithItsProjection: a composite whose
+// kind projects its children (childrenSettled) is Reconciling between
+// its children settling and that reaction's result, so a reader that
+// sees it Ready sees the projected status; and a childrenSettled task
+// that goes without a result (dropped, or failed for good) cannot leave
+// it Reconciling.
+func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
+	s, ctx := newStore(t)
+	stackRev := applyKind(t, s, "stack", store.Policy{})
+	partRev := applyKind(t, s, "part", store.Policy{})
+	histApply(t, s, "alice", "stack", 1, stackRev, "s", `{}`)
+
+	composeAs(t, s, partRev, "s-a", "s-b")
+	settleKind(t, s, "part")
+	rollupsSettling(t, s)
+	if p := getKind(t, s, "stack", "s").Phase; p != "Reconciling" {
+		t.Fatalf("settled children, childrenSettled not run: the composite is %s, want Reconciling", p)
+	}
+	// A rollup that finds the same counts again changes nothing.
+	if _, err := s.Pool().Exec(ctx, `SELECT converge_wake(ARRAY[id], 'rollup') FROM resources WHERE name = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	rollupsSettling(t, s)
+	c := claimSettled(t, s)
+	var counts store.RollupCounts
+	if err := json.Unmarshal(c.Rollup, &counts); err != nil || counts.Ready != 2 {
+		t.Fatalf("childrenSettled rollup = %s (%v), want 2 ready", c.Rollup, err)
+	}
+	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: c.Lease, Status: []byte(`{"parts":2}`)}}, fast); err != nil {
+		t.Fatal(err)
+	}
+	r := getKind(t, s, "stack", "s")
+	if r.Phase != "Ready" || string(r.Status) != `{"parts": 2}` {
+		t.Fatalf("after childrenSettled: phase %s, status %s; want Ready with the projected status", r.Phase, r.Status)
+	}
+	// Settled and ready: the same counts again do not re-run the reaction.
+	if _, err := s.Pool().Exec(ctx, `SELECT converge_wake(ARRAY[id], 'rollup') FROM resources WHERE name = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	rollupsSettling(t, s)
+	if p := getKind(t, s, "stack", "s").Phase; p != "Ready" {
+		t.Fatalf("a rollup with unchanged counts made the settled composite %s", p)
+	}
+	if got := taskTriggers(t, s, "s"); got != "" {
+		t.Fatalf("tasks after an unchanged rollup = %q, want none", got)
+	}
+
+	// A new child: settling again; this time the task is dropped.
+	if _, err := s.ReconcileResource(ctx, "alice", histKey("stack", "s"), "test"); err != nil {
+		t.Fatal(err)
+	}
+	composeAs(t, s, partRev, "s-a", "s-b", "s-c")
+	settleKind(t, s, "part")
+	rollupsSettling(t, s)
+	if p := getKind(t, s, "stack", "s").Phase; p != "Reconciling" {
+		t.Fatalf("a third child settled: the composite is %s, want Reconciling", p)
+	}
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM tasks WHERE trigger = 'childrenSettled'`); err != nil {
+		t.Fatal(err)
+	}
+	if p := getKind(t, s, "stack", "s").Phase; p != "Ready" {
+		t.Fatalf("childrenSettled dropped: the composite is %s, want Ready (nothing left to wait for)", p)
+	}
+}
