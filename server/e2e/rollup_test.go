@@ -150,11 +150,13 @@ func TestChildrenSettledReaction(t *testing.T) {
 		return compositeDoc{Children: []childDoc{{Kind: kindPart, Name: a}, {Kind: kindPart, Name: b, Spec: spec}}}
 	}
 	applyComposite(t, srv.api, kindSummary, root, doc(""))
-	r := waitResource(t, srv.api, kindSummary, root, "Ready with a settled rollup of 2 ready children", composeTimeout,
-		func(r *convergev1.Resource) bool {
-			s, ok := settledOf(r)
-			return ok && r.GetPhase() == client.PhaseReady && s["total"] == 2 && s["ready"] == 2
-		})
+	// The first time it reads Ready, the reaction's status is there: an
+	// apply --wait returning on Ready finds it.
+	r := waitResource(t, srv.api, kindSummary, root, "Ready", composeTimeout,
+		func(r *convergev1.Resource) bool { return r.GetPhase() == client.PhaseReady })
+	if s, ok := settledOf(r); !ok || s["total"] != 2 || s["ready"] != 2 {
+		t.Fatalf("the composite turned Ready without the settled rollup of 2 ready children in its status: %v", r.GetStatus())
+	}
 	if n := r.GetStatus().GetFields()["children"].GetNumberValue(); n != 2 {
 		t.Errorf("the composite's status %v lost the composer's children count", r.GetStatus())
 	}
