@@ -7,16 +7,27 @@ import (
 
 	"github.com/convergehq/converge/server/internal/app"
 	"github.com/convergehq/converge/server/internal/authz"
+	"github.com/convergehq/converge/server/internal/tlsconf"
 )
 
-// checkOpenAccess refuses to serve the control API beyond loopback
-// without authorization: with no rule every caller may do everything, so
-// a server reachable from the network must either name who may do what or
-// say explicitly that anyone may (allowAnonymous). A broker-only server
-// serves no control API: its workers are admitted by --allow-worker-ids.
-func checkOpenAccess(listen, role string, policy *authz.Policy, allowAnonymous bool) error {
-	if policy.Enabled() || allowAnonymous || role == app.RoleBroker || loopbackOnly(listen) {
+// checkOpenAccess refuses to serve beyond loopback with nobody checked:
+// without authorization every API caller may do everything, and without
+// an identity for workers any process may connect as one and be sent
+// specs and provider configs. A server reachable from the network must
+// either name who may do what or say explicitly that anyone may
+// (allowAnonymous). A broker-only server serves no control API: client
+// certificates that every worker must present identify its workers too.
+func checkOpenAccess(listen, role string, policy *authz.Policy, tls tlsconf.Config, allowAnonymous bool) error {
+	if policy.Enabled() || allowAnonymous || loopbackOnly(listen) {
 		return nil
+	}
+	if role == app.RoleBroker {
+		if tls.ClientCAFile != "" && tls.ClientAuth != tlsconf.ClientAuthRequest {
+			return nil
+		}
+		return fmt.Errorf("--listen %s reaches beyond loopback and workers are not identified, so any process could connect as a worker "+
+			"and be sent specs and provider configs: give workers bearer tokens with --token-file, or require client certificates "+
+			"with --tls-client-ca (see docs/operations.md, Authorization), or accept anonymous workers explicitly with --allow-anonymous", listen)
 	}
 	return fmt.Errorf("--listen %s reaches beyond loopback and no authorization is configured, so every caller could do everything: "+
 		"name who may do what with --admin-ids, --writer-ids, --reader-ids, --team or --token-file (see docs/operations.md, Authorization), "+

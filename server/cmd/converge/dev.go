@@ -64,7 +64,7 @@ unless --allow-anonymous.`,
 				return err
 			}
 			cfg.Role, cfg.Migrate = app.RoleAll, true
-			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, flags.authz.allowAnonymous); err != nil {
+			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, cfg.TLS, flags.authz.allowAnonymous); err != nil {
 				return err
 			}
 			a, err := app.Start(ctx, cfg)

@@ -57,7 +57,7 @@ func (f *authzFlags) register(cmd *cobra.Command) {
 	fs.StringSliceVar(&f.readerIDs, "reader-ids", nil, "identities that may read, comma-separated")
 	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write its resources; a team also owns the owner names below its own (team std.graph owns std.graph/NS/NAME)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "map bearer tokens to identities, one \"TOKEN IDENTITY\" per line (read at start)")
-	fs.BoolVar(&f.allowAnonymous, "allow-anonymous", false, "serve the control API beyond loopback without any authorization flag, letting every caller do everything (refused otherwise)")
+	fs.BoolVar(&f.allowAnonymous, "allow-anonymous", false, "serve beyond loopback without any authorization flag, letting every API caller do everything and any process connect as a worker (refused otherwise)")
 }
 
 // policy builds the authorization policy. With none of the flags set it
@@ -201,7 +201,11 @@ or --token-file, every API caller may do everything; serve refuses that when
 token (--token-file) and each request needs a role: reads need any role or team;
 resource writes need writer, admin or the kind's owner team; kind manifests,
 provider configs, reactor bindings and policies need admin or the kind's owner
-team (see docs/operations.md).`,
+team (see docs/operations.md). Workers are identified the same way: while
+authorization is on, a worker needs a client certificate or a token from
+--token-file, and its identity is checked against the kinds' workers lists; a
+broker-only server beyond loopback needs --token-file, required client
+certificates or --allow-anonymous.`,
 		Example: `  converge serve --database-url postgres://converge@db:5432/converge
   CONVERGE_DATABASE_URL=postgres://... converge serve --role broker --listen :7071
   converge serve --database-url ... --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt \
@@ -219,7 +223,7 @@ team (see docs/operations.md).`,
 			if err != nil {
 				return err
 			}
-			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, flags.authz.allowAnonymous); err != nil {
+			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, cfg.TLS, flags.authz.allowAnonymous); err != nil {
 				return err
 			}
 			cfg.Migrate = migrate

@@ -182,6 +182,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		bc.Metrics = m
 		rec = taskrec.New(cfg.TaskRecords, st, cfg.Log)
 		bc.Records = rec
+		bc.Authz = cfg.Authz
 		bc.Tile = func(kind string, version int32) (lo, hi int16) {
 			if tracker == nil {
 				return 0, store.Shards

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/metrics"
@@ -50,6 +51,9 @@ type Config struct {
 	Tile func(kind string, version int32) (lo, hi int16)
 	// Records keeps task records; nil keeps none.
 	Records *taskrec.Recorder
+	// Authz identifies workers by their bearer tokens; while it has rules,
+	// a worker with no identity is refused. nil checks no tokens.
+	Authz *authz.Policy
 }
 
 // DefaultConfig returns the production defaults.

@@ -23,8 +23,11 @@ type session struct {
 	actor    string
 	serves   map[reactionKey]bool
 	capacity int
-	// permit, if set, says whether the worker's verified identity may
-	// serve a reaction's kind now (see Broker.authorize).
+	// identity is the worker's verified identity (a SPIFFE ID or a bearer
+	// token's), if it has one.
+	identity string
+	// permit, if set, says whether the worker's identity may serve a
+	// reaction's kind now (see Broker.authorize).
 	permit func(reactionKey) bool
 
 	// Guarded by Broker.mu.
@@ -75,6 +78,10 @@ func (s *session) take() []*convergev1.ServerMessage {
 
 // Connect implements WorkerService.Connect.
 func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[convergev1.WorkerMessage, convergev1.ServerMessage]) error {
+	id, checked, err := b.workerIdentity(ctx, stream.RequestHeader())
+	if err != nil {
+		return err
+	}
 	first, err := stream.Receive()
 	if err != nil {
 		return err
@@ -100,7 +107,7 @@ func (b *Broker) Connect(ctx context.Context, stream *connect.BidiStream[converg
 	for _, r := range sub.GetReactions() {
 		s.serves[reactionKey{r.GetKind(), r.GetKindVersion(), r.GetReaction()}] = true
 	}
-	if err := b.authorize(ctx, s); err != nil {
+	if err := b.authorize(s, id, checked); err != nil {
 		return err
 	}
 	warnings, err := b.checkSubscription(ctx, s)
