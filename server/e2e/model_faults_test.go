@@ -127,7 +127,11 @@ func (w *world) recordDoomed(t *rapid.T, m *mres) {
 			continue
 		}
 		w.doomed = append(w.doomed, doomedPair{c.GetUid(), root.GetUid(), fmt.Sprintf("child %s before its composite %s", c.GetName(), m.key())})
-		if prev != nil {
+		// A dependency already deleting (an earlier delete took it, not c)
+		// may have its teardown under way: a dependent marked later cannot
+		// stop that, and the engine promises the order only among the
+		// resources deleted together.
+		if prev != nil && (prev.GetDeletionRequestedAt() == nil || c.GetDeletionRequestedAt() != nil) {
 			w.doomed = append(w.doomed, doomedPair{c.GetUid(), prev.GetUid(), fmt.Sprintf("dependent %s before its dependency %s", c.GetName(), prev.GetName())})
 		}
 		prev = c
