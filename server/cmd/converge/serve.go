@@ -55,7 +55,7 @@ func (f *authzFlags) register(cmd *cobra.Command) {
 	fs.StringSliceVar(&f.adminIDs, "admin-ids", nil, "identities (SPIFFE IDs, trailing /* for a prefix) that may do everything, comma-separated")
 	fs.StringSliceVar(&f.writerIDs, "writer-ids", nil, "identities that may apply and delete resources and run operator actions on them, comma-separated")
 	fs.StringSliceVar(&f.readerIDs, "reader-ids", nil, "identities that may read, comma-separated")
-	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write its resources; a team also owns the owner names below its own (team std.graph owns std.graph/NS/NAME)")
+	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write and read its resources in every namespace; a team also owns the owner names below its own (team std.graph owns std.graph/NS/NAME)")
 	fs.StringArrayVar(&f.grants, "grant", nil, "a role in some namespaces ROLE:NAMESPACES=IDENTITIES (repeatable): ROLE reader or writer; NAMESPACES comma-separated names or prefixes ending in * (team-a-*); IDENTITIES comma-separated identity patterns or team:NAME; e.g. writer:team-a-*=team:team-a")
 	fs.StringVar(&f.tokenFile, "token-file", "", "map bearer tokens to identities, one \"TOKEN IDENTITY\" per line (read at start)")
 	fs.BoolVar(&f.allowAnonymous, "allow-anonymous", false, "serve beyond loopback without any authorization flag, letting every API caller do everything and any process connect as a worker (refused otherwise)")
