@@ -30,7 +30,7 @@ func tenantPolicy(t *testing.T) *authz.Policy {
 		t.Fatal(err)
 	}
 	p, err := authz.New(append(opts, team,
-		authz.WithRole(authz.RoleWriter, writer), authz.WithRole(authz.RoleReader, reader),
+		authz.WithRole(authz.RoleAdmin, admin), authz.WithRole(authz.RoleWriter, writer), authz.WithRole(authz.RoleReader, reader),
 		authz.WithTeam("data-platform", "spiffe://td/ns/data/*"))...)
 	if err != nil {
 		t.Fatal(err)
@@ -147,5 +147,55 @@ func TestReadScope(t *testing.T) {
 	var none *authz.Policy
 	if !none.ReadScope(nobody, nil).All {
 		t.Error("a nil policy must read everything")
+	}
+}
+
+// TestMatrixInNamespaces decides every ControlService method for every
+// kind of caller in two namespaces: team-a-1 (alice's writer grant covers
+// it, viewer's reader grant too) and team-b (viewer reads it), on a kind
+// owned by data-platform. Methods that touch one resource carry its
+// namespace; kind-level ones carry none.
+func TestMatrixInNamespaces(t *testing.T) {
+	p := tenantPolicy(t)
+	const carol = "spiffe://td/ns/data/carol"
+	type key struct {
+		need authz.Need
+		ns   string
+	}
+	everywhere := func(needs ...authz.Need) map[key]bool {
+		m := map[key]bool{}
+		for _, n := range needs {
+			m[key{n, "team-a-1"}], m[key{n, "team-b"}] = true, true
+		}
+		return m
+	}
+	allowed := map[string]map[key]bool{
+		admin:  everywhere(authz.NeedRead, authz.NeedResourceWrite, authz.NeedKindOwner, authz.NeedAdmin),
+		writer: everywhere(authz.NeedRead, authz.NeedResourceWrite),
+		reader: everywhere(authz.NeedRead),
+		carol:  everywhere(authz.NeedRead, authz.NeedResourceWrite, authz.NeedKindOwner),
+		alice:  {{authz.NeedRead, "team-a-1"}: true, {authz.NeedResourceWrite, "team-a-1"}: true},
+		viewer: {{authz.NeedRead, "team-a-1"}: true, {authz.NeedRead, "team-b"}: true},
+		nobody: {},
+	}
+	for _, m := range controlMethods(t) {
+		need := authz.NeedOf(m)
+		for _, ns := range []string{"team-a-1", "team-b"} {
+			for caller, ok := range allowed {
+				r := authz.Request{Procedure: m, Need: need, Kind: "db.cluster", Owner: "data-platform", Exists: true}
+				if need == authz.NeedRead || need == authz.NeedResourceWrite {
+					r.Namespace = ns
+				}
+				err := p.Decide(caller, r)
+				switch want := ok[key{need, ns}]; {
+				case want && err != nil:
+					t.Errorf("%s in %s by %q: %v, want allowed", m, ns, caller, err)
+				case !want && connect.CodeOf(err) != connect.CodePermissionDenied:
+					t.Errorf("%s in %s by %q: %v, want PermissionDenied", m, ns, caller, err)
+				case !want && r.Namespace != "" && !strings.Contains(err.Error(), m+" on kind db.cluster in namespace "+ns):
+					t.Errorf("%s in %s by %q: %v does not name the procedure and namespace", m, ns, caller, err)
+				}
+			}
+		}
 	}
 }
