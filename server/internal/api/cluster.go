@@ -50,6 +50,7 @@ func (s *Service) WhoAmI(ctx context.Context, _ *convergev1.WhoAmIRequest) (*con
 		out.AuthorizationEnabled = true
 		out.Roles = p.Roles(out.Identity)
 		out.Teams = p.Teams(out.Identity)
+		out.Grants = p.Grants(out.Identity)
 	}
 	return out, nil
 }

@@ -21,6 +21,10 @@ func TestTenantOwnerTeamAndReadsByID(t *testing.T) {
 	}}); err != nil {
 		t.Fatalf("team-a registers its kind: %v", err)
 	}
+	me, err := alice.WhoAmI(ctx, &convergev1.WhoAmIRequest{})
+	if err != nil || !slices.Equal(me.GetGrants(), []string{"writer:team-a-*"}) || !slices.Equal(me.GetTeams(), []string{"team-a"}) {
+		t.Errorf("alice's WhoAmI: %v, %v; want grants [writer:team-a-*], teams [team-a]", me, err)
+	}
 	applyCloudKind(t, admin)
 	shop := &convergev1.ApplyResourceRequest{Namespace: "team-b", Kind: "web.app", KindVersion: 1, Name: "shop"}
 	if _, err := alice.ApplyResource(ctx, shop); err != nil {
@@ -35,7 +39,7 @@ func TestTenantOwnerTeamAndReadsByID(t *testing.T) {
 	if _, err := alice.GetResource(ctx, &convergev1.GetResourceRequest{Namespace: "team-b", Kind: "web.app", Name: "shop"}); err != nil {
 		t.Errorf("the owner team reads its kind in team-b: %v", err)
 	}
-	_, err := alice.GetResource(ctx, &convergev1.GetResourceRequest{Namespace: "team-b", Kind: "cloud", Name: "c1"})
+	_, err = alice.GetResource(ctx, &convergev1.GetResourceRequest{Namespace: "team-b", Kind: "cloud", Name: "c1"})
 	wantDenied(t, err, aliceIdent, "GetResource on kind cloud in namespace team-b")
 
 	op, err := admin.InvokeOperation(ctx, &convergev1.InvokeOperationRequest{Namespace: "team-b", Kind: "cloud", Name: "c1", Verb: "restart"})
