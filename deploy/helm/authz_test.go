@@ -75,7 +75,8 @@ func TestAuthorizationValues(t *testing.T) {
 	d := r.deployment(t, fullname+"-all")
 	c := container(t, d)
 	requireArgs(t, c, "--admin-ids=spiffe://td/ns/ops/*", "--writer-ids=ci,spiffe://td/ns/ci/*",
-		"--team=data=bob", "--team=web=spiffe://td/ns/web/*,alice", "--token-file=/etc/converge/tokens/file")
+		"--team=data=bob", "--team=web=spiffe://td/ns/web/*,alice", "--grant=writer:team-a-*,shared=team:web,carol",
+		"--token-file=/etc/converge/tokens/file")
 	forbidArgPrefix(t, c, "--reader-ids")
 	if v, _ := volume(d, "tokens"); v.Secret == nil || v.Secret.SecretName != "my-tokens" {
 		t.Errorf("tokens volume %+v, want Secret my-tokens", v)

@@ -58,6 +58,7 @@ var valueSets = []valueSet{
 			"authorization": map[string]any{
 				"adminIDs": []any{"spiffe://td/ns/ops/*"}, "writerIDs": []any{"ci", "spiffe://td/ns/ci/*"}, "readerIDs": []any{},
 				"teams":  map[string]any{"web": []any{"spiffe://td/ns/web/*", "alice"}, "data": []any{"bob"}},
+				"grants": []any{map[string]any{"role": "writer", "namespaces": []any{"team-a-*", "shared"}, "identities": []any{"team:web", "carol"}}},
 				"tokens": map[string]any{"existingSecret": "my-tokens", "key": "file"},
 			},
 			"stdWorker": map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "sw-token", "key": "tok"}},
@@ -97,6 +98,14 @@ var rejectedSets = []rejectedSet{
 	{name: "invalid/bad-url.yaml", file: "invalid/bad-url.yaml", want: "/database/url", schema: true},
 	{name: "identity with a space", want: "/authorization/adminIDs", schema: true, vals: func() map[string]any {
 		return base(map[string]any{"authorization": map[string]any{"adminIDs": []any{"two words"}}})
+	}},
+	{name: "grant of admin", want: "/authorization/grants/0/role", schema: true, vals: func() map[string]any {
+		return base(map[string]any{"authorization": map[string]any{"grants": []any{
+			map[string]any{"role": "admin", "namespaces": []any{"a"}, "identities": []any{"x"}}}}})
+	}},
+	{name: "grant of a bad namespace", want: "/authorization/grants/0/namespaces/0", schema: true, vals: func() map[string]any {
+		return base(map[string]any{"authorization": map[string]any{"grants": []any{
+			map[string]any{"role": "reader", "namespaces": []any{"Team_A"}, "identities": []any{"x"}}}}})
 	}},
 
 	{name: "no database", vals: func() map[string]any { return map[string]any{} }, want: "set database.url or database.existingSecret.name"},

@@ -30,7 +30,7 @@ func checkOpenAccess(listen, role string, policy *authz.Policy, tls tlsconf.Conf
 			"with --tls-client-ca (see docs/operations.md, Authorization), or accept anonymous workers explicitly with --allow-anonymous", listen)
 	}
 	return fmt.Errorf("--listen %s reaches beyond loopback and no authorization is configured, so every caller could do everything: "+
-		"name who may do what with --admin-ids, --writer-ids, --reader-ids, --team or --token-file (see docs/operations.md, Authorization), "+
+		"name who may do what with --admin-ids, --writer-ids, --reader-ids, --team, --grant or --token-file (see docs/operations.md, Authorization), "+
 		"or accept anonymous access explicitly with --allow-anonymous", listen)
 }
 

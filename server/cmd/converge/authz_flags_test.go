@@ -64,3 +64,30 @@ func TestAuthzFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantFlag: --grant gives a role in namespaces to identities and
+// teams, with the token file's identities; a bad value names the flag.
+func TestGrantFlag(t *testing.T) {
+	f := authzTestFlags(t, "--team", "team-a=spiffe://td/ns/team-a/*",
+		"--grant", "writer:team-a-*=team:team-a", "--grant", "reader:shared=spiffe://td/ns/audit/*")
+	cfg, err := f.config("postgres://unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(caller, ns string) error {
+		return cfg.Authz.Decide(caller, authz.Request{Procedure: "ApplyResource", Need: authz.NeedResourceWrite, Kind: "k", Namespace: ns, Exists: true})
+	}
+	if err := write("spiffe://td/ns/team-a/x", "team-a-dev"); err != nil {
+		t.Errorf("team grant: %v", err)
+	}
+	if err := write("spiffe://td/ns/team-a/x", "shared"); err == nil || !strings.Contains(err.Error(), "namespace shared") {
+		t.Errorf("outside the grant: %v", err)
+	}
+	if err := write("spiffe://td/ns/audit/y", "shared"); err == nil {
+		t.Error("a reader grant wrote")
+	}
+	_, err = authzTestFlags(t, "--grant", "owner:a=team:x").config("postgres://unused")
+	if err == nil || !strings.Contains(err.Error(), `--grant: role "owner"`) {
+		t.Errorf("bad role: %v", err)
+	}
+}

@@ -44,7 +44,7 @@ type serverFlags struct {
 // authzFlags map API callers to roles and teams.
 type authzFlags struct {
 	adminIDs, writerIDs, readerIDs []string
-	teams                          []string
+	teams, grants                  []string
 	tokenFile                      string
 	// allowAnonymous accepts a server beyond loopback without rules.
 	allowAnonymous bool
@@ -55,7 +55,8 @@ func (f *authzFlags) register(cmd *cobra.Command) {
 	fs.StringSliceVar(&f.adminIDs, "admin-ids", nil, "identities (SPIFFE IDs, trailing /* for a prefix) that may do everything, comma-separated")
 	fs.StringSliceVar(&f.writerIDs, "writer-ids", nil, "identities that may apply and delete resources and run operator actions on them, comma-separated")
 	fs.StringSliceVar(&f.readerIDs, "reader-ids", nil, "identities that may read, comma-separated")
-	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write its resources; a team also owns the owner names below its own (team std.graph owns std.graph/NS/NAME)")
+	fs.StringArrayVar(&f.teams, "team", nil, "team membership TEAM=PATTERN[,PATTERN] (repeatable); a kind's owner team may change its manifest, configs, reactor bindings and policy, and write and read its resources in every namespace; a team also owns the owner names below its own (team std.graph owns std.graph/NS/NAME)")
+	fs.StringArrayVar(&f.grants, "grant", nil, "a role in some namespaces ROLE:NAMESPACES=IDENTITIES (repeatable): ROLE reader or writer; NAMESPACES comma-separated names or prefixes ending in * (team-a-*); IDENTITIES comma-separated identity patterns or team:NAME; e.g. writer:team-a-*=team:team-a")
 	fs.StringVar(&f.tokenFile, "token-file", "", "map bearer tokens to identities, one \"TOKEN IDENTITY\" per line (read at start)")
 	fs.BoolVar(&f.allowAnonymous, "allow-anonymous", false, "serve beyond loopback without any authorization flag, letting every API caller do everything and any process connect as a worker (refused otherwise)")
 }
@@ -71,6 +72,13 @@ func (f *authzFlags) policy() (*authz.Policy, error) {
 	}
 	for _, t := range f.teams {
 		o, err := authz.ParseTeam(t)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
+	}
+	for _, g := range f.grants {
+		o, err := authz.ParseGrant(g)
 		if err != nil {
 			return nil, err
 		}
@@ -194,12 +202,16 @@ Roles:
            orphans, queueing resyncs, trimming the change feed)
   broker   the worker endpoint: claims tasks, pushes them to workers, applies results
 
-Authorization: without any of --admin-ids, --writer-ids, --reader-ids, --team
-or --token-file, every API caller may do everything; serve refuses that when
---listen reaches beyond loopback (e.g. the default :7070) unless
---allow-anonymous says so explicitly. With any of them, callers are identified by their verified SPIFFE ID (mTLS) or bearer
-token (--token-file) and each request needs a role: reads need any role or team;
-resource writes need writer, admin or the kind's owner team; kind manifests,
+Authorization: without any of --admin-ids, --writer-ids, --reader-ids, --team,
+--grant or --token-file, every API caller may do everything; serve refuses that
+when --listen reaches beyond loopback (e.g. the default :7070) unless
+--allow-anonymous says so explicitly. With any of them, callers are identified
+by their verified SPIFFE ID (mTLS) or bearer token (--token-file) and each
+request needs a role. Global roles cover every namespace; --grant gives reader
+or writer in some namespaces only, and a caller without a global role sees only
+the namespaces it is granted (and its teams' kinds). Resource writes need
+writer, admin, a writer grant on the namespace or the kind's owner team; reading
+one resource of a namespace the caller may not read is refused (403); kind manifests,
 provider configs, reactor bindings and policies need admin or the kind's owner
 team (see docs/operations.md). Workers are identified the same way: while
 authorization is on, a worker needs a client certificate or a token from
@@ -211,7 +223,8 @@ certificates or --allow-anonymous.`,
   converge serve --database-url ... --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt \
     --allow-api-ids 'spiffe://example.org/ns/ops/*' --allow-worker-ids 'spiffe://example.org/ns/workers/*' \
     --admin-ids spiffe://example.org/ns/ops/admin --writer-ids 'spiffe://example.org/ns/ci/*' \
-    --reader-ids 'spiffe://example.org/*' --team 'data-platform=spiffe://example.org/ns/data/*'`,
+    --reader-ids 'spiffe://example.org/ns/ops/*' --team 'data-platform=spiffe://example.org/ns/data/*' \
+    --team 'team-a=spiffe://example.org/ns/team-a/*' --grant 'writer:team-a-*=team:team-a'`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if databaseURL == "" {
 				databaseURL = os.Getenv("CONVERGE_DATABASE_URL")

@@ -82,6 +82,11 @@ func (a *authorizer) check(ctx context.Context, procedure string, h http.Header,
 		return ctx, nil
 	}
 	method := shortName(procedure)
+	if authz.NeedOf(method) == authz.NeedRead {
+		if ns, kind, ok := readTarget(msg); ok {
+			return ctx, a.svc.checkRead(ctx, method, ns, kind)
+		}
+	}
 	reqs, err := a.svc.authzRequests(ctx, method, msg)
 	if err != nil {
 		return ctx, err
@@ -100,10 +105,12 @@ func shortName(procedure string) string {
 	return procedure[strings.LastIndex(procedure, "/")+1:]
 }
 
-// kindRef is a kind (and version, 0 for the latest) a request touches.
+// kindRef is a kind (and version, 0 for the latest) a request touches,
+// and for a resource write the namespace it writes in.
 type kindRef struct {
-	kind    string
-	version int32
+	kind      string
+	version   int32
+	namespace string
 }
 
 // authzRequests builds the decisions a request needs, one per kind it
@@ -128,16 +135,27 @@ func (s *Service) authzRequests(ctx context.Context, method string, msg any) ([]
 	}
 	out := make([]authz.Request, 0, len(refs))
 	seen := map[kindRef]bool{}
+	type owned struct {
+		owner  string
+		exists bool
+	}
+	owners := map[kindRef]owned{} // one look-up per kind version, whatever the namespaces
 	for _, ref := range refs {
 		if seen[ref] {
 			continue
 		}
 		seen[ref] = true
 		r := base
-		r.Kind, r.NewOwner = ref.kind, newOwner
-		if r.Owner, r.Exists, err = s.kindOwner(ctx, ref); err != nil {
-			return nil, err
+		r.Kind, r.NewOwner, r.Namespace = ref.kind, newOwner, ref.namespace
+		kv := kindRef{kind: ref.kind, version: ref.version}
+		o, ok := owners[kv]
+		if !ok {
+			if o.owner, o.exists, err = s.kindOwner(ctx, kv); err != nil {
+				return nil, err
+			}
+			owners[kv] = o
 		}
+		r.Owner, r.Exists = o.owner, o.exists
 		out = append(out, r)
 	}
 	return out, nil
@@ -148,17 +166,17 @@ func (s *Service) authzRequests(ctx context.Context, method string, msg any) ([]
 func (s *Service) kindRefs(ctx context.Context, msg any) ([]kindRef, string, error) {
 	switch m := msg.(type) {
 	case *convergev1.ApplyKindRequest:
-		return []kindRef{{m.GetManifest().GetKind(), m.GetManifest().GetKindVersion()}}, m.GetManifest().GetOwner(), nil
+		return []kindRef{{kind: m.GetManifest().GetKind(), version: m.GetManifest().GetKindVersion()}}, m.GetManifest().GetOwner(), nil
 	case *convergev1.DeleteKindRequest:
-		return []kindRef{{m.GetKind(), m.GetKindVersion()}}, "", nil
+		return []kindRef{{kind: m.GetKind(), version: m.GetKindVersion()}}, "", nil
 	case *convergev1.UpdateKindPolicyRequest:
-		return []kindRef{{m.GetKind(), m.GetKindVersion()}}, "", nil
+		return []kindRef{{kind: m.GetKind(), version: m.GetKindVersion()}}, "", nil
 	case *convergev1.ApplyProviderConfigRequest:
-		return []kindRef{{m.GetConfig().GetKind(), m.GetConfig().GetKindVersion()}}, "", nil
+		return []kindRef{{kind: m.GetConfig().GetKind(), version: m.GetConfig().GetKindVersion()}}, "", nil
 	case *convergev1.DeleteProviderConfigRequest:
-		return []kindRef{{m.GetKind(), m.GetKindVersion()}}, "", nil
+		return []kindRef{{kind: m.GetKind(), version: m.GetKindVersion()}}, "", nil
 	case *convergev1.ApplyReactorBindingRequest:
-		return []kindRef{{m.GetBinding().GetReactorKind(), m.GetBinding().GetReactorKindVersion()}}, "", nil
+		return []kindRef{{kind: m.GetBinding().GetReactorKind(), version: m.GetBinding().GetReactorKindVersion()}}, "", nil
 	case *convergev1.DeleteReactorBindingRequest:
 		b, err := s.store.GetReactorBinding(ctx, m.GetName())
 		if errors.Is(err, store.ErrNotFound) {
@@ -169,18 +187,22 @@ func (s *Service) kindRefs(ctx context.Context, msg any) ([]kindRef, string, err
 		if err != nil {
 			return nil, "", storeError(err)
 		}
-		return []kindRef{{b.ReactorKind, b.ReactorKindVersion}}, "", nil
+		return []kindRef{{kind: b.ReactorKind, version: b.ReactorKindVersion}}, "", nil
 	case *convergev1.ApplyResourceRequest:
-		return []kindRef{{m.GetKind(), m.GetKindVersion()}}, "", nil
+		return []kindRef{{m.GetKind(), m.GetKindVersion(), namespaceOr(m.GetNamespace())}}, "", nil
 	case *convergev1.ApplyResourcesRequest:
+		// A batch spanning namespaces needs the right in each.
 		refs := make([]kindRef, 0, len(m.GetResources()))
 		for _, r := range m.GetResources() {
-			refs = append(refs, kindRef{r.GetKind(), r.GetKindVersion()})
+			refs = append(refs, kindRef{r.GetKind(), r.GetKindVersion(), namespaceOr(r.GetNamespace())})
 		}
 		return refs, "", nil
-	case interface{ GetKind() string }:
+	case interface {
+		GetKind() string
+		GetNamespace() string
+	}:
 		// Resource operator actions: the resource's kind, latest version.
-		return []kindRef{{m.GetKind(), 0}}, "", nil
+		return []kindRef{{m.GetKind(), 0, namespaceOr(m.GetNamespace())}}, "", nil
 	}
 	return nil, "", connect.NewError(connect.CodeInternal, fmt.Errorf("authorization: no kind for request %T", msg))
 }
@@ -250,10 +272,11 @@ func RequireRead(p *authz.Policy, procedure string, next http.Handler) http.Hand
 			_ = json.NewEncoder(w).Encode(map[string]string{"code": connect.CodeOf(err).String(), "message": msg})
 			return
 		}
+		ctx := context.WithValue(r.Context(), policyKey{}, p)
 		if caller != "" {
-			r = r.WithContext(authz.WithCaller(r.Context(), caller))
+			ctx = authz.WithCaller(ctx, caller)
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

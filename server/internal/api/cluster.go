@@ -30,7 +30,7 @@ func (s *Service) CountResources(ctx context.Context, req *convergev1.CountResou
 	}
 	counts, err := s.store.CountResources(ctx, store.ListFilter{
 		Namespace: req.GetNamespace(), Kind: req.GetKind(), KindVersion: req.GetKindVersion(), Selector: sel,
-		NameContains: req.GetNameContains(),
+		NameContains: req.GetNameContains(), Visible: s.visible(ctx),
 	})
 	if err != nil {
 		return nil, storeError(err)
@@ -50,6 +50,7 @@ func (s *Service) WhoAmI(ctx context.Context, _ *convergev1.WhoAmIRequest) (*con
 		out.AuthorizationEnabled = true
 		out.Roles = p.Roles(out.Identity)
 		out.Teams = p.Teams(out.Identity)
+		out.Grants = p.Grants(out.Identity)
 	}
 	return out, nil
 }

@@ -34,7 +34,7 @@ func (s *Service) ExplainResource(ctx context.Context, req *convergev1.ExplainRe
 	if max == 0 {
 		max = 20
 	}
-	w := &explainWalk{s: s, max: max, seen: map[int64]bool{}}
+	w := &explainWalk{s: s, max: max, seen: map[int64]bool{}, readable: s.readable(ctx)}
 	if err := w.walk(ctx, r, nil, nil, 0); err != nil {
 		return nil, storeError(err)
 	}
@@ -50,6 +50,9 @@ type explainWalk struct {
 	seen      map[int64]bool
 	causes    []*convergev1.Cause
 	truncated bool
+	// readable is the caller's read rule: the walk names, and does not
+	// enter, resources in namespaces the caller may not read.
+	readable func(ns, kind string) bool
 }
 
 // settled reports a resource that blocks nothing: Ready at its
@@ -65,6 +68,11 @@ func (w *explainWalk) walk(ctx context.Context, r store.Resource, path []*conver
 	w.seen[r.ID] = true
 	if len(w.causes) >= w.max || depth > explainDepth {
 		w.truncated = true
+		return nil
+	}
+	if !w.readable(r.Namespace, r.Kind) {
+		w.causes = append(w.causes, &convergev1.Cause{Resource: refOf(r), Reason: ReasonNotReadable, Path: path, Via: via,
+			Message: "it is in namespace " + r.Namespace + ", which the caller may not read"})
 		return nil
 	}
 	follow, c := w.s.ownCause(r)

@@ -98,6 +98,10 @@ func (s *Service) GetOperation(ctx context.Context, req *convergev1.GetOperation
 	if err != nil {
 		return nil, storeError(err)
 	}
+	// Named by id, the operation's namespace is known only now.
+	if err := s.checkRead(ctx, "GetOperation", op.Namespace, op.Kind); err != nil {
+		return nil, err
+	}
 	return &convergev1.GetOperationResponse{Operation: toOperation(op)}, nil
 }
 

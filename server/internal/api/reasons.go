@@ -63,6 +63,9 @@ const (
 	ReasonChildFailed = "ChildFailed"
 	// ChildrenReady: a child is degraded, none failed.
 	ReasonChildDegraded = "ChildDegraded"
+	// ExplainResource: the walk reached a resource in a namespace the
+	// caller may not read; it is named, its state is not shown.
+	ReasonNotReadable = "NotReadable"
 )
 
 // Reasons lists every reason above, for documentation and its test.
@@ -71,5 +74,5 @@ var Reasons = []string{
 	ReasonUnqueued, ReasonReconcileError, ReasonTerminalError, ReasonAttemptsExhausted, ReasonFailed,
 	ReasonDegraded, ReasonUnhealthy, ReasonQuarantined, ReasonOrphaned, ReasonDeleting,
 	ReasonWaitingForDependents, ReasonTearingDown, ReasonTeardownError, ReasonNoWorker, ReasonNotReady,
-	ReasonAllReady, ReasonChildrenReconciling, ReasonChildFailed, ReasonChildDegraded,
+	ReasonAllReady, ReasonChildrenReconciling, ReasonChildFailed, ReasonChildDegraded, ReasonNotReadable,
 }

@@ -200,7 +200,7 @@ func (s *Service) ListResources(ctx context.Context, req *convergev1.ListResourc
 	f := store.ListFilter{
 		Namespace: req.GetNamespace(), Kind: req.GetKind(), KindVersion: req.GetKindVersion(),
 		Phases: req.GetPhases(), Selector: sel, Limit: int(req.GetPageSize()), Summary: req.GetSummary(),
-		NameContains: req.GetNameContains(),
+		NameContains: req.GetNameContains(), Visible: s.visible(ctx),
 	}
 	if f.Limit == 0 {
 		f.Limit = 100
@@ -317,7 +317,8 @@ func (s *Service) abandon(ctx context.Context, key store.ResourceKey, req *conve
 
 // ListEvents returns events newest first.
 func (s *Service) ListEvents(ctx context.Context, req *convergev1.ListEventsRequest) (*convergev1.ListEventsResponse, error) {
-	f := store.EventFilter{Namespace: req.GetNamespace(), Kind: req.GetKind(), Name: req.GetName(), Limit: int(req.GetPageSize())}
+	f := store.EventFilter{Namespace: req.GetNamespace(), Kind: req.GetKind(), Name: req.GetName(), Limit: int(req.GetPageSize()),
+		Visible: s.visible(ctx)}
 	if f.Limit == 0 {
 		f.Limit = 100
 	}

@@ -50,6 +50,10 @@ func (s *Service) GetTaskRecord(ctx context.Context, req *convergev1.GetTaskReco
 	if err != nil {
 		return nil, storeError(err)
 	}
+	// Named by id, the record's namespace is known only now.
+	if err := s.checkRead(ctx, "GetTaskRecord", r.Ref.Namespace, r.Ref.Kind); err != nil {
+		return nil, err
+	}
 	return &convergev1.GetTaskRecordResponse{Record: toTaskRecord(r)}, nil
 }
 

@@ -133,11 +133,19 @@ func (s *Service) GetResourceGraph(ctx context.Context, req *convergev1.GetResou
 	out := &convergev1.GetResourceGraphResponse{MoreNodes: int32(more), Culprits: culprits}
 	refs := map[int64]*convergev1.ResourceRef{top.ID: toRef(&top.Ref)}
 	out.Nodes = append(out.Nodes, &convergev1.GraphNode{Resource: refs[top.ID], KindVersion: top.KindVersion, Phase: top.Phase, Message: top.Message})
+	readable := s.readable(ctx)
 	for _, n := range nodes {
 		refs[n.ID] = toRef(&n.Ref)
 		external := n.OwnerID == nil || *n.OwnerID != top.ID
-		out.Nodes = append(out.Nodes, &convergev1.GraphNode{Resource: refs[n.ID], KindVersion: n.KindVersion, Phase: n.Phase,
-			Message: n.Message, External: external})
+		node := &convergev1.GraphNode{Resource: refs[n.ID], KindVersion: n.KindVersion, Phase: n.Phase,
+			Message: n.Message, External: external}
+		if external && !readable(n.Ref.Namespace, n.Ref.Kind) {
+			// A reference into a namespace the caller may not read: the
+			// edge's end is named (the composite declared it), its state
+			// is not shown.
+			node.KindVersion, node.Phase, node.Message = 0, "", ""
+		}
+		out.Nodes = append(out.Nodes, node)
 	}
 	for _, e := range edges {
 		a, b := refs[e.Dependent], refs[e.Dependency]

@@ -39,7 +39,15 @@ func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send 
 	if req.GetName() != "" && req.GetKind() == "" {
 		return invalid("watch: name needs kind")
 	}
-	f := store.ChangeFilter{Namespace: req.GetNamespace(), Kind: req.GetKind(), Name: req.GetName()}
+	// The authorizer decides a stream before its request is read, so a
+	// Watch of one resource is decided here, and any other is narrowed to
+	// what the caller may read.
+	if ns, kind, ok := readTarget(req); ok {
+		if err := s.checkRead(ctx, "Watch", ns, kind); err != nil {
+			return err
+		}
+	}
+	f := store.ChangeFilter{Namespace: req.GetNamespace(), Kind: req.GetKind(), Name: req.GetName(), Visible: s.visible(ctx)}
 	if f.Name != "" && f.Namespace == "" {
 		f.Namespace = DefaultNamespace
 	}
@@ -175,6 +183,10 @@ func httpStatus(c connect.Code) int {
 		return http.StatusBadRequest
 	case connect.CodeNotFound:
 		return http.StatusNotFound
+	case connect.CodePermissionDenied:
+		return http.StatusForbidden
+	case connect.CodeUnauthenticated:
+		return http.StatusUnauthorized
 	case connect.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	}

@@ -140,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	if control && !cfg.Authz.Enabled() {
-		cfg.Log.Warn("authorization is off: every API caller may do everything (set --admin-ids, --writer-ids, --reader-ids, --team or --token-file)")
+		cfg.Log.Warn("authorization is off: every API caller may do everything (set --admin-ids, --writer-ids, --reader-ids, --team, --grant or --token-file)")
 	}
 	if cfg.Migrate {
 		steps, err := migrate.Up(ctx, cfg.DatabaseURL)

@@ -34,7 +34,6 @@ const (
 // token: admin, carol (team data-platform), bob (team web) and a reader.
 func authzServer(t *testing.T) (base string, client func(token string) convergev1connect.ControlServiceClient) {
 	t.Helper()
-	db := pgtest.New(t)
 	policy, err := authz.New(
 		authz.WithRole(authz.RoleAdmin, adminIdent),
 		authz.WithRole(authz.RoleReader, readIdent),
@@ -44,6 +43,14 @@ func authzServer(t *testing.T) (base string, client func(token string) convergev
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startWithPolicy(t, policy)
+}
+
+// startWithPolicy starts a server (all roles) under policy, and returns
+// its base URL and a client per bearer token.
+func startWithPolicy(t *testing.T, policy *authz.Policy) (base string, client func(token string) convergev1connect.ControlServiceClient) {
+	t.Helper()
+	db := pgtest.New(t)
 	a, err := app.Start(context.Background(), app.Config{
 		DatabaseURL: db.URL, Listen: "127.0.0.1:0", Role: app.RoleAll,
 		Broker: broker.Config{Lease: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond,

@@ -14,10 +14,13 @@ type Need int
 
 // Needs, from least to most.
 const (
-	// NeedRead: any role or team membership.
+	// NeedRead: any role, grant or team membership; in a namespace (a read
+	// of one resource), a global role, a grant covering the namespace, or
+	// membership of the owner team of the resource's kind.
 	NeedRead Need = iota + 1
-	// NeedResourceWrite: writer, admin, or membership of the owner team
-	// of the resource's kind.
+	// NeedResourceWrite: writer, admin, a writer grant covering the
+	// resource's namespace, or membership of the owner team of the
+	// resource's kind.
 	NeedResourceWrite
 	// NeedKindOwner: admin, or membership of the kind's owner team. A kind
 	// without an owner team is the admins' alone.
@@ -34,6 +37,9 @@ type Request struct {
 	// Kind is the kind the request touches ("" for reads and admin-only
 	// requests).
 	Kind string
+	// Namespace is the namespace of the resource a resource write or a
+	// read of one resource touches; "" for everything else.
+	Namespace string
 	// Owner is the kind's current owner team ("" if none, or the kind is
 	// not registered).
 	Owner string
@@ -45,29 +51,55 @@ type Request struct {
 
 // Decide returns nil if caller (an identity; "" for an anonymous caller)
 // may make r, else a Connect PermissionDenied error naming the caller,
-// the procedure and what is missing. A policy without rules allows all.
+// the procedure, the namespace and what is missing. A policy without
+// rules allows all.
 func (p *Policy) Decide(caller string, r Request) error {
 	if !p.Enabled() || p.has(caller, RoleAdmin) {
 		return nil
 	}
 	switch r.Need {
 	case NeedRead:
-		if p.has(caller, RoleReader) || p.has(caller, RoleWriter) || len(p.teamsOf(caller)) > 0 {
-			return nil
-		}
-		return p.deny(caller, r, "needs role reader, writer or admin, or a team membership")
+		return p.decideRead(caller, r)
 	case NeedResourceWrite:
-		if p.has(caller, RoleWriter) || (r.Exists && p.member(caller, r.Owner)) {
+		if p.has(caller, RoleWriter) || (r.Exists && p.member(caller, r.Owner)) ||
+			(r.Namespace != "" && p.mayWriteIn(caller, r.Namespace)) {
 			return nil
 		}
+		why := "needs role writer or admin"
 		if r.Owner != "" {
-			return p.deny(caller, r, fmt.Sprintf("needs role writer or admin, or team %s that owns the kind", r.Owner))
+			why += ", or team " + r.Owner + " that owns the kind"
 		}
-		return p.deny(caller, r, "needs role writer or admin")
+		if r.Namespace != "" {
+			why += ", or a writer grant covering namespace " + r.Namespace
+		}
+		return p.deny(caller, r, why)
 	case NeedKindOwner:
 		return p.decideOwner(caller, r)
 	}
 	return p.deny(caller, r, "needs role admin")
+}
+
+// decideRead: reading anything needs some right somewhere; reading one
+// resource needs the right to read its namespace (or its kind). The
+// answer for a namespace the caller may not read is PermissionDenied
+// whether or not the resource exists, so a refusal tells nothing about
+// what is there.
+func (p *Policy) decideRead(caller string, r Request) error {
+	if r.Namespace == "" {
+		if p.has(caller, RoleReader) || p.has(caller, RoleWriter) || len(p.teamsOf(caller)) > 0 ||
+			len(p.grantsOf(caller, RoleReader, RoleWriter)) > 0 {
+			return nil
+		}
+		return p.deny(caller, r, "needs role reader, writer or admin, a grant, or a team membership")
+	}
+	if p.ReadScope(caller, map[string]string{r.Kind: r.Owner}).Allows(r.Namespace, r.Kind) {
+		return nil
+	}
+	why := "needs role reader, writer or admin, or a reader or writer grant covering namespace " + r.Namespace
+	if r.Owner != "" {
+		why += ", or team " + r.Owner + " that owns the kind"
+	}
+	return p.deny(caller, r, why)
 }
 
 func (p *Policy) decideOwner(caller string, r Request) error {
@@ -101,6 +133,9 @@ func (p *Policy) deny(caller string, r Request, why string) error {
 	if r.Kind != "" {
 		what += " on kind " + r.Kind
 	}
+	if r.Namespace != "" {
+		what += " in namespace " + r.Namespace
+	}
 	teams := "none"
 	if ts := p.teamsOf(caller); len(ts) > 0 {
 		teams = strings.Join(ts, ", ")
@@ -115,8 +150,12 @@ func (p *Policy) deny(caller string, r Request, why string) error {
 	if len(roles) > 0 {
 		held = strings.Join(roles, ", ")
 	}
+	detail := fmt.Sprintf("roles: %s; member of: %s", held, teams)
+	if len(p.grants) > 0 {
+		detail += "; grants: " + p.grantSummary(caller)
+	}
 	return connect.NewError(connect.CodePermissionDenied,
-		fmt.Errorf("%s may not call %s: %s (roles: %s; member of: %s)", who, what, why, held, teams))
+		fmt.Errorf("%s may not call %s: %s (%s)", who, what, why, detail))
 }
 
 type callerKey struct{}

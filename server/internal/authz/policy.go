@@ -1,8 +1,8 @@
 // Package authz decides whether an API caller may make a request: callers
 // are mapped from their identity (a verified SPIFFE ID, or a bearer token's
-// identity) to roles (admin, writer, reader) and to teams,
-// and a kind's owner team may change that kind's manifest, configs,
-// bindings and policy.
+// identity) to global roles (admin, writer, reader), to roles in some
+// namespaces (grants) and to teams, and a kind's owner team may change
+// that kind's manifest, configs, bindings and policy.
 package authz
 
 import (
@@ -33,6 +33,7 @@ type Policy struct {
 	roles  map[string][]string // role -> SPIFFE ID patterns
 	teams  map[string][]string // team -> SPIFFE ID patterns
 	tokens map[string]string   // bearer token -> identity
+	grants []grant             // roles in some namespaces only
 }
 
 // Option configures a Policy.
@@ -100,7 +101,7 @@ func New(opts ...Option) (*Policy, error) {
 // Enabled reports whether the policy has any rule; without one every
 // request is allowed.
 func (p *Policy) Enabled() bool {
-	return p != nil && (len(p.roles) > 0 || len(p.teams) > 0 || len(p.tokens) > 0)
+	return p != nil && (len(p.roles) > 0 || len(p.teams) > 0 || len(p.tokens) > 0 || len(p.grants) > 0)
 }
 
 // TokenIdentity returns the identity a bearer token maps to.

@@ -131,6 +131,13 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 			i++
 			from := [2]string{ed.GetDependent().GetKind(), ed.GetDependent().GetName()}
 			to := [2]string{ed.GetDependency().GetKind(), ed.GetDependency().GetName()}
+			if ns := ed.GetDependent().GetNamespace(); ns != "" && ns != l.namespace {
+				// Children live in their composite's namespace (a tenant's
+				// composition cannot place anything in another's), so a
+				// dependent elsewhere is no child of this one.
+				return c, fmt.Sprintf("%s: the dependent names namespace %s, but it must be a child of this composition, and children live in its namespace %s",
+					where, ns, l.namespace)
+			}
 			if _, ok := index[from]; !ok {
 				return c, fmt.Sprintf("%s: the dependent is not a child of this composition", where)
 			}
@@ -138,7 +145,10 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 			if target.Namespace == "" {
 				target.Namespace = l.namespace
 			}
+			// A dependency in another namespace is a reference even if a
+			// child has its kind and name.
 			_, isChild := index[to]
+			isChild = isChild && target.Namespace == l.namespace
 			if !isChild && !refs[target] {
 				return c, fmt.Sprintf("%s: the dependency is neither a child of this composition nor a declared reference", where)
 			}

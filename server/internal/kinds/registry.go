@@ -287,3 +287,24 @@ func (r *Registry) Refresh(ctx context.Context) error {
 	r.subMu.Unlock()
 	return nil
 }
+
+// Owners maps each registered kind to the owner team of its latest
+// version (kinds without an owner are left out): a kind's owner team
+// reads its kind's resources in every namespace.
+func (r *Registry) Owners() map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	latest := map[string]*Entry{}
+	for k, e := range r.entries {
+		if cur, ok := latest[k.kind]; !ok || e.Version > cur.Version {
+			latest[k.kind] = e
+		}
+	}
+	out := make(map[string]string, len(latest))
+	for kind, e := range latest {
+		if owner := e.Manifest().GetOwner(); owner != "" {
+			out[kind] = owner
+		}
+	}
+	return out
+}

@@ -64,6 +64,8 @@ type Change struct {
 // ChangeFilter narrows a change read; empty fields match anything.
 type ChangeFilter struct {
 	Namespace, Kind, Name string
+	// Visible limits the changes to what the caller may read; nil: all.
+	Visible *Visible
 }
 
 // CurrentCursor returns a cursor from which a reader sees every change
@@ -89,6 +91,14 @@ func (s *Store) ReadChanges(ctx context.Context, c Cursor, f ChangeFilter, limit
 
 // readChanges is ReadChanges on q, which may be a transaction.
 func readChanges(ctx context.Context, q querier, c Cursor, f ChangeFilter, limit int) ([]Change, Cursor, error) {
+	args := []any{strconv.FormatUint(c.XID, 10), c.Seq, f.Namespace, f.Kind, f.Name, limit}
+	visible := ""
+	if v := visibleClause(f.Visible, "namespace", "kind", func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}); v != "" {
+		visible = " AND " + v
+	}
 	rows, err := q.Query(ctx, `
 		WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
 		SELECT h.xmin::text::bigint, ch.xid::text::bigint, ch.seq, ch.resource_id, ch.type, ch.namespace,
@@ -97,9 +107,9 @@ func readChanges(ctx context.Context, q querier, c Cursor, f ChangeFilter, limit
 		FROM h LEFT JOIN LATERAL (
 		    SELECT * FROM changes
 		    WHERE (xid, seq) > ($1::text::xid8, $2) AND xid < h.xmin
-		      AND ($3 = '' OR namespace = $3) AND ($4 = '' OR kind = $4) AND ($5 = '' OR name = $5)
+		      AND ($3 = '' OR namespace = $3) AND ($4 = '' OR kind = $4) AND ($5 = '' OR name = $5)`+visible+`
 		    ORDER BY xid, seq
-		    LIMIT $6) ch ON true`, strconv.FormatUint(c.XID, 10), c.Seq, f.Namespace, f.Kind, f.Name, limit)
+		    LIMIT $6) ch ON true`, args...)
 	if err != nil {
 		return nil, c, err
 	}

@@ -76,6 +76,9 @@ type EventFilter struct {
 	// BeforeID pages backwards: only events with a smaller id.
 	BeforeID int64
 	Limit    int
+	// Visible limits the events to what the caller may read; nil: all.
+	// Kind events (no namespace) are kind-level, so every reader sees them.
+	Visible *Visible
 }
 
 // RecordKindEvent records a write to the definition of a kind version
@@ -98,12 +101,20 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) 
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
+	args := []any{f.Namespace, f.Kind, f.Name, f.BeforeID, f.Limit}
+	visible := ""
+	if c := visibleClause(f.Visible, "namespace", "kind", func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}); c != "" {
+		visible = " AND (namespace = '' OR " + c + ")"
+	}
 	rows, err := s.db(ctx).Query(ctx, `
 		SELECT id, coalesce(resource_id, 0), namespace, kind, name, generation, type, reason, message, actor, at
 		FROM events
 		WHERE ($1 = '' OR namespace = $1 OR namespace = '') AND ($2 = '' OR kind = $2) AND ($3 = '' OR name = $3)
-		  AND ($4 = 0 OR id < $4)
-		ORDER BY id DESC LIMIT $5`, f.Namespace, f.Kind, f.Name, f.BeforeID, f.Limit)
+		  AND ($4 = 0 OR id < $4)`+visible+`
+		ORDER BY id DESC LIMIT $5`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,8 @@ type ListFilter struct {
 	After   *ResourceKey
 	Limit   int
 	Summary bool
+	// Visible limits the listing to what the caller may read; nil: all.
+	Visible *Visible
 }
 
 // ListResources returns up to f.Limit resources in (namespace, kind, name)
@@ -71,6 +73,9 @@ func (s *Store) ListResources(ctx context.Context, f ListFilter) ([]Resource, bo
 // position), with their values passed through arg.
 func (f ListFilter) conditions(arg func(any) string) ([]string, error) {
 	var where []string
+	if c := visibleClause(f.Visible, "r.namespace", "r.kind", arg); c != "" {
+		where = append(where, c)
+	}
 	if f.Namespace != "" {
 		where = append(where, "r.namespace = "+arg(f.Namespace))
 	}

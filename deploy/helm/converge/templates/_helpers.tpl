@@ -97,8 +97,8 @@ url
 {{- if and (not $a.enabled) (not $a.allowAnonymous) -}}
 {{- fail "authorization.enabled=false lets every API caller do everything, which converge serve refuses beyond loopback; set authorization.allowAnonymous=true to accept that, or keep authorization on" -}}
 {{- end -}}
-{{- if and $a.enabled (not (or $a.adminIDs $a.writerIDs $a.readerIDs $a.teams)) -}}
-{{- fail "authorization: no identity holds a role; list identities in authorization.adminIDs, writerIDs, readerIDs or teams (token identities or SPIFFE IDs), or turn authorization off with authorization.enabled=false and authorization.allowAnonymous=true" -}}
+{{- if and $a.enabled (not (or $a.adminIDs $a.writerIDs $a.readerIDs $a.teams $a.grants)) -}}
+{{- fail "authorization: no identity holds a role; list identities in authorization.adminIDs, writerIDs, readerIDs, teams or grants (token identities or SPIFFE IDs), or turn authorization off with authorization.enabled=false and authorization.allowAnonymous=true" -}}
 {{- end -}}
 {{- if and (include "converge.generatesTokens" .) (has $a.tokens.key $a.tokens.generate) -}}
 {{- fail (printf "authorization.tokens.generate: %q is also tokens.key, the key of the token file; name the identity otherwise" $a.tokens.key) -}}
@@ -156,6 +156,9 @@ url
 {{- end }}
 {{- range $team, $ids := $a.teams }}
 - --team={{ $team }}={{ join "," $ids }}
+{{- end }}
+{{- range $a.grants }}
+- --grant={{ .role }}:{{ join "," .namespaces }}={{ join "," .identities }}
 {{- end }}
 {{- if include "converge.tokensSecretName" . }}
 - --token-file=/etc/converge/tokens/{{ $a.tokens.key }}

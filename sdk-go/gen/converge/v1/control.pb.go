@@ -4910,7 +4910,10 @@ type WhoAmIResponse struct {
 	// Roles held: "admin", "writer", "reader".
 	Roles []string `protobuf:"bytes,3,rep,name=roles,proto3" json:"roles,omitempty"`
 	// Teams the caller is a member of (a kind's owner team writes its resources).
-	Teams         []string `protobuf:"bytes,4,rep,name=teams,proto3" json:"teams,omitempty"`
+	Teams []string `protobuf:"bytes,4,rep,name=teams,proto3" json:"teams,omitempty"`
+	// Roles held in some namespaces only, as ROLE:NAMESPACES ("writer:team-a-*"):
+	// the grants of --grant that cover the caller. The roles above are global.
+	Grants        []string `protobuf:"bytes,5,rep,name=grants,proto3" json:"grants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4969,6 +4972,13 @@ func (x *WhoAmIResponse) GetRoles() []string {
 func (x *WhoAmIResponse) GetTeams() []string {
 	if x != nil {
 		return x.Teams
+	}
+	return nil
+}
+
+func (x *WhoAmIResponse) GetGrants() []string {
+	if x != nil {
+		return x.Grants
 	}
 	return nil
 }
@@ -5797,12 +5807,13 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\vPhasesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x0f\n" +
-	"\rWhoAmIRequest\"\x8d\x01\n" +
+	"\rWhoAmIRequest\"\xa5\x01\n" +
 	"\x0eWhoAmIResponse\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x123\n" +
 	"\x15authorization_enabled\x18\x02 \x01(\bR\x14authorizationEnabled\x12\x14\n" +
 	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x14\n" +
-	"\x05teams\x18\x04 \x03(\tR\x05teams\"\x13\n" +
+	"\x05teams\x18\x04 \x03(\tR\x05teams\x12\x16\n" +
+	"\x06grants\x18\x05 \x03(\tR\x06grants\"\x13\n" +
 	"\x11GetClusterRequest\"\xed\x01\n" +
 	"\x12GetClusterResponse\x124\n" +
 	"\amembers\x18\x01 \x03(\v2\x1a.converge.v1.ClusterMemberR\amembers\x12\x16\n" +

@@ -14,14 +14,23 @@ let cleanup = () => {};
 /** session is what pages know about the caller. */
 export const session = {
   me: null,
-  /** canWrite reports whether the caller may write resources of a kind owned by owner. */
-  canWrite(owner) {
+  /**
+   * canWrite reports whether the caller may write resources of a kind owned by owner in
+   * namespace: a global role, the owner team, or a writer grant covering the namespace (the
+   * server decides; this only greys out buttons).
+   */
+  canWrite(owner, namespace) {
     const me = this.me;
     if (!me) return false;
     if (!me.authorization_enabled) return true;
     const roles = me.roles || [];
     if (roles.includes('admin') || roles.includes('writer')) return true;
-    return !!owner && (me.teams || []).includes(owner);
+    if (!!owner && (me.teams || []).includes(owner)) return true;
+    return (me.grants || []).some((g) => {
+      const [role, patterns] = g.split(':');
+      return role === 'writer' && (patterns || '').split(',').some((p) =>
+        p.endsWith('*') ? (namespace || '').startsWith(p.slice(0, -1)) : p === namespace);
+    });
   },
 };
 
@@ -70,7 +79,7 @@ async function loadIdentity() {
     session.me = await api.whoAmI();
     const me = session.me;
     const who = me.identity || (me.authorization_enabled ? 'anonymous' : 'development mode (no authorization)');
-    const roles = [...(me.roles || []), ...(me.teams || []).map((t) => `team ${t}`)];
+    const roles = [...(me.roles || []), ...(me.grants || []), ...(me.teams || []).map((t) => `team ${t}`)];
     replace(el, who, roles.length ? ` · ${roles.join(', ')}` : '');
     el.title = me.authorization_enabled ? 'as the server identifies you' : 'the server has no authorization rules: every caller may do everything';
   } catch (err) {

@@ -51,7 +51,7 @@ export function resourcePage(root, { params, navigate, session }) {
   }
 
   function renderActions(r) {
-    const allowed = session.canWrite(owner);
+    const allowed = session.canWrite(owner, ref.namespace);
     const why = allowed ? undefined : 'your role does not allow writing resources of this kind';
     const quarantined = r.phase === 'Quarantined';
     replace(actions,
@@ -152,7 +152,7 @@ export function resourcePage(root, { params, navigate, session }) {
       return;
     }
     const revs = res.revisions || [];
-    const allowed = session.canWrite(owner);
+    const allowed = session.canWrite(owner, ref.namespace);
     const currentGen = current ? Number(current.generation) : 0;
     replace(historyBody,
       h('p', { class: 'legend' }, `Newest first; the last ${res.keep || revs.length} revisions are kept. Each diff is against the revision before it.`),
