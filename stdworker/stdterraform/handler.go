@@ -19,6 +19,12 @@ type handler struct {
 	log      *slog.Logger
 	locks    *locks
 	inits    chan struct{} // see runEnv.inits
+	// binding is a generated kind's resource type (see binding.go); nil
+	// for a kind whose resources are modules (std.terraform).
+	binding *Binding
+	// statusFields are a generated kind's status_schema properties: the
+	// attributes reported from the state.
+	statusFields map[string]bool
 }
 
 // begin decodes what every run needs and takes the resource's lock; the
@@ -55,7 +61,7 @@ func (h *handler) apply(ctx context.Context, t *converge.Task) (*converge.Result
 	if err != nil {
 		return nil, err
 	}
-	if err := r.guardStateMove(ctx, previousState(t)); err != nil {
+	if err := r.guardStateMove(ctx, h.previousState(t)); err != nil {
 		return nil, err
 	}
 	if err := r.writeVars(); err != nil {
@@ -81,7 +87,7 @@ func (h *handler) apply(ctx context.Context, t *converge.Task) (*converge.Result
 // once; otherwise the module is fetched again and destroyed, and only its
 // empty state is left behind.
 func (h *handler) destroy(ctx context.Context, t *converge.Task) (*converge.Result, error) {
-	previous := previousState(t)
+	previous := h.previousState(t)
 	s, err := parseSpec(t.Spec)
 	if err != nil {
 		if previous != "" {
@@ -129,8 +135,20 @@ func (h *handler) destroy(ctx context.Context, t *converge.Task) (*converge.Resu
 }
 
 // previousState is where the last apply kept the resource's state, from
-// its status; "" before the first apply.
-func previousState(t *converge.Task) string {
+// its status (status.state, or a generated kind's status.terraform.state);
+// "" before the first apply.
+func (h *handler) previousState(t *converge.Task) string {
+	if h.binding != nil {
+		var st struct {
+			Meta struct {
+				State string `json:"state"`
+			} `json:"terraform"`
+		}
+		if err := json.Unmarshal(t.Status, &st); err != nil {
+			return ""
+		}
+		return st.Meta.State
+	}
 	var st struct {
 		State string `json:"state"`
 	}

@@ -52,6 +52,17 @@ func (tfProvider) Register(_ context.Context, w *converge.Worker, s provider.Ser
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{root: root, baseDir: base, settings: settings, log: log.With("provider", Name, "kind", kind, "version", version), locks: &locks{}, inits: make(chan struct{}, 1)}
+	if h.binding, err = BindingOf(m); err != nil {
+		return fmt.Errorf("%s %s@%d: %w", Name, kind, version, err)
+	}
+	if h.binding != nil {
+		h.statusFields = map[string]bool{}
+		for name := range m.GetStatusSchema().GetFields()["properties"].GetStructValue().GetFields() {
+			if name != MetaField {
+				h.statusFields[name] = true
+			}
+		}
+	}
 
 	type reg struct {
 		name string
@@ -67,9 +78,17 @@ func (tfProvider) Register(_ context.Context, w *converge.Worker, s provider.Ser
 			if !slices.Contains(r.GetEmits(), "status") {
 				return fmt.Errorf("%s %s@%d: reaction %q must emit status: the outputs are reported there", Name, kind, version, r.GetName())
 			}
-			regs = append(regs, reg{r.GetName(), h.apply})
+			fn := h.apply
+			if h.binding != nil {
+				fn = h.genApply(r.GetTrigger() == "resync")
+			}
+			regs = append(regs, reg{r.GetName(), fn})
 		case "deleteRequested":
-			regs = append(regs, reg{r.GetName(), h.destroy})
+			fn := h.destroy
+			if h.binding != nil {
+				fn = h.genDestroy
+			}
+			regs = append(regs, reg{r.GetName(), fn})
 		default:
 			return fmt.Errorf("%s %s@%d: reaction %q: trigger %s is not served (stdterraform serves specChange, resync and deleteRequested)", Name, kind, version, r.GetName(), r.GetTrigger())
 		}
