@@ -63,7 +63,7 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 		planPath := filepath.Join(l.module(), planFile)
 		changed, err := r.tf.Plan(ctx, tfexec.Out(planPath))
 		if err != nil {
-			return nil, tfError("terraform plan", err, nil)
+			return nil, h.planError(ctx, r, err)
 		}
 		var conds []converge.Condition
 		replaced := false
@@ -147,9 +147,8 @@ func (h *handler) genDestroy(ctx context.Context, t *converge.Task) (*converge.R
 	return nil, cleanup(l)
 }
 
-// genPrepare writes the resource's configuration, initialises it against
-// the resource's state and validates it. A configuration terraform or the
-// provider refuses (terraform validate) is the spec's fault: terminal.
+// genPrepare writes the resource's configuration and initialises it
+// against the resource's state.
 func (h *handler) genPrepare(ctx context.Context, re runEnv, t *converge.Task, l layout, s genSpec) (*run, error) {
 	bin, err := lookPath(re.cfg.binary())
 	if err != nil {
@@ -190,14 +189,20 @@ func (h *handler) genPrepare(ctx context.Context, re runEnv, t *converge.Task, l
 			}
 		}
 	}
-	v, err := tf.Validate(ctx)
-	if err != nil {
-		return nil, tfError("terraform validate", err, nil)
-	}
-	if !v.Valid {
-		return nil, converge.Terminal(fmt.Errorf("%s refused the spec: %s", h.binding.Type, specDiagnostics(v.Diagnostics)))
-	}
 	return r, nil
+}
+
+// planError classifies a failed plan. terraform validate runs only now,
+// sparing every successful run a process: when it finds the configuration
+// invalid, the spec is at fault and the failure is terminal, with the
+// provider's diagnostics and the spec field each is about; otherwise the
+// plan failed for another reason (the provider's API, the state's lock)
+// and is retried.
+func (h *handler) planError(ctx context.Context, r *run, planErr error) error {
+	if v, err := r.tf.Validate(ctx); err == nil && !v.Valid {
+		return converge.Terminal(fmt.Errorf("%s refused the spec: %s", h.binding.Type, specDiagnostics(v.Diagnostics)))
+	}
+	return tfError("terraform plan", planErr, nil)
 }
 
 // writeMain writes main.tf.json.

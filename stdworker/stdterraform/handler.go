@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/convergehq/converge/sdk-go/converge"
 )
@@ -25,6 +26,8 @@ type handler struct {
 	// statusFields are a generated kind's status_schema properties: the
 	// attributes reported from the state.
 	statusFields map[string]bool
+	// versions caches the version each binary reports, by path.
+	versions sync.Map
 }
 
 // begin decodes what every run needs and takes the resource's lock; the
@@ -159,12 +162,19 @@ func (h *handler) previousState(t *converge.Task) string {
 }
 
 // version is the terraform version a run used, "" if it cannot be read.
+// It is read once per binary: a process per run would cost every
+// reconcile tens of milliseconds for the same answer.
 func (h *handler) version(ctx context.Context, r *run) string {
+	bin := r.tf.ExecPath()
+	if v, ok := h.versions.Load(bin); ok {
+		return v.(string)
+	}
 	v, _, err := r.tf.Version(ctx, false)
 	if err != nil || v == nil {
 		h.log.Warn("reading the terraform version", "err", err)
 		return ""
 	}
+	h.versions.Store(bin, v.String())
 	return v.String()
 }
 
