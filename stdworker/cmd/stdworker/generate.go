@@ -49,7 +49,9 @@ skipped, naming the attribute and why; the others are written.`,
 	fl.StringVar(&g.schema, "schema", "", "read the schema from this file (terraform providers schema -json) instead of running terraform")
 	fl.StringVar(&g.out, "out", "", "the catalog team directory to write into, e.g. catalog/tf-time; required")
 	fl.StringVar(&g.owner, "owner", "", "the team that owns the kinds: the --out directory's name; required")
-	fl.StringVar(&g.terraform, "terraform", cmp.Or(os.Getenv("TERRAFORM_BINARY"), "terraform"), "the terraform or tofu binary that reads the schema (env TERRAFORM_BINARY)")
+	// The default is resolved when the command runs: one taken from this
+	// machine's environment would show in --help and the reference.
+	fl.StringVar(&g.terraform, "terraform", "", "the terraform or tofu binary that reads the schema (default: env TERRAFORM_BINARY, else terraform)")
 	fl.StringVar(&g.mirror, "mirror", "", "install the provider from this filesystem mirror only (default: as terraform's CLI configuration says)")
 	fl.BoolVar(&g.forbidReplace, "forbid-replace", false, "make the kinds refuse a plan that would replace (destroy and re-create) an object")
 	fl.IntVar(&g.resync, "resync-interval", 3600, "the kinds' resync interval in seconds: how often drift is looked for (0: never)")
@@ -82,7 +84,8 @@ func (g generateFlags) run(cmd *cobra.Command) error {
 			return fmt.Errorf("--schema: %w", err)
 		}
 	} else {
-		raw, err = tfgen.Fetch{Binary: g.terraform, Mirror: g.mirror}.FetchSchema(cmd.Context(), source, version)
+		bin := cmp.Or(g.terraform, os.Getenv("TERRAFORM_BINARY"), "terraform")
+		raw, err = tfgen.Fetch{Binary: bin, Mirror: g.mirror}.FetchSchema(cmd.Context(), source, version)
 		if err != nil {
 			return fmt.Errorf("reading the schema of %s %s: %w", source, version, err)
 		}
