@@ -179,7 +179,7 @@ spec: {rfc3339: yesterday}
 	d.apply(t, "type: resource\nkind: tf.time.sleep\nkind_version: 1\nname: pause\nspec: {create_duration: 2s}\n")
 	d.waitFor(t, "tf.time.sleep", "pause", "Ready, changed in place", time.Minute, func(r *convergev1.Resource) bool {
 		c := condition(r, "Replaced")
-		return r.GetPhase() == client.PhaseReady && r.GetSyncedGeneration() == r.GetGeneration() && c != nil && c.GetStatus() == "False"
+		return r.GetPhase() == client.PhaseReady && r.GetSyncedGeneration() == r.GetGeneration() && c != nil && c.GetReason() == "InPlace"
 	})
 	d.apply(t, "type: resource\nkind: tf.time.static\nkind_version: 1\nname: launch\nspec: {rfc3339: \"2027-01-01T00:00:00Z\"}\n")
 	r = d.waitFor(t, "tf.time.static", "launch", "Ready, replaced", time.Minute, func(r *convergev1.Resource) bool {

@@ -81,7 +81,7 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 			if replaced {
 				h.log.Warn("the plan replaces the object; applying", "resource", t.Namespace+"/"+t.Name, "address", h.binding.Address(), "why", why)
 			}
-			conds = append(conds, replacedCondition(replaced, h.binding.Address(), why))
+			conds = append(conds, replacedCondition(plan, h.binding.Address(), replaced, why))
 			if resync {
 				conds = append(conds, converge.Condition{Type: condDrift, Status: converge.ConditionTrue, Reason: "DriftCorrected",
 					Message: "terraform found " + changesSummary(plan) + " on resync with the spec unchanged; applied to bring the object back to the spec"})
@@ -287,9 +287,16 @@ func changesSummary(p *tfjson.Plan) string {
 	return "changes (" + strings.Join(parts, "; ") + ")"
 }
 
-func replacedCondition(replaced bool, address, why string) converge.Condition {
+// replacedCondition says whether the applied plan replaced the object,
+// or created or changed it.
+func replacedCondition(p *tfjson.Plan, address string, replaced bool, why string) converge.Condition {
 	if replaced {
 		return converge.Condition{Type: condReplaced, Status: converge.ConditionTrue, Reason: "Replaced", Message: "the plan destroyed and re-created " + address + ": " + why}
+	}
+	for _, rc := range p.ResourceChanges {
+		if rc.Address == address && rc.Change != nil && rc.Change.Actions.Create() {
+			return converge.Condition{Type: condReplaced, Status: converge.ConditionFalse, Reason: "Created", Message: address + " was created"}
+		}
 	}
 	return converge.Condition{Type: condReplaced, Status: converge.ConditionFalse, Reason: "InPlace", Message: address + " was changed in place"}
 }

@@ -216,3 +216,35 @@ func TestGeneratedImportAndDrift(t *testing.T) {
 		t.Errorf("status after the drift was corrected %v: want the spec's rfc3339 back", st)
 	}
 }
+
+// TestGeneratedPGBackend: a generated kind's state lives in PostgreSQL
+// with the pg backend, one schema per resource, and is emptied by the
+// destroy.
+func TestGeneratedPGBackend(t *testing.T) {
+	h := genHandler(t, "time_static", "", "rfc3339", "unix")
+	url := startPostgres(t)
+	h.settings.Backend = &backend{Type: backendPG, ConnStr: url}
+	spec := map[string]any{"import_id": "2020-02-12T06:36:13Z", "rfc3339": "2020-02-12T06:36:13Z"}
+	tk := task(t, "pg", spec, nil)
+	res, err := h.genApply(false)(testCtx(t), tk)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	st := genStatusOf(t, res)
+	meta, _ := st[MetaField].(map[string]any)
+	if st["unix"] != float64(1581489373) || !strings.HasPrefix(fmt.Sprint(meta["state"]), "pg schema tf_default_std_terraform_pg_") {
+		t.Errorf("status %v: want the imported object and its pg schema", st)
+	}
+	previous, _ := json.Marshal(res.Status)
+	tk.Status = previous
+	if _, err := h.genDestroy(testCtx(t), tk); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	r, err := h.genApply(false)(testCtx(t), task(t, "pg", map[string]any{"rfc3339": "2020-02-12T06:36:13Z"}, nil))
+	if err != nil {
+		t.Fatalf("apply after destroy: %v", err)
+	}
+	if c := condition(r, condReplaced); c.Status != converge.ConditionFalse || c.Reason != "Created" {
+		t.Errorf("a fresh create after the destroy: Replaced %+v; want False, Created", c)
+	}
+}

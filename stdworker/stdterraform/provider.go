@@ -70,6 +70,9 @@ func Handlers(s provider.Served, env provider.Env) (map[string]converge.HandlerF
 	if h.binding, err = BindingOf(m); err != nil {
 		return nil, fmt.Errorf("%s %s@%d: %w", Name, kind, version, err)
 	}
+	if h.binding == nil && len(settings.Provider) > 0 {
+		return nil, fmt.Errorf("%s %s@%d: settings.provider: only a generated kind (spec_schema.%s) takes a provider block; a module configures its own providers", Name, kind, version, BindingKeyword)
+	}
 	if h.binding != nil {
 		h.statusFields = map[string]bool{}
 		for name := range m.GetStatusSchema().GetFields()["properties"].GetStructValue().GetFields() {
