@@ -229,7 +229,7 @@ func (r *run) genInit(ctx context.Context, re runEnv, t *converge.Task, b *Bindi
 		return err
 	}
 	if err := r.tf.Init(ctx, opts...); err != nil {
-		return tfError(fmt.Sprintf("terraform init (provider %s %s)", b.Source, b.Version), err, nil)
+		return fmt.Errorf("%w%s", tfError(fmt.Sprintf("terraform init (provider %s %s)", b.Source, b.Version), err, nil), mirrorsSearched(re.env()["TF_CLI_CONFIG_FILE"], b))
 	}
 	return nil
 }

@@ -248,3 +248,17 @@ func TestGeneratedPGBackend(t *testing.T) {
 		t.Errorf("a fresh create after the destroy: Replaced %+v; want False, Created", c)
 	}
 }
+
+// TestGeneratedProviderNotInMirror: a provider version the mirror does not
+// have fails the run (transiently: the mirror may be filled), naming the
+// directory it was looked for in.
+func TestGeneratedProviderNotInMirror(t *testing.T) {
+	h := genHandler(t, "time_static", "", "rfc3339")
+	h.binding.Version = "0.99.0"
+	_, err := h.genApply(false)(testCtx(t), task(t, "missing", map[string]any{}, nil))
+	want := filepath.Join("registry.terraform.io", "hashicorp", "time", "0.99.0")
+	if err == nil || converge.IsTerminal(err) || !strings.Contains(err.Error(), "looked for in the filesystem mirror at") || !strings.Contains(err.Error(), want) {
+		t.Fatalf("apply with a provider version not in the mirror: %v; want a transient error naming %s", err, want)
+	}
+	t.Logf("error: %v", err)
+}

@@ -8,8 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
+
+	"github.com/convergehq/converge/stdworker/stdterraform"
 )
 
 // Fetch is how FetchSchema runs terraform.
@@ -68,21 +69,12 @@ func (f Fetch) FetchSchema(ctx context.Context, source, version string) ([]byte,
 	}
 	if _, err := run("init", "-no-color", "-input=false", "-backend=false"); err != nil {
 		if f.Mirror != "" {
-			return nil, fmt.Errorf("%w; the mirror was searched at %s", err, MirrorPath(f.Mirror, source, version))
+			b := stdterraform.Binding{Source: source, Version: version}
+			return nil, fmt.Errorf("%w; the mirror was searched at %s", err, b.MirrorDir(f.Mirror))
 		}
 		return nil, err
 	}
 	return run("providers", "schema", "-json")
-}
-
-// MirrorPath is where an unpacked filesystem mirror holds a provider
-// version for this platform.
-func MirrorPath(mirror, source, version string) string {
-	full := source
-	if strings.Count(source, "/") == 1 {
-		full = "registry.terraform.io/" + source
-	}
-	return filepath.Join(mirror, filepath.FromSlash(full), version, runtime.GOOS+"_"+runtime.GOARCH)
 }
 
 func lastLines(s string, n int) string {
