@@ -3,6 +3,7 @@ package stdterraform
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 const (
 	mainFile = "main.tf.json"
 	planFile = "converge.tfplan"
+	lockFile = ".terraform.lock.hcl"
 )
 
 // Conditions a generated kind's resource reports.
@@ -154,6 +156,9 @@ func (h *handler) genPrepare(ctx context.Context, re runEnv, t *converge.Task, l
 	if err != nil {
 		return nil, fmt.Errorf("config.binary: %q: %w", re.cfg.binary(), err)
 	}
+	if err := h.keepLock(l); err != nil {
+		return nil, err
+	}
 	if err := os.RemoveAll(l.module()); err != nil {
 		return nil, fmt.Errorf("clearing the configuration directory: %w", err)
 	}
@@ -161,6 +166,9 @@ func (h *handler) genPrepare(ctx context.Context, re runEnv, t *converge.Task, l
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", d, err)
 		}
+	}
+	if err := h.restoreLock(l); err != nil {
+		return nil, err
 	}
 	if err := h.writeMain(l, re, s, false); err != nil {
 		return nil, err
@@ -203,6 +211,40 @@ func (h *handler) planError(ctx context.Context, r *run, planErr error) error {
 		return converge.Terminal(fmt.Errorf("%s refused the spec: %s", h.binding.Type, specDiagnostics(v.Diagnostics)))
 	}
 	return tfError("terraform plan", planErr, nil)
+}
+
+// The dependency lock file of the last run is kept beside the
+// configuration, per provider version: terraform uses its plugin cache
+// only for providers whose checksums the lock file records (so without it
+// every init copies the provider again), and the checksums pin the
+// provider the resource was first applied with.
+func (h *handler) lockCopy(l layout) string {
+	name := strings.NewReplacer("/", "_", ".", "_").Replace(h.binding.Source + "@" + h.binding.Version)
+	return filepath.Join(l.dir, "lock-"+name+".hcl")
+}
+
+// keepLock saves the last run's lock file, if there is one.
+func (h *handler) keepLock(l layout) error {
+	raw, err := os.ReadFile(filepath.Join(l.module(), lockFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the lock file: %w", err)
+	}
+	return os.WriteFile(h.lockCopy(l), raw, 0o644)
+}
+
+// restoreLock puts the saved lock file of this provider version back.
+func (h *handler) restoreLock(l layout) error {
+	raw, err := os.ReadFile(h.lockCopy(l))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the saved lock file: %w", err)
+	}
+	return os.WriteFile(filepath.Join(l.module(), lockFile), raw, 0o644)
 }
 
 // writeMain writes main.tf.json.

@@ -21,6 +21,9 @@ const Name = "stdterraform"
 // TF_CLI_CONFIG_FILE in config.env replaces it.
 const cliConfigName = "terraformrc"
 
+// pluginCacheDir is the plugin cache's directory under the provider's.
+const pluginCacheDir = "plugin-cache"
+
 // New returns the stdterraform provider.
 func New() provider.Provider { return tfProvider{} }
 
@@ -116,7 +119,7 @@ func Handlers(s provider.Served, env provider.Env) (map[string]converge.HandlerF
 
 // writeCLIConfig writes the provider's terraform CLI configuration.
 func writeCLIConfig(root string) error {
-	cache := filepath.Join(root, "plugin-cache")
+	cache := filepath.Join(root, pluginCacheDir)
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", cache, err)
 	}
