@@ -229,3 +229,26 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestTerraformGeneratedKindsWithoutConfig: stdworker with no
+// configuration file serves the generated kinds the server has, their
+// binary and provider mirror coming from the kind's provider config.
+func TestTerraformGeneratedKindsWithoutConfig(t *testing.T) {
+	skipShort(t)
+	tf := findTerraform(t)
+	_, rc := providerMirror(t)
+	d := startDev(t)
+	d.apply(t, string(mustRead(t, repoPath(t, "catalog/tf-time/tf.time.sleep/v1.yaml"))))
+	d.apply(t, fmt.Sprintf("type: providerconfig\nkind: tf.time.sleep\nkind_version: 1\nname: default\nconfig: {binary: %q, env: {TF_CLI_CONFIG_FILE: %q}}\n", tf, rc))
+	w := d.stdworker(t)
+	w.waitOutput(t, "kind=tf.time.sleep@1", 30*time.Second)
+	d.apply(t, "type: resource\nkind: tf.time.sleep\nkind_version: 1\nname: nap\nspec: {create_duration: 1s}\n")
+	st := statusOf(t, d.waitPhase(t, "tf.time.sleep", "nap", client.PhaseReady, 2*time.Minute))
+	if meta, _ := st["terraform"].(map[string]any); meta["address"] != "time_sleep.this" {
+		t.Errorf("status %v: want the run's report", st)
+	}
+	if res := d.conctl(t, "", "delete", "resource", "tf.time.sleep/nap", "--wait"); res.code != 0 {
+		t.Fatalf("%s", res)
+	}
+	d.waitGoneResource(t, "tf.time.sleep", "nap", 2*time.Minute)
+}
