@@ -59,6 +59,9 @@ func TestMainConfig(t *testing.T) {
 	if _, err := mainConfig(b, json.RawMessage(`[1]`), s, false); err == nil || !strings.Contains(err.Error(), "config.provider") {
 		t.Errorf("a provider config that is not an object: %v; want an error naming config.provider", err)
 	}
+	if _, err := parseGenSpec(json.RawMessage(`{"provisioner":{"local-exec":{"command":"id"}}}`)); err == nil || !strings.Contains(err.Error(), "spec.provisioner: a Terraform meta-argument") {
+		t.Errorf("a provisioner in the spec: %v; want it refused, named", err)
+	}
 	if _, err := parseGenSpec(json.RawMessage(`{"import_id":3}`)); err == nil || !strings.Contains(err.Error(), "spec.import_id") {
 		t.Errorf("a numeric import_id: %v; want an error naming spec.import_id", err)
 	}

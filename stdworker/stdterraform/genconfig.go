@@ -29,6 +29,14 @@ func parseGenSpec(raw json.RawMessage) (genSpec, error) {
 	if s.args == nil {
 		s.args = map[string]any{}
 	}
+	for _, name := range metaArguments {
+		if _, ok := s.args[name]; ok {
+			// A generated spec_schema never has these; a hand-made
+			// manifest with an open schema could, and "provisioner"
+			// would run a command on the worker.
+			return s, fmt.Errorf("spec.%s: a Terraform meta-argument, not an argument of the resource type", name)
+		}
+	}
 	if v, ok := s.args[ImportIDField]; ok {
 		id, isString := v.(string)
 		if !isString || id == "" {
@@ -39,6 +47,10 @@ func parseGenSpec(raw json.RawMessage) (genSpec, error) {
 	}
 	return s, nil
 }
+
+// metaArguments are the names Terraform reads in a resource block itself,
+// never as the resource type's arguments.
+var metaArguments = []string{"connection", "count", "depends_on", "for_each", "lifecycle", "provider", "provisioner"}
 
 // mainConfig is the whole configuration of a generated kind's resource,
 // in Terraform's JSON syntax (main.tf.json): the provider required at the
