@@ -66,7 +66,7 @@ for mod in "${modules[@]}"; do
 	work="$(mktemp -d)"
 	mkdir -p "$dir"
 	start=$(date +%s)
-	if ! GOBIN="$work" GOFLAGS=-mod=mod go install -trimpath -ldflags=-s "$mod" >&2; then
+	if ! GOBIN="$work" go install -trimpath -ldflags=-s "$mod" >&2; then
 		rm -rf "$work"
 		say "building $mod failed (see above); set TF_PROVIDER_MIRROR to a mirror that has it"
 		exit 1
