@@ -195,6 +195,22 @@ func TestRegenerate(t *testing.T) {
 	if o := outs["tf.time.rotating"]; o.Action != "updated" || o.Version != 1 {
 		t.Errorf("only the provider version changed: %v; want v1 updated in place", o)
 	}
+	// Forbidding replacement is a compatible edit of the binding.
+	forbid := timeOpts("0.15.0")
+	forbid.ForbidReplace = true
+	kinds, _, err := Generate(next, forbid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs2, err := Write(dir, "tf-time", kinds, command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs2 {
+		if o.Action != "updated" {
+			t.Errorf("--forbid-replace on a regeneration: %v; want the newest version updated in place", o)
+		}
+	}
 	v1, _ := os.ReadFile(filepath.Join(dir, "tf.time.sleep", "v1.yaml"))
 	v2, _ := os.ReadFile(filepath.Join(dir, "tf.time.sleep", "v2.yaml"))
 	if !strings.Contains(string(v1), "version: 0.14.2") || !strings.Contains(string(v2), "version: 0.15.0") || !strings.Contains(string(v2), "kind_version: 2") {
