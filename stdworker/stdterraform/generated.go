@@ -2,6 +2,7 @@ package stdterraform
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -98,13 +99,28 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 		if err != nil {
 			return nil, tfError("terraform show", err, nil)
 		}
-		status, err := h.genStatus(st, genMeta{AppliedAt: time.Now().UTC().Format(time.RFC3339), Version: h.version(ctx, r), State: r.where, Address: h.binding.Address(), Replaced: replaced})
+		meta := genMeta{AppliedAt: time.Now().UTC().Format(time.RFC3339), Version: h.version(ctx, r), State: r.where, Address: h.binding.Address(), Replaced: replaced}
+		if prev := previousMeta(t); !changed && prev.AppliedAt != "" {
+			// Nothing was applied: the report of the last apply stands.
+			meta.AppliedAt, meta.Replaced = prev.AppliedAt, prev.Replaced
+		}
+		status, err := h.genStatus(st, meta)
 		if err != nil {
 			return nil, converge.Terminal(err)
 		}
 		h.log.Info("applied", "resource", t.Namespace+"/"+t.Name, "generation", t.Generation, "changed", changed, "replaced", replaced, "state", r.where)
 		return &converge.Result{Status: status, Conditions: conds}, nil
 	}
+}
+
+// previousMeta is the run's report in the resource's status, zero before
+// the first apply.
+func previousMeta(t *converge.Task) genMeta {
+	var st struct {
+		Meta genMeta `json:"terraform"`
+	}
+	_ = json.Unmarshal(t.Status, &st) // no status yet, or another shape: zero
+	return st.Meta
 }
 
 // genDestroy serves deleteRequested: terraform destroy of the one resource.

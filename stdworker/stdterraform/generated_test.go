@@ -186,10 +186,18 @@ func TestGeneratedImportAndDrift(t *testing.T) {
 	if st := genStatusOf(t, res); st["unix"] != float64(1581489373) {
 		t.Errorf("status after import %v: want unix 1581489373", st)
 	}
-	// Resync with nothing changed: no drift.
-	res, err = h.genApply(true)(testCtx(t), task(t, "imp", spec, nil))
+	// Resync with nothing changed: no drift, and the last apply's report
+	// stands.
+	previous := genStatusOf(t, res)
+	previous[MetaField].(map[string]any)["applied_at"] = "2000-01-01T00:00:00Z" // a time no run of this test can stamp
+	clean := task(t, "imp", spec, nil)
+	clean.Status, _ = json.Marshal(previous)
+	res, err = h.genApply(true)(testCtx(t), clean)
 	if err != nil {
 		t.Fatalf("resync: %v", err)
+	}
+	if at := genStatusOf(t, res)[MetaField].(map[string]any)["applied_at"]; at != "2000-01-01T00:00:00Z" {
+		t.Errorf("a resync that applied nothing set applied_at to %v; want the last apply's kept", at)
 	}
 	if c := condition(res, condDrift); c.Status != converge.ConditionFalse {
 		t.Errorf("Drift condition %+v after a clean resync: want False", c)

@@ -142,15 +142,7 @@ func (h *handler) destroy(ctx context.Context, t *converge.Task) (*converge.Resu
 // "" before the first apply.
 func (h *handler) previousState(t *converge.Task) string {
 	if h.binding != nil {
-		var st struct {
-			Meta struct {
-				State string `json:"state"`
-			} `json:"terraform"`
-		}
-		if err := json.Unmarshal(t.Status, &st); err != nil {
-			return ""
-		}
-		return st.Meta.State
+		return previousMeta(t).State
 	}
 	var st struct {
 		State string `json:"state"`
