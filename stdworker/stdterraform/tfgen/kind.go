@@ -238,6 +238,11 @@ func configSchema(p *Schema) (map[string]any, error) {
 	}
 	provider["description"] = "The provider's configuration block (credentials, region, …), written into the configuration of every run."
 	props["provider"] = provider
+	if env, ok := props["env"].(map[string]any); ok {
+		// std.terraform's words send variables to spec.variables, which a
+		// generated kind does not have.
+		env["description"] = "Environment variables for terraform and the provider (credentials, regions, TF_CLI_CONFIG_FILE naming a provider mirror, …). TF_VAR_*, TF_LOG*, TF_WORKSPACE and the other variables terraform-exec manages are refused."
+	}
 	return base, nil
 }
 

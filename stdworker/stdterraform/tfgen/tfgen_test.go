@@ -241,3 +241,28 @@ func TestParseSchemasRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogIsGenerated: catalog/tf-time's generated kinds are what the
+// generator writes today from the schema in testdata (the time provider
+// 0.14.2's), so an edit by hand or a change of the generator shows here:
+// regenerate with `stdworker kinds generate --provider hashicorp/time@0.14.2
+// --out catalog/tf-time --owner tf-time`.
+func TestCatalogIsGenerated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tf-time")
+	kinds, _, err := Generate(timeSchemas(t), timeOpts("0.14.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(dir, "tf-time", kinds, command); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kinds {
+		for _, f := range []string{"v1.yaml", "README.md", "stdworker.yaml"} {
+			want, _ := os.ReadFile(filepath.Join(dir, k.Manifest.Kind, f))
+			got, err := os.ReadFile(filepath.Join("..", "..", "..", "catalog", "tf-time", k.Manifest.Kind, f))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("catalog/tf-time/%s/%s is not what the generator writes (%v); regenerate it", k.Manifest.Kind, f, err)
+			}
+		}
+	}
+}
