@@ -48,6 +48,14 @@ TERRAFORM_BINARY=$(scripts/find-terraform.sh) || die "no terraform or tofu binar
 export TERRAFORM_BINARY
 echo "$TERRAFORM_BINARY"
 
+say "Terraform providers (for stdterraform's generated kinds)"
+# Real providers built once from their Go modules into a filesystem mirror
+# in the same cache (about a minute each the first time), so that no test
+# downloads one; the tests read TF_PROVIDER_MIRROR through the script.
+TF_PROVIDER_MIRROR=$(scripts/find-tf-providers.sh) || die "the Terraform providers the tests use could not be built (see the messages above); set TF_PROVIDER_MIRROR to a filesystem mirror holding registry.terraform.io/hashicorp/time 0.14.2"
+export TF_PROVIDER_MIRROR
+echo "$TF_PROVIDER_MIRROR"
+
 if [[ " $* " != *" -short "* ]]; then
   say "etcd, kube-apiserver and helm (for the chart's real-API-server test)"
   # Built once from the Go module proxy into the same cache as OpenTofu

@@ -193,6 +193,13 @@ func resolvePaths(t *testing.T, e map[string]any, dir, tmp string) {
 	if d, ok := settings["dir"].(string); ok {
 		settings["dir"] = abs(d)
 	}
+	if e["provider"] == "stdterraform" {
+		// Generated kinds (catalog/tf-time) run the real terraform, with
+		// providers from the mirror the tests build, never downloaded.
+		_, rc := providerMirror(t)
+		settings["binary"] = findTerraform(t)
+		settings["env"] = map[string]any{"TF_CLI_CONFIG_FILE": rc}
+	}
 	if e["provider"] != "stdio" {
 		if len(settings) > 0 {
 			e["settings"] = settings

@@ -149,6 +149,7 @@ func TestCatalogExamplesReady(t *testing.T) {
 
 	t.Run("webapp flows", func(t *testing.T) { checkWebappFlows(t, env.d) })
 	t.Run("landing zone flows", func(t *testing.T) { checkLandingZoneFlows(t, env.d) })
+	t.Run("time window flows", func(t *testing.T) { checkWindowFlows(t, env.d) })
 	t.Run("landing zone deleted", func(t *testing.T) { checkLandingZoneDeleted(t, env) })
 }
 
@@ -167,6 +168,22 @@ func checkWebappFlows(t *testing.T, d *dev) {
 	root := statusOf(t, d.get(t, "apps.webapp", "shop"))
 	if root["url"] != "https://shop.apps.acme.example" || root["replicas"] != float64(3) {
 		t.Errorf("apps.webapp/shop status %v, want url https://shop.apps.acme.example and replicas 3", root)
+	}
+}
+
+// checkWindowFlows: in tf-time.window/freeze, two kinds generated from the
+// Terraform time provider, the end (time_offset) got the start's
+// (time_static's) computed rfc3339 as its base, and the window's status
+// has both, fourteen days apart.
+func checkWindowFlows(t *testing.T, d *dev) {
+	start := statusOf(t, d.get(t, "tf.time.static", "freeze-start"))
+	end := d.get(t, "tf.time.offset", "freeze-end")
+	if got := specString(end, "base_rfc3339"); got == "" || got != start["rfc3339"] {
+		t.Errorf("tf.time.offset/freeze-end spec.base_rfc3339 = %q, want the start's status.rfc3339 %v", got, start["rfc3339"])
+	}
+	root := statusOf(t, d.get(t, "tf-time.window", "freeze"))
+	if root["start"] != "2026-12-14T00:00:00Z" || root["end"] != "2026-12-28T00:00:00Z" {
+		t.Errorf("tf-time.window/freeze status %v, want start 2026-12-14T00:00:00Z and end 2026-12-28T00:00:00Z", root)
 	}
 }
 

@@ -18,6 +18,9 @@ type config struct {
 	Binary  string            `json:"binary,omitempty"`
 	Backend *backend          `json:"backend,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Provider is a generated kind's provider configuration block
+	// (credentials, region, …); the kind's config_schema describes it.
+	Provider json.RawMessage `json:"provider,omitempty"`
 }
 
 // backend says where state lives.
@@ -76,6 +79,9 @@ func (c config) check(field string) error {
 			return fmt.Errorf("%s.backend.type: %q must be %q or %q", field, b.Type, backendLocal, backendPG)
 		}
 	}
+	if p := bytes.TrimSpace(c.Provider); len(p) > 0 && p[0] != '{' && !bytes.Equal(p, []byte("null")) {
+		return fmt.Errorf("%s.provider: must be an object of the provider's arguments", field)
+	}
 	keys := make([]string, 0, len(c.Env))
 	for k := range c.Env {
 		keys = append(keys, k)
@@ -105,6 +111,9 @@ func (c config) over(o config) config {
 	}
 	if o.Backend != nil {
 		out.Backend = o.Backend
+	}
+	if len(o.Provider) > 0 {
+		out.Provider = o.Provider
 	}
 	if len(o.Env) > 0 {
 		env := maps.Clone(c.Env)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/convergehq/converge/sdk-go/converge"
 )
@@ -19,6 +20,14 @@ type handler struct {
 	log      *slog.Logger
 	locks    *locks
 	inits    chan struct{} // see runEnv.inits
+	// binding is a generated kind's resource type (see binding.go); nil
+	// for a kind whose resources are modules (std.terraform).
+	binding *Binding
+	// statusFields are a generated kind's status_schema properties: the
+	// attributes reported from the state.
+	statusFields map[string]bool
+	// versions caches the version each binary reports, by path.
+	versions sync.Map
 }
 
 // begin decodes what every run needs and takes the resource's lock; the
@@ -55,7 +64,7 @@ func (h *handler) apply(ctx context.Context, t *converge.Task) (*converge.Result
 	if err != nil {
 		return nil, err
 	}
-	if err := r.guardStateMove(ctx, previousState(t)); err != nil {
+	if err := r.guardStateMove(ctx, h.previousState(t)); err != nil {
 		return nil, err
 	}
 	if err := r.writeVars(); err != nil {
@@ -81,7 +90,7 @@ func (h *handler) apply(ctx context.Context, t *converge.Task) (*converge.Result
 // once; otherwise the module is fetched again and destroyed, and only its
 // empty state is left behind.
 func (h *handler) destroy(ctx context.Context, t *converge.Task) (*converge.Result, error) {
-	previous := previousState(t)
+	previous := h.previousState(t)
 	s, err := parseSpec(t.Spec)
 	if err != nil {
 		if previous != "" {
@@ -129,8 +138,12 @@ func (h *handler) destroy(ctx context.Context, t *converge.Task) (*converge.Resu
 }
 
 // previousState is where the last apply kept the resource's state, from
-// its status; "" before the first apply.
-func previousState(t *converge.Task) string {
+// its status (status.state, or a generated kind's status.terraform.state);
+// "" before the first apply.
+func (h *handler) previousState(t *converge.Task) string {
+	if h.binding != nil {
+		return previousMeta(t).State
+	}
 	var st struct {
 		State string `json:"state"`
 	}
@@ -141,12 +154,19 @@ func previousState(t *converge.Task) string {
 }
 
 // version is the terraform version a run used, "" if it cannot be read.
+// It is read once per binary: a process per run would cost every
+// reconcile tens of milliseconds for the same answer.
 func (h *handler) version(ctx context.Context, r *run) string {
+	bin := r.tf.ExecPath()
+	if v, ok := h.versions.Load(bin); ok {
+		return v.(string)
+	}
 	v, _, err := r.tf.Version(ctx, false)
 	if err != nil || v == nil {
 		h.log.Warn("reading the terraform version", "err", err)
 		return ""
 	}
+	h.versions.Store(bin, v.String())
 	return v.String()
 }
 

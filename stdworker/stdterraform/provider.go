@@ -21,6 +21,9 @@ const Name = "stdterraform"
 // TF_CLI_CONFIG_FILE in config.env replaces it.
 const cliConfigName = "terraformrc"
 
+// pluginCacheDir is the plugin cache's directory under the provider's.
+const pluginCacheDir = "plugin-cache"
+
 // New returns the stdterraform provider.
 func New() provider.Provider { return tfProvider{} }
 
@@ -30,65 +33,93 @@ type tfProvider struct{}
 func (tfProvider) Name() string { return Name }
 
 // Register implements provider.Provider: a specChange or resync reaction
-// applies the module, a deleteRequested reaction destroys it. Settings are
-// checked here, so a broken configuration file keeps the kind from starting.
+// applies the module (or a generated kind's resource), a deleteRequested
+// reaction destroys it. Settings are checked here, so a broken
+// configuration file keeps the kind from starting.
 func (tfProvider) Register(_ context.Context, w *converge.Worker, s provider.Served, env provider.Env) error {
+	hs, err := Handlers(s, env)
+	if err != nil {
+		return err
+	}
+	m := s.Manifest
+	for _, r := range m.GetReactions() {
+		w.Handle(m.GetKind(), int(m.GetKindVersion()), r.GetName(), hs[r.GetName()])
+	}
+	return nil
+}
+
+// Handlers returns the handler of each of s's reactions, by reaction name,
+// as Register registers them (stdworker-bench calls them directly).
+func Handlers(s provider.Served, env provider.Env) (map[string]converge.HandlerFunc, error) {
 	m := s.Manifest
 	kind, version := m.GetKind(), int(m.GetKindVersion())
 	settings, err := parseConfig(s.Settings, "settings")
 	if err != nil {
-		return fmt.Errorf("%s %s@%d: %w", Name, kind, version, err)
+		return nil, fmt.Errorf("%s %s@%d: %w", Name, kind, version, err)
 	}
 	base, err := os.Getwd()
 	if err != nil {
-		return fmt.Errorf("%s %s@%d: the working directory: %w", Name, kind, version, err)
+		return nil, fmt.Errorf("%s %s@%d: the working directory: %w", Name, kind, version, err)
 	}
 	root := filepath.Join(env.StateDir, Name)
 	if err := writeCLIConfig(root); err != nil {
-		return fmt.Errorf("%s %s@%d: %w", Name, kind, version, err)
+		return nil, fmt.Errorf("%s %s@%d: %w", Name, kind, version, err)
 	}
 	log := env.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{root: root, baseDir: base, settings: settings, log: log.With("provider", Name, "kind", kind, "version", version), locks: &locks{}, inits: make(chan struct{}, 1)}
-
-	type reg struct {
-		name string
-		fn   converge.HandlerFunc
+	if h.binding, err = BindingOf(m); err != nil {
+		return nil, fmt.Errorf("%s %s@%d: %w", Name, kind, version, err)
 	}
-	var regs []reg
+	if h.binding == nil && len(settings.Provider) > 0 {
+		return nil, fmt.Errorf("%s %s@%d: settings.provider: only a generated kind (spec_schema.%s) takes a provider block; a module configures its own providers", Name, kind, version, BindingKeyword)
+	}
+	if h.binding != nil {
+		h.statusFields = map[string]bool{}
+		for name := range m.GetStatusSchema().GetFields()["properties"].GetStructValue().GetFields() {
+			if name != MetaField {
+				h.statusFields[name] = true
+			}
+		}
+	}
+
+	out := map[string]converge.HandlerFunc{}
 	for _, r := range m.GetReactions() {
 		switch r.GetTrigger() {
 		case "specChange", "resync":
 			if slices.Contains(r.GetEmits(), "children") {
-				return fmt.Errorf("%s %s@%d: reaction %q emits children: a terraform module is a leaf, not a composer", Name, kind, version, r.GetName())
+				return nil, fmt.Errorf("%s %s@%d: reaction %q emits children: a terraform module is a leaf, not a composer", Name, kind, version, r.GetName())
 			}
 			if !slices.Contains(r.GetEmits(), "status") {
-				return fmt.Errorf("%s %s@%d: reaction %q must emit status: the outputs are reported there", Name, kind, version, r.GetName())
+				return nil, fmt.Errorf("%s %s@%d: reaction %q must emit status: the outputs are reported there", Name, kind, version, r.GetName())
 			}
-			regs = append(regs, reg{r.GetName(), h.apply})
+			out[r.GetName()] = h.apply
+			if h.binding != nil {
+				out[r.GetName()] = h.genApply(r.GetTrigger() == "resync")
+			}
 		case "deleteRequested":
-			regs = append(regs, reg{r.GetName(), h.destroy})
+			out[r.GetName()] = h.destroy
+			if h.binding != nil {
+				out[r.GetName()] = h.genDestroy
+			}
 		default:
-			return fmt.Errorf("%s %s@%d: reaction %q: trigger %s is not served (stdterraform serves specChange, resync and deleteRequested)", Name, kind, version, r.GetName(), r.GetTrigger())
+			return nil, fmt.Errorf("%s %s@%d: reaction %q: trigger %s is not served (stdterraform serves specChange, resync and deleteRequested)", Name, kind, version, r.GetName(), r.GetTrigger())
 		}
 	}
-	if len(regs) == 0 {
-		return fmt.Errorf("%s %s@%d: the kind has no specChange reaction to serve", Name, kind, version)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s %s@%d: the kind has no specChange reaction to serve", Name, kind, version)
 	}
 	if _, err := lookPath(settings.binary()); err != nil {
 		h.log.Warn("terraform binary not found; resources will fail until config.binary names one", "binary", settings.binary(), "err", err)
 	}
-	for _, r := range regs {
-		w.Handle(kind, version, r.name, r.fn)
-	}
-	return nil
+	return out, nil
 }
 
 // writeCLIConfig writes the provider's terraform CLI configuration.
 func writeCLIConfig(root string) error {
-	cache := filepath.Join(root, "plugin-cache")
+	cache := filepath.Join(root, pluginCacheDir)
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", cache, err)
 	}

@@ -172,6 +172,12 @@ func (re runEnv) env() map[string]string {
 	for k, v := range re.cfg.Env {
 		env[k] = v
 	}
+	// The plugin cache is also given as a variable, so that it stays in
+	// use when config.env names a CLI configuration of its own (a
+	// provider mirror, say): otherwise every init copies every provider.
+	if _, set := env["TF_PLUGIN_CACHE_DIR"]; !set {
+		env["TF_PLUGIN_CACHE_DIR"] = filepath.Join(re.root, pluginCacheDir)
+	}
 	if b := re.cfg.Backend; b != nil && b.Type == backendPG && b.ConnStr != "" {
 		env["PG_CONN_STR"] = b.ConnStr
 	}

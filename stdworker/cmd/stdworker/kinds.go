@@ -12,7 +12,7 @@ import (
 func kindsCmd(f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kinds",
-		Short: "Work with the std kinds built into stdworker",
+		Short: "Work with the std kinds built into stdworker, and generate kinds from Terraform providers",
 		Args:  subcommandsOnly,
 		// A RunE makes cobra check Args here; "kinds" alone shows the help.
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -61,6 +61,6 @@ idempotent: an unchanged manifest is reported "unchanged".`,
 			return nil
 		},
 	}
-	cmd.AddCommand(apply, list)
+	cmd.AddCommand(apply, list, generateCmd())
 	return cmd
 }

@@ -96,8 +96,10 @@ What it serves:
                   Relative paths in stdio's and stdstarlark's settings are resolved
                   against the file's directory.
   (no --config)   every std kind on the server: std.shell@1 (stdshell), std.terraform@1
-                  (stdterraform) and std.graph@1 (stdcel), and the kinds that applied
-                  std.graph resources define; apply the std kinds first with
+                  (stdterraform) and std.graph@1 (stdcel), the kinds that applied
+                  std.graph resources define, and the kinds generated from Terraform
+                  providers ("stdworker kinds generate", stdterraform; their binary and
+                  credentials from their provider configs); apply the std kinds first with
                   "stdworker kinds apply". A std kind whose provider cannot start here
                   (say, no terraform binary) is logged and skipped, unless --kinds names it.
   --kinds         restricts either set to the kind versions listed.

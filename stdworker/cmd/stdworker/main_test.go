@@ -73,7 +73,7 @@ func TestUnknownSubcommandsFail(t *testing.T) {
 		want, use string
 	}{
 		{[]string{"bogus"}, `unknown command "bogus" for "stdworker" (one of kinds)`, "stdworker [flags]"},
-		{[]string{"kinds", "bogus"}, `unknown command "bogus" for "stdworker kinds" (one of apply, list)`, "stdworker kinds [command]"},
+		{[]string{"kinds", "bogus"}, `unknown command "bogus" for "stdworker kinds" (one of apply, generate, list)`, "stdworker kinds [command]"},
 		{[]string{"kinds", "list", "extra"}, `stdworker kinds list takes no arguments, got ["extra"]`, "stdworker kinds list [flags]"},
 		{[]string{"--bogus"}, "unknown flag: --bogus", "stdworker [flags]"},
 	} {
@@ -98,5 +98,36 @@ func TestUnknownSubcommandsFail(t *testing.T) {
 	out.Reset()
 	if code := run(t.Context(), []string{"kinds", "list"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "std.shell/v1") {
 		t.Errorf("stdworker kinds list: exit %d, stdout %q", code, out.String())
+	}
+}
+
+// TestKindsGenerate: generate from a schema file writes the kinds; its
+// mistakes name the flag.
+func TestKindsGenerate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "tf-time")
+	schema := filepath.Join("..", "..", "stdterraform", "tfgen", "testdata", "time-0.14.2.json")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"kinds", "generate", "--provider", "hashicorp/time@v0.14.2", "--schema", schema, "--out", out, "--owner", "tf-time"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("kinds generate: exit %d, stderr %q", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "kind tf.time.static/v1 created") {
+		t.Errorf("kinds generate printed %q; want tf.time.static/v1 created", stdout.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--schema", schema, "--out", out, "--owner", "tf-time"}, "--provider: required"},
+		{[]string{"--provider", "hashicorp/time", "--out", out, "--owner", "tf-time"}, "--provider: \"hashicorp/time\" must be SOURCE@VERSION"},
+		{[]string{"--provider", "hashicorp/time@0.14.2", "--schema", schema, "--out", out, "--owner", "other"}, "--out:"},
+		{[]string{"--provider", "hashicorp/time@0.14.2", "--schema", schema, "--out", out, "--owner", "tf-time", "--data-sources"}, "observe-only kinds"},
+		{[]string{"--provider", "hashicorp/time@0.14.2", "--schema", "/nonexistent.json", "--out", out, "--owner", "tf-time"}, "--schema:"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		args := append([]string{"kinds", "generate"}, tc.args...)
+		if code := run(t.Context(), args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("stdworker %s: exit %d, stderr %q; want 1 and %q", strings.Join(args, " "), code, stderr.String(), tc.want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/stdworker/internal/config"
 	"github.com/convergehq/converge/stdworker/provider"
+	"github.com/convergehq/converge/stdworker/stdterraform"
 )
 
 // job is one kind version to serve.
@@ -71,6 +72,11 @@ func plan(ctx context.Context, c *client.Client, file *config.File, only map[str
 			}
 			jobs = append(jobs, job{provider: p, served: provider.Served{Manifest: m}, optional: only == nil})
 		}
+		generated, err := generatedKinds(ctx, c, provs, offered, only, log)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, generated...)
 	}
 	var unknown []string
 	for ref := range only {
@@ -91,6 +97,47 @@ func plan(ctx context.Context, c *client.Client, file *config.File, only map[str
 			return nil, errors.New("nothing to serve: --kinds leaves none of the configuration file's kinds")
 		}
 		return nil, errors.New("nothing to serve: the server has no std kind this stdworker serves; run `stdworker kinds apply` first, or give --config")
+	}
+	return jobs, nil
+}
+
+// generatedKinds are the jobs for the kinds on the server generated from a
+// Terraform provider (stdworker kinds generate): their manifests say what
+// stdterraform runs, so they need no configuration file either. Their
+// binary and credentials come from their provider configs.
+func generatedKinds(ctx context.Context, c *client.Client, provs map[string]provider.Provider,
+	offered, only map[string]bool, log *slog.Logger) ([]job, error) {
+	p, ok := provs[stdterraform.Name]
+	if !ok {
+		return nil, nil
+	}
+	resp, err := c.ListKinds(ctx, &convergev1.ListKindsRequest{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The std kinds are served all the same: a stdworker that may
+		// read kinds one by one but not list them (or an older server)
+		// keeps working as it did before generated kinds existed.
+		log.Warn("generated kinds skipped: listing the server's kinds failed", "err", err)
+		return nil, nil
+	}
+	var jobs []job
+	for _, m := range resp.GetManifests() {
+		b, err := stdterraform.BindingOf(m)
+		ref := config.Ref(m.GetKind(), int(m.GetKindVersion()))
+		switch {
+		case err != nil:
+			log.Warn("generated kind skipped", "kind", ref, "err", err)
+			continue
+		case b == nil:
+			continue
+		}
+		offered[ref] = true
+		if only != nil && !only[ref] {
+			continue
+		}
+		jobs = append(jobs, job{provider: p, served: provider.Served{Manifest: m}, optional: only == nil})
 	}
 	return jobs, nil
 }
