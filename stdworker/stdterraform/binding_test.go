@@ -52,7 +52,7 @@ func TestMainConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(doc)
-	want := `{"import":[{"id":"logs","to":"aws_s3_bucket.this"}],"provider":{"aws":{"region":"eu-west-1"}},"resource":{"aws_s3_bucket":{"this":{"bucket":"logs-$${var.x}"}}},"terraform":{"required_providers":{"aws":{"source":"hashicorp/aws","version":"5.0.0"}}}}`
+	want := `{"import":[{"id":"logs","to":"aws_s3_bucket.this"}],"provider":{"aws":{"region":"eu-west-1"}},"resource":{"aws_s3_bucket":{"this":{"bucket":"logs-$${var.x}"}}},"terraform":{"required_providers":{"aws":{"source":"registry.terraform.io/hashicorp/aws","version":"5.0.0"}}}}`
 	if string(got) != want {
 		t.Errorf("main.tf.json\n%s\nwant\n%s", got, want)
 	}

@@ -68,7 +68,7 @@ func mainConfig(b *Binding, providerCfg json.RawMessage, s genSpec, withImport b
 	}
 	cfg := map[string]any{
 		"terraform": map[string]any{"required_providers": map[string]any{
-			local: map[string]any{"source": b.Source, "version": b.Version},
+			local: map[string]any{"source": QualifiedSource(b.Source), "version": b.Version},
 		}},
 		"provider": map[string]any{local: literal(prov)},
 		"resource": map[string]any{b.Type: map[string]any{"this": literal(s.args)}},

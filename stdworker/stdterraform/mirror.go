@@ -12,11 +12,22 @@ import (
 // provider version for this platform:
 // <mirror>/<host>/<namespace>/<name>/<version>/<os>_<arch>.
 func (b Binding) MirrorDir(mirror string) string {
-	full := b.Source
-	if strings.Count(full, "/") == 1 {
-		full = "registry.terraform.io/" + full
+	return filepath.Join(mirror, filepath.FromSlash(QualifiedSource(b.Source)), b.Version, runtime.GOOS+"_"+runtime.GOARCH)
+}
+
+// DefaultRegistry is the host of a provider source address that names
+// none, as terraform reads one.
+const DefaultRegistry = "registry.terraform.io"
+
+// QualifiedSource returns a provider source address with its registry
+// host. Every configuration stdterraform writes names the host, so that
+// terraform and OpenTofu (whose default host is its own registry) look
+// for the same provider, in a filesystem mirror and in a registry alike.
+func QualifiedSource(source string) string {
+	if strings.Count(source, "/") == 1 {
+		return DefaultRegistry + "/" + source
 	}
-	return filepath.Join(mirror, filepath.FromSlash(full), b.Version, runtime.GOOS+"_"+runtime.GOARCH)
+	return source
 }
 
 // mirrorPath finds the path of each filesystem_mirror block in a

@@ -37,7 +37,7 @@ func (f Fetch) FetchSchema(ctx context.Context, source, version string) ([]byte,
 	defer os.RemoveAll(dir)
 	local := source[strings.LastIndex(source, "/")+1:]
 	cfg := map[string]any{"terraform": map[string]any{"required_providers": map[string]any{
-		local: map[string]any{"source": source, "version": version},
+		local: map[string]any{"source": stdterraform.QualifiedSource(source), "version": version},
 	}}}
 	raw, _ := json.Marshal(cfg)
 	if err := os.WriteFile(filepath.Join(dir, "main.tf.json"), raw, 0o644); err != nil {

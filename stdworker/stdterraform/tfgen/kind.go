@@ -128,13 +128,10 @@ func Generate(s *Schemas, opts Options) ([]Kind, []Skipped, error) {
 
 var teamPattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
-// providerOf finds the provider in the document: by its full source
-// address, "registry.terraform.io/" being the host when source has none.
+// providerOf finds the provider in the document by its full source
+// address.
 func providerOf(s *Schemas, source string) (*ProviderSchema, error) {
-	full := source
-	if strings.Count(source, "/") == 1 {
-		full = "registry.terraform.io/" + source
-	}
+	full := stdterraform.QualifiedSource(source)
 	if p := s.ProviderSchemas[full]; p != nil {
 		return p, nil
 	}
