@@ -18,7 +18,7 @@ var needs = map[string]Need{
 	"UpdateKindPolicy": NeedKindOwner, "ApplyProviderConfig": NeedKindOwner,
 	"DeleteProviderConfig": NeedKindOwner, "ApplyReactorBinding": NeedKindOwner,
 	"DeleteReactorBinding": NeedKindOwner,
-	"StartRollout": NeedKindOwner, "PauseRollout": NeedKindOwner, "ResumeRollout": NeedKindOwner,
+	"StartRollout":         NeedKindOwner, "PauseRollout": NeedKindOwner, "ResumeRollout": NeedKindOwner,
 	"AbortRollout": NeedKindOwner, "RollbackRollout": NeedKindOwner,
 
 	"ApplyResource": NeedResourceWrite, "ApplyResources": NeedResourceWrite,

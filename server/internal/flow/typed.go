@@ -36,4 +36,3 @@ func RunTyped(prg cel.Program, vars map[string]any) (any, error) {
 	}
 	return toJSON(out)
 }
-
