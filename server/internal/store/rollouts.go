@@ -279,7 +279,7 @@ func (s *Store) rolloutWaves(ctx context.Context, r *Rollout) error {
 		       count(*) FILTER (WHERE m.state = 'skipped'), count(*) FILTER (WHERE m.state = 'rolled_back')
 		FROM rollout_waves w
 		LEFT JOIN rollout_members m ON m.rollout_id = w.rollout_id AND m.wave = w.wave
-		WHERE w.rollout_id = $1 GROUP BY w.wave ORDER BY w.wave`, r.ID)
+		WHERE w.rollout_id = $1 GROUP BY w.rollout_id, w.wave ORDER BY w.wave`, r.ID)
 	if err != nil {
 		return err
 	}
