@@ -317,7 +317,7 @@ func (a *App) duties(svc *api.Service, st *store.Store, reg *kinds.Registry, bus
 			maintenance.NewChangeTrimmer(mc.TrimInterval, mc.ChangeRetention, st, cfg.Log),
 			maintenance.NewMemberForgetter(mc.TrimInterval, st, cfg.Log),
 			reactor.New(reactor.Config{}, st, bus, cfg.Log),
-			rollout.New(rollout.Config{Member: a.memberID}, st, reg, svc, bus, cfg.Log),
+			rollout.New(rollout.Config{Member: a.memberID, Lease: lease}, st, reg, svc, bus, cfg.Log),
 		)
 	}
 	side, err := a.sideListeners(m, pool)
