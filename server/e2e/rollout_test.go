@@ -102,9 +102,10 @@ func atVersion(t *testing.T, api *client.Client, kind string, version int32) int
 	return int(res.GetTotal())
 }
 
+// kindEvents counts the events of kind v2, where a rollout to v2 records its steps, by reason.
 func kindEvents(t *testing.T, api *client.Client, kind string) map[string]int {
 	t.Helper()
-	res, err := api.ListEvents(context.Background(), &convergev1.ListEventsRequest{Kind: kind, PageSize: 1000})
+	res, err := api.ListEvents(context.Background(), &convergev1.ListEventsRequest{Kind: kind, Name: "v2", PageSize: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
