@@ -20,7 +20,7 @@ type Config struct {
 	// Member is this replica's id: the lease holder's name.
 	Member string
 	// Interval is how often the driver looks for steps to take (default
-	// 500 ms): the time a wave waits at most after it is due, and the
+	// 250 ms): the time a wave waits at most after it is due, and the
 	// resolution of the Ready checks.
 	Interval time.Duration
 	// Lease is how long a driver keeps a rollout after a step (default
@@ -30,7 +30,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Interval <= 0 {
-		c.Interval = 500 * time.Millisecond
+		c.Interval = 250 * time.Millisecond
 	}
 	if c.Lease <= 0 {
 		c.Lease = 15 * time.Second
@@ -80,13 +80,19 @@ func (d *Driver) Pass(ctx context.Context) {
 		return
 	}
 	for _, id := range ids {
-		moved, err := d.Step(ctx, id)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("a rollout step failed; it is retried", "rollout", id, "err", err)
-		}
-		if moved && d.bus != nil {
-			d.bus.Publish(notify.Tasks)
-			d.bus.Publish(notify.Changes)
+		// A wave that ends lets the next one start at once when it has
+		// no soak, without waiting for the next pass.
+		for advanced := true; advanced && ctx.Err() == nil; {
+			var moved bool
+			var err error
+			moved, advanced, err = d.step(ctx, id)
+			if err != nil && ctx.Err() == nil {
+				d.log.Warn("a rollout step failed; it is retried", "rollout", id, "err", err)
+			}
+			if moved && d.bus != nil {
+				d.bus.Publish(notify.Tasks)
+				d.bus.Publish(notify.Changes)
+			}
 		}
 	}
 }
@@ -94,8 +100,15 @@ func (d *Driver) Pass(ctx context.Context) {
 // Step takes rollout id's next step, if it is this driver's to take, in
 // one transaction; moved reports whether resources were re-applied.
 func (d *Driver) Step(ctx context.Context, id int64) (moved bool, err error) {
+	moved, _, err = d.step(ctx, id)
+	return moved, err
+}
+
+// step is Step, also reporting whether a wave ended, so that the next
+// may be due at once.
+func (d *Driver) step(ctx context.Context, id int64) (moved, ended bool, err error) {
 	err = d.store.Atomic(ctx, func(ctx context.Context) error {
-		moved = false
+		moved, ended = false, false
 		st, ok, err := d.store.TakeRolloutStep(ctx, id, d.cfg.Member, d.cfg.Lease)
 		if err != nil || !ok {
 			return err
@@ -108,11 +121,12 @@ func (d *Driver) Step(ctx context.Context, id int64) (moved bool, err error) {
 			moved = true
 			return d.moveWave(ctx, st, actor)
 		case st.WaveState == "moving":
-			return d.settle(ctx, st, actor)
+			ended, err = d.settle(ctx, st, actor)
+			return err
 		}
 		return nil
 	})
-	return moved, err
+	return moved, ended && err == nil, err
 }
 
 // moveWave converts and re-applies the wave's members.
@@ -174,12 +188,12 @@ func (d *Driver) moveWave(ctx context.Context, st store.RolloutStep, actor strin
 
 // settle checks the wave's moved members and ends the wave once none is
 // waiting any more.
-func (d *Driver) settle(ctx context.Context, st store.RolloutStep, actor string) error {
+func (d *Driver) settle(ctx context.Context, st store.RolloutStep, actor string) (ended bool, err error) {
 	c, err := d.store.SettleWave(ctx, st)
 	if err != nil || c.Moving > 0 || c.Pending > 0 {
-		return err
+		return false, err
 	}
-	return d.store.FinishWave(ctx, st, c, Exceeded(st.Rollout, c), actor)
+	return true, d.store.FinishWave(ctx, st, c, Exceeded(st.Rollout, c), actor)
 }
 
 // Exceeded says why a wave's failures stop its rollout, "" when they do
