@@ -44,9 +44,9 @@ func (s *Store) TakeRolloutStep(ctx context.Context, id int64, driver string, le
 	db := s.db(ctx)
 	var st RolloutStep
 	r, err := scanRollout(db.QueryRow(ctx, `
-		UPDATE rollouts SET lease_owner = $2, lease_until = now() + $3::interval
+		UPDATE rollouts SET lease_owner = $2, lease_until = now() + make_interval(secs => $3)
 		WHERE id = $1 AND state = 'running' AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until < now())
-		RETURNING `+rolloutColumns, id, driver, lease.String()))
+		RETURNING `+rolloutColumns, id, driver, lease.Seconds()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, false, nil
 	}
