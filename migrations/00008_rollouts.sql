@@ -25,7 +25,10 @@ CREATE TABLE rollouts (
     created_at            timestamptz NOT NULL DEFAULT now(),
     updated_at            timestamptz NOT NULL DEFAULT now(),
     finished_at           timestamptz,
-    CHECK (from_version < to_version)
+    -- move: resources move from from_version to to_version; recompose:
+    -- the resources of to_version (= from_version) reconcile again.
+    mode                  text        NOT NULL DEFAULT 'move' CHECK (mode IN ('move', 'recompose')),
+    CHECK (from_version < to_version OR (mode = 'recompose' AND from_version = to_version))
 );
 -- One rollout of a kind moves at a time: two would fight over its resources.
 CREATE UNIQUE INDEX rollouts_active ON rollouts (kind) WHERE state IN ('running', 'paused', 'failed');
@@ -43,9 +46,9 @@ CREATE TABLE rollout_waves (
     PRIMARY KEY (rollout_id, wave)
 );
 
--- A member is one resource the rollout moves. old_spec is the spec it had
--- before the move, for a rollback; the resource itself may go away during
--- the rollout, so it is not a foreign key.
+-- A member is one resource the rollout moves (or recomposes). old_spec is
+-- the spec it had before the move, for a rollback; the resource itself may
+-- go away during the rollout, so it is not a foreign key.
 CREATE TABLE rollout_members (
     rollout_id       bigint  NOT NULL REFERENCES rollouts ON DELETE CASCADE,
     resource_id      bigint  NOT NULL,
@@ -57,6 +60,8 @@ CREATE TABLE rollout_members (
         CHECK (state IN ('pending', 'moving', 'ready', 'failed', 'skipped', 'rolled_back')),
     old_spec         jsonb,
     moved_generation bigint,
+    -- A recompose member is done once it reconciled after its wave began.
+    moved_reconciles bigint,
     reason           text    NOT NULL DEFAULT '',
     PRIMARY KEY (rollout_id, resource_id)
 );

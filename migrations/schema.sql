@@ -230,6 +230,7 @@ CREATE TABLE rollout_members (
     state text NOT NULL DEFAULT 'pending'::text,
     old_spec jsonb,
     moved_generation bigint,
+    moved_reconciles bigint,
     reason text NOT NULL DEFAULT ''::text
 );
 ALTER TABLE rollout_members ADD CONSTRAINT rollout_members_pkey PRIMARY KEY (rollout_id, resource_id);
@@ -269,9 +270,11 @@ CREATE TABLE rollouts (
     lease_until timestamp with time zone,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
-    finished_at timestamp with time zone
+    finished_at timestamp with time zone,
+    mode text NOT NULL DEFAULT 'move'::text
 );
-ALTER TABLE rollouts ADD CONSTRAINT rollouts_check CHECK ((from_version < to_version));
+ALTER TABLE rollouts ADD CONSTRAINT rollouts_check CHECK (((from_version < to_version) OR ((mode = 'recompose'::text) AND (from_version = to_version))));
+ALTER TABLE rollouts ADD CONSTRAINT rollouts_mode_check CHECK ((mode = ANY (ARRAY['move'::text, 'recompose'::text])));
 ALTER TABLE rollouts ADD CONSTRAINT rollouts_pkey PRIMARY KEY (id);
 ALTER TABLE rollouts ADD CONSTRAINT rollouts_state_check CHECK ((state = ANY (ARRAY['running'::text, 'paused'::text, 'completed'::text, 'failed'::text, 'aborted'::text, 'rolled_back'::text])));
 CREATE UNIQUE INDEX rollouts_active ON public.rollouts USING btree (kind) WHERE (state = ANY (ARRAY['running'::text, 'paused'::text, 'failed'::text]));

@@ -49,6 +49,13 @@ func (s *Service) StartRollout(ctx context.Context, req *convergev1.StartRollout
 	if target == nil {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("to_version: kind %s v%d is not registered", in.Kind, in.To))
 	}
+	if req.GetRecompose() {
+		if in.From != 0 && in.From != in.To {
+			return nil, invalid("from_version: a recompose rollout stays at to_version v%d; leave from_version 0", in.To)
+		}
+		in.From, in.Mode = in.To, store.RolloutRecompose
+		return s.createRollout(ctx, in)
+	}
 	if in.From == 0 {
 		in.From = in.To - 1
 		if c := target.Compiled.Manifest.GetConversion(); c != nil {
@@ -67,6 +74,10 @@ func (s *Service) StartRollout(ctx context.Context, req *convergev1.StartRollout
 	if _, err := rollout.Converter(s.kinds, in.Kind, in.From, in.To); err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("to_version: %v", err))
 	}
+	return s.createRollout(ctx, in)
+}
+
+func (s *Service) createRollout(ctx context.Context, in store.RolloutInput) (*convergev1.StartRolloutResponse, error) {
 	id, err := s.store.CreateRollout(ctx, in, actor(ctx))
 	if err != nil {
 		return nil, storeError(err)
@@ -252,7 +263,7 @@ func toRollout(r store.Rollout) *convergev1.Rollout {
 	out := &convergev1.Rollout{
 		Id: r.ID, Kind: r.Kind, FromVersion: r.From, ToVersion: r.To, Namespace: r.Namespace, State: r.State,
 		Reason: r.Reason, SoakSeconds: r.SoakSeconds, MaxFailures: r.MaxFailures, MaxFailurePercent: r.MaxFailurePercent,
-		ReadyTimeoutSeconds: r.ReadyTimeoutSeconds, Actor: r.Actor, CurrentWave: r.CurrentWave(),
+		ReadyTimeoutSeconds: r.ReadyTimeoutSeconds, Actor: r.Actor, CurrentWave: r.CurrentWave(), Mode: r.Mode,
 		Counts: toRolloutCounts(r.Counts), CreatedAt: timestamppb.New(r.CreatedAt), UpdatedAt: timestamppb.New(r.UpdatedAt),
 		FinishedAt: optTime(r.FinishedAt),
 	}

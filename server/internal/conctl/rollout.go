@@ -49,6 +49,7 @@ type rolloutStartFlags struct {
 	readyTimeout  time.Duration
 	reason        string
 	allNamespaces bool
+	recompose     bool
 }
 
 func (a *app) rolloutStartCmd() *cobra.Command {
@@ -66,9 +67,16 @@ Waves are --waves N equal waves, or one --wave per wave, in order: a count
 count (2) or a percentage of a wave (10%); a wave with more failures
 stops the rollout (default 0: any failure stops it). A moved resource
 fails when its spec does not convert or is not valid at the new version,
-or when it is not Ready within --ready-timeout.`,
+or when it is not Ready within --ready-timeout.
+
+With --recompose the resources stay at --to-version: each wave forces their
+reconcile, as conctl reconcile does (a composite's composer runs again, with
+the composer or graph it has now), and a resource is done when it is Ready
+after that reconcile. Use it after deploying a new composer, so its
+instances change a wave at a time.`,
 		Example: `  conctl rollout start disk --to-version 2 --waves 5
-  conctl rollout start disk --to-version 2 --wave 1 --wave 10% --wave tier=prod --soak 10m --max-failures 2`,
+  conctl rollout start disk --to-version 2 --wave 1 --wave 10% --wave tier=prod --soak 10m --max-failures 2
+  conctl rollout start webapp --to-version 1 --recompose --waves 4 --soak 5m`,
 		Args: exactArgs(1, "KIND"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req, err := fl.request(args[0], a.namespace)
@@ -94,6 +102,7 @@ or when it is not Ready within --ready-timeout.`,
 	f.DurationVar(&fl.readyTimeout, "ready-timeout", 0, "how long a moved resource has to become Ready (default 5m)")
 	f.StringVar(&fl.reason, "reason", "", "why, for the rollout's events")
 	f.BoolVarP(&fl.allNamespaces, "all-namespaces", "A", false, "move the kind's resources in every namespace")
+	f.BoolVar(&fl.recompose, "recompose", false, "reconcile (for a composite: compose) the resources of --to-version again, in waves, instead of moving them")
 	a.dryRunFlag(cmd, false)
 	return cmd
 }
@@ -106,7 +115,8 @@ func (fl rolloutStartFlags) request(kind, namespace string) (*convergev1.StartRo
 		return nil, usagef("--waves and --wave: give equal waves or each wave, not both")
 	}
 	req := &convergev1.StartRolloutRequest{Kind: kind, ToVersion: fl.to, FromVersion: fl.from, WaveCount: fl.waveCount,
-		SoakSeconds: seconds(fl.soak), ReadyTimeoutSeconds: seconds(fl.readyTimeout), Reason: fl.reason, Namespace: namespace}
+		SoakSeconds: seconds(fl.soak), ReadyTimeoutSeconds: seconds(fl.readyTimeout), Reason: fl.reason, Namespace: namespace,
+		Recompose: fl.recompose}
 	if fl.allNamespaces {
 		req.Namespace = ""
 	}
@@ -336,10 +346,13 @@ func (a *app) printRollout(r *convergev1.Rollout, done string) error {
 	if a.machine() {
 		return a.printMessages([]proto.Message{r}, true)
 	}
-	head := fmt.Sprintf("rollout %d: %s v%d -> v%d, %s", r.GetId(), r.GetKind(), r.GetFromVersion(), r.GetToVersion(), r.GetState())
+	what := fmt.Sprintf("%s v%d -> v%d", r.GetKind(), r.GetFromVersion(), r.GetToVersion())
+	if r.GetMode() == "recompose" {
+		what = fmt.Sprintf("%s v%d recompose", r.GetKind(), r.GetToVersion())
+	}
+	head := fmt.Sprintf("rollout %d: %s, %s", r.GetId(), what, r.GetState())
 	if done != "" {
-		head = fmt.Sprintf("rollout %d %s%s: %s v%d -> v%d, %s", r.GetId(), done, a.dryRunMark(), r.GetKind(),
-			r.GetFromVersion(), r.GetToVersion(), r.GetState())
+		head = fmt.Sprintf("rollout %d %s%s: %s, %s", r.GetId(), done, a.dryRunMark(), what, r.GetState())
 	}
 	c := r.GetCounts()
 	head += fmt.Sprintf(", %d of %d ready, %d failed", c.GetReady(), c.GetTotal(), c.GetFailed())

@@ -117,6 +117,9 @@ func (d *Driver) step(ctx context.Context, id int64) (moved, ended bool, err err
 		switch {
 		case st.Wave == 0:
 			return d.store.FinishWave(ctx, st, store.RolloutCounts{}, "", actor)
+		case st.WaveState == "pending" && st.Due && st.Mode == store.RolloutRecompose:
+			moved = true
+			return d.recomposeWave(ctx, st, actor)
 		case st.WaveState == "pending" && st.Due:
 			moved = true
 			return d.moveWave(ctx, st, actor)

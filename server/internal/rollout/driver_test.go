@@ -115,7 +115,10 @@ func (w *world) reconcileAll() {
 
 func (w *world) start(req *convergev1.StartRolloutRequest) int64 {
 	w.t.Helper()
-	req.Kind, req.ToVersion = w.kind, 2
+	req.Kind = w.kind
+	if req.ToVersion == 0 {
+		req.ToVersion = 2
+	}
 	res, err := w.ctl.StartRollout(w.ctx, req)
 	if err != nil {
 		w.t.Fatal(err)
@@ -364,5 +367,47 @@ func TestWaveSizes(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "3:3 20%:2 wave=4:2 rest:3" {
 		t.Fatalf("waves = %v", got)
+	}
+}
+
+// TestRecomposeRollout: a recompose rollout leaves its resources at their
+// version and spec, forces their reconcile a wave at a time, and ends a
+// wave once each of its resources reconciled again; it has no spec to
+// roll back.
+func TestRecomposeRollout(t *testing.T) {
+	w := newWorld(t, "")
+	w.resources(4, func(i int) int { return i })
+	id := w.start(&convergev1.StartRolloutRequest{WaveCount: 2, Recompose: true, ToVersion: 1})
+	if r := w.rollout(id); r.GetMode() != store.RolloutRecompose || r.GetFromVersion() != 1 || r.GetToVersion() != 1 {
+		t.Fatalf("rollout = %v", r)
+	}
+	d := w.driver("a", time.Hour)
+	before := w.resource("disk-00").Reconciles
+	w.step(d, id)
+	if got := w.rollout(id).GetWaves(); got[0].GetState() != "moving" || got[1].GetState() != "pending" {
+		t.Fatalf("waves = %v", got)
+	}
+	w.step(d, id) // nothing reconciled yet: wave 1 waits
+	if got := w.rollout(id).GetWaves()[0]; got.GetState() != "moving" {
+		t.Fatalf("wave 1 before its reconciles = %v", got)
+	}
+	w.reconcileAll()
+	w.step(d, id)
+	if r := w.resource("disk-00"); r.Reconciles != before+1 || r.Generation != 1 || r.KindVersion != 1 {
+		t.Fatalf("disk-00 after its wave: reconciles %d (before %d), gen %d, v%d", r.Reconciles, before, r.Generation, r.KindVersion)
+	}
+	if w.resource("disk-02").Reconciles != before {
+		t.Fatal("disk-02 of wave 2 reconciled with wave 1")
+	}
+	for w.rollout(id).GetState() == store.RolloutRunning {
+		w.reconcileAll()
+		w.step(d, id)
+	}
+	if r := w.rollout(id); r.GetState() != store.RolloutCompleted || r.GetCounts().GetReady() != 4 {
+		t.Fatalf("rollout = %v", r)
+	}
+	_, err := w.ctl.RollbackRollout(w.ctx, &convergev1.RollbackRolloutRequest{RolloutId: id})
+	if err == nil || !strings.Contains(err.Error(), "recomposes; it moved no spec to roll back") {
+		t.Fatalf("rollback of a recompose rollout: %v", err)
 	}
 }

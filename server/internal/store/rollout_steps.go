@@ -72,7 +72,7 @@ type RolloutMember struct {
 	Namespace, Kind, Name          string
 	Gone, Deleting                 bool
 	KindVersion                    int32
-	Generation                     int64
+	Generation, Reconciles         int64
 	Spec, Labels                   []byte
 	ProviderConfig, DeletionPolicy string
 }
@@ -98,7 +98,7 @@ func (s *Store) LockWaveMembers(ctx context.Context, id int64, wave int32) ([]Ro
 	for i, m := range members {
 		ids[i] = m.ResourceID
 	}
-	rows, err = db.Query(ctx, `SELECT id, kind, kind_version, generation, spec, labels, provider_config, deletion_policy,
+	rows, err = db.Query(ctx, `SELECT id, kind, kind_version, generation, reconciles, spec, labels, provider_config, deletion_policy,
 		deletion_requested_at IS NOT NULL FROM resources WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (s *Store) LockWaveMembers(ctx context.Context, id int64, wave int32) ([]Ro
 	found := map[int64]RolloutMember{}
 	_, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
 		var m RolloutMember
-		err := row.Scan(&m.ResourceID, &m.Kind, &m.KindVersion, &m.Generation, &m.Spec, &m.Labels,
+		err := row.Scan(&m.ResourceID, &m.Kind, &m.KindVersion, &m.Generation, &m.Reconciles, &m.Spec, &m.Labels,
 			&m.ProviderConfig, &m.DeletionPolicy, &m.Deleting)
 		found[m.ResourceID] = m
 		return struct{}{}, err
@@ -132,9 +132,10 @@ type MemberOutcome struct {
 	// State is moving (moved; now waiting for Ready), failed or skipped.
 	State  string
 	Reason string
-	// OldSpec and MovedGeneration are set for a moved member.
-	OldSpec         []byte
-	MovedGeneration int64
+	// OldSpec and MovedGeneration are set for a moved member, and
+	// MovedReconciles (its reconciles before) for a recomposed one.
+	OldSpec                          []byte
+	MovedGeneration, MovedReconciles int64
 }
 
 // StartWave records the outcome of a wave's moves and starts waiting for
@@ -143,13 +144,17 @@ func (s *Store) StartWave(ctx context.Context, st RolloutStep, outcomes []Member
 	db := s.db(ctx)
 	n := len(outcomes)
 	ids, states, reasons := make([]int64, n), make([]string, n), make([]string, n)
-	olds, gens := make([]*string, n), make([]*int64, n)
+	olds, gens, recs := make([]*string, n), make([]*int64, n), make([]*int64, n)
 	var moved, failed, skipped int
 	for i, o := range outcomes {
 		ids[i], states[i], reasons[i] = o.ResourceID, o.State, truncate(o.Reason, maxEventMessage)
 		if o.OldSpec != nil {
-			spec, gen := string(o.OldSpec), o.MovedGeneration
-			olds[i], gens[i] = &spec, &gen
+			spec := string(o.OldSpec)
+			olds[i] = &spec
+		}
+		if o.State == "moving" {
+			gen, rec := o.MovedGeneration, o.MovedReconciles
+			gens[i], recs[i] = &gen, &rec
 		}
 		switch o.State {
 		case "moving":
@@ -161,9 +166,10 @@ func (s *Store) StartWave(ctx context.Context, st RolloutStep, outcomes []Member
 		}
 	}
 	_, err := db.Exec(ctx, `
-		UPDATE rollout_members m SET state = u.state, reason = u.reason, old_spec = u.old_spec, moved_generation = u.gen
-		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::jsonb[], $6::bigint[]) AS u(id, state, reason, old_spec, gen)
-		WHERE m.rollout_id = $1 AND m.resource_id = u.id`, st.ID, ids, states, reasons, olds, gens)
+		UPDATE rollout_members m SET state = u.state, reason = u.reason, old_spec = u.old_spec, moved_generation = u.gen,
+		       moved_reconciles = u.rec
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::jsonb[], $6::bigint[], $7::bigint[]) AS u(id, state, reason, old_spec, gen, rec)
+		WHERE m.rollout_id = $1 AND m.resource_id = u.id`, st.ID, ids, states, reasons, olds, gens, recs)
 	if err != nil {
 		return err
 	}
@@ -175,9 +181,12 @@ func (s *Store) StartWave(ctx context.Context, st RolloutStep, outcomes []Member
 	if _, err := db.Exec(ctx, `UPDATE rollouts SET updated_at = now() WHERE id = $1`, st.ID); err != nil {
 		return err
 	}
+	what := fmt.Sprintf("%d moved to v%d, %d failed to move", moved, st.To, failed)
+	if st.Mode == RolloutRecompose {
+		what = fmt.Sprintf("%d recomposing, %d refused", moved, failed)
+	}
 	return s.RecordKindEvent(ctx, st.Kind, st.To, "RolloutWaveStarted", fmt.Sprintf(
-		"rollout %d: wave %d of %d started: %d moved to v%d, %d failed to move, %d skipped",
-		st.ID, st.Wave, st.Waves, moved, st.To, failed, skipped), actor)
+		"rollout %d: wave %d of %d started: %s, %d skipped", st.ID, st.Wave, st.Waves, what, skipped), actor)
 }
 
 // SettleWave marks the moved members of the current wave that are Ready
@@ -189,14 +198,16 @@ func (s *Store) SettleWave(ctx context.Context, st RolloutStep) (RolloutCounts, 
 		WITH s AS (
 			SELECT m.resource_id,
 			       CASE WHEN r.id IS NULL OR r.kind_version <> ro.to_version THEN 'skipped'
-			            WHEN converge_phase(r) = 'Ready' AND r.synced_generation >= m.moved_generation THEN 'ready'
+			            WHEN converge_phase(r) = 'Ready' AND r.synced_generation >= m.moved_generation
+			                 AND (ro.mode = 'move' OR r.reconciles > m.moved_reconciles) THEN 'ready'
 			            WHEN converge_phase(r) = 'Failed' OR w.deadline < now() THEN 'failed' END AS next,
 			       CASE WHEN r.id IS NULL THEN 'deleted during the rollout'
 			            WHEN r.kind_version <> ro.to_version THEN format('moved to v%s outside the rollout', r.kind_version)
 			            WHEN converge_phase(r) = 'Failed' THEN format('%s/%s/%s failed at v%s: %s', m.namespace, ro.kind, m.name,
 			                 ro.to_version, coalesce(r.failure_message, 'no message'))
-			            ELSE format('%s/%s/%s was not Ready %s s after its move (it is %s)', m.namespace, ro.kind, m.name,
-			                 ro.ready_timeout_seconds, converge_phase(r)) END AS why
+			            ELSE format('%s/%s/%s was not Ready %s s after its %s (it is %s)', m.namespace, ro.kind, m.name,
+			                 ro.ready_timeout_seconds, CASE ro.mode WHEN 'move' THEN 'move' ELSE 'forced reconcile' END,
+			                 converge_phase(r)) END AS why
 			FROM rollout_members m
 			JOIN rollouts ro ON ro.id = m.rollout_id
 			JOIN rollout_waves w ON w.rollout_id = m.rollout_id AND w.wave = m.wave
@@ -277,6 +288,9 @@ func (s *Store) LockRollbackMembers(ctx context.Context, id int64) (Rollout, []R
 	}
 	if r.State == RolloutRolledBack {
 		return r, nil, conflictf("rollout %d is already rolled back", id)
+	}
+	if r.Mode == RolloutRecompose {
+		return r, nil, conflictf("rollout %d recomposes; it moved no spec to roll back: abort it to stop it", id)
 	}
 	rows, err := s.db(ctx).Query(ctx, `
 		SELECT r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, r.spec, r.labels, r.provider_config,

@@ -42,14 +42,22 @@ type RolloutInput struct {
 	SoakSeconds, MaxFailures               int32
 	MaxFailurePercent, ReadyTimeoutSeconds int32
 	Reason                                 string
+	// Mode is RolloutMove or RolloutRecompose (From = To).
+	Mode string
 }
+
+// Rollout modes.
+const (
+	RolloutMove      = "move"
+	RolloutRecompose = "recompose"
+)
 
 // Rollout is a rollout as the API shows it.
 type Rollout struct {
 	ID                                     int64
 	Kind                                   string
 	From, To                               int32
-	Namespace, State, Reason, Actor        string
+	Namespace, State, Reason, Actor, Mode  string
 	SoakSeconds, MaxFailures               int32
 	MaxFailurePercent, ReadyTimeoutSeconds int32
 	CreatedAt, UpdatedAt                   time.Time
@@ -113,10 +121,10 @@ func (s *Store) CreateRollout(ctx context.Context, in RolloutInput, actor string
 		db := s.db(ctx)
 		err := db.QueryRow(ctx, `
 			INSERT INTO rollouts (kind, from_version, to_version, namespace, reason, soak_seconds, max_failures,
-			                      max_failure_percent, ready_timeout_seconds, actor)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+			                      max_failure_percent, ready_timeout_seconds, actor, mode)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, coalesce(nullif($11, ''), 'move')) RETURNING id`,
 			in.Kind, in.From, in.To, in.Namespace, in.Reason, in.SoakSeconds, in.MaxFailures,
-			in.MaxFailurePercent, in.ReadyTimeoutSeconds, actor).Scan(&id)
+			in.MaxFailurePercent, in.ReadyTimeoutSeconds, actor, in.Mode).Scan(&id)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.ConstraintName == "rollouts_active" {
 			var other int64
@@ -154,6 +162,9 @@ func (s *Store) CreateRollout(ctx context.Context, in RolloutInput, actor string
 			return err
 		}
 		msg := fmt.Sprintf("rollout %d started: %d resource(s) from v%d to v%d in %d wave(s)", id, total, in.From, in.To, waves)
+		if in.Mode == RolloutRecompose {
+			msg = fmt.Sprintf("rollout %d started: %d resource(s) of v%d recomposed in %d wave(s)", id, total, in.To, waves)
+		}
 		if in.Reason != "" {
 			msg += ": " + in.Reason
 		}
@@ -232,12 +243,12 @@ func (s *Store) assignWaves(ctx context.Context, id int64, in RolloutInput, tota
 }
 
 const rolloutColumns = `id, kind, from_version, to_version, namespace, state, reason, actor, soak_seconds, max_failures,
-	max_failure_percent, ready_timeout_seconds, created_at, updated_at, finished_at`
+	max_failure_percent, ready_timeout_seconds, created_at, updated_at, finished_at, mode`
 
 func scanRollout(row pgx.Row) (Rollout, error) {
 	var r Rollout
 	err := row.Scan(&r.ID, &r.Kind, &r.From, &r.To, &r.Namespace, &r.State, &r.Reason, &r.Actor, &r.SoakSeconds,
-		&r.MaxFailures, &r.MaxFailurePercent, &r.ReadyTimeoutSeconds, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt)
+		&r.MaxFailures, &r.MaxFailurePercent, &r.ReadyTimeoutSeconds, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &r.Mode)
 	return r, err
 }
 

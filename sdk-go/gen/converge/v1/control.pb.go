@@ -5519,6 +5519,11 @@ type StartRolloutRequest struct {
 	// How long a moved resource has to become Ready (0: 300 s).
 	ReadyTimeoutSeconds int32  `protobuf:"varint,10,opt,name=ready_timeout_seconds,json=readyTimeoutSeconds,proto3" json:"ready_timeout_seconds,omitempty"`
 	Reason              string `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Re-run the reconcile (for a composite, its composer) of the resources
+	// of kind version to_version in waves, instead of moving them between
+	// versions: after a new composer or graph, so that its instances
+	// change a wave at a time. from_version must be 0 or to_version.
+	Recompose bool `protobuf:"varint,12,opt,name=recompose,proto3" json:"recompose,omitempty"`
 	// Run the call exactly as it would run and answer what it would do,
 	// storing nothing (see DryRunReport).
 	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
@@ -5633,6 +5638,13 @@ func (x *StartRolloutRequest) GetReason() string {
 	return ""
 }
 
+func (x *StartRolloutRequest) GetRecompose() bool {
+	if x != nil {
+		return x.Recompose
+	}
+	return false
+}
+
 func (x *StartRolloutRequest) GetDryRun() bool {
 	if x != nil {
 		return x.DryRun
@@ -5720,10 +5732,12 @@ type Rollout struct {
 	// Member counts over all waves.
 	Counts *RolloutCounts `protobuf:"bytes,15,opt,name=counts,proto3" json:"counts,omitempty"`
 	// The failed members (at most 100 of them, by wave).
-	Failures      []*RolloutFailure      `protobuf:"bytes,16,rep,name=failures,proto3" json:"failures,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Failures   []*RolloutFailure      `protobuf:"bytes,16,rep,name=failures,proto3" json:"failures,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt  *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// "move" (between versions) or "recompose" (reconciles forced in waves).
+	Mode          string `protobuf:"bytes,20,opt,name=mode,proto3" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5889,6 +5903,13 @@ func (x *Rollout) GetFinishedAt() *timestamppb.Timestamp {
 		return x.FinishedAt
 	}
 	return nil
+}
+
+func (x *Rollout) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
 }
 
 type RolloutWave struct {
@@ -7239,7 +7260,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\apercent\x18\x02 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\apercent\x123\n" +
 	"\x0elabel_selector\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\bH\x00R\rlabelSelectorB\r\n" +
-	"\x04size\x12\x05\xbaH\x02\b\x01\"\xb8\x04\n" +
+	"\x04size\x12\x05\xbaH\x02\b\x01\"\xd6\x04\n" +
 	"\x13StartRolloutRequest\x12 \n" +
 	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12.\n" +
 	"\ffrom_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x00R\vfromVersion\x12*\n" +
@@ -7255,11 +7276,12 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x13max_failure_percent\x18\t \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x00R\x11maxFailurePercent\x12?\n" +
 	"\x15ready_timeout_seconds\x18\n" +
 	" \x01(\x05B\v\xbaH\b\x1a\x06\x18\x80\xa3\x05(\x00R\x13readyTimeoutSeconds\x12 \n" +
-	"\x06reason\x18\v \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\x06reason\x18\v \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x1c\n" +
+	"\trecompose\x18\f \x01(\bR\trecompose\x12\x17\n" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\"z\n" +
 	"\x14StartRolloutResponse\x12.\n" +
 	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xee\x05\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\x82\x06\n" +
 	"\aRollout\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -7284,7 +7306,8 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12;\n" +
 	"\vfinished_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xbc\x02\n" +
+	"finishedAt\x12\x12\n" +
+	"\x04mode\x18\x14 \x01(\tR\x04mode\"\xbc\x02\n" +
 	"\vRolloutWave\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x1a\n" +
 	"\bselector\x18\x02 \x01(\tR\bselector\x12\x14\n" +
