@@ -14,18 +14,24 @@ import (
 // waves at most, each its moves and a Ready timeout of one second.
 const rolloutWait = 30 * time.Second
 
-// rolloutVersion rolls a leaf kind's v1 roots out to v2 (a kind
-// moveVersion gave a v2 to; v2 has no conversion, so specs move
-// unchanged) in random waves, lets it end by itself (completed, or
+// rolloutVersion rolls a leaf kind's v1 roots out to v2 (given to it
+// first if it has none; v2 has no conversion, so specs move unchanged) in
+// random waves, lets it end by itself (completed, or
 // stopped by failures of faulty handlers), aborts it if it stopped, and
 // moves the model's roots that the server says are at v2 now: each is a
 // re-apply at v2, and the invariants then hold them to it.
 func (w *world) rolloutVersion(t *rapid.T) {
-	k := w.kinds[pick(t, w.kindsWhere(func(k *mkind) bool { return !k.def.composite && len(k.def.versions) == 2 }), "leaf kind with v2")]
-	roots := w.resWhere(func(m *mres) bool { return m.kind == k.def.name && m.owner == "" && !m.deleted && m.version == 1 })
-	if len(roots) == 0 {
-		t.Skip("no v1 roots to roll out")
+	w.rec.nudge() // its moves may run a resource before its retry time, as any re-apply
+	hasV1Roots := func(k *mkind) bool {
+		return !k.def.composite && len(w.resWhere(func(m *mres) bool {
+			return m.kind == k.def.name && m.owner == "" && !m.deleted && m.version == 1
+		})) > 0
 	}
+	k := w.kinds[pick(t, w.kindsWhere(hasV1Roots), "leaf kind with v1 roots")]
+	if len(k.def.versions) == 1 {
+		w.addV2(t, k, "rolloutVersion: first")
+	}
+	roots := w.resWhere(func(m *mres) bool { return m.kind == k.def.name && m.owner == "" && !m.deleted && m.version == 1 })
 	req := &convergev1.StartRolloutRequest{Kind: k.def.name, ToVersion: 2, ReadyTimeoutSeconds: 1,
 		WaveCount: int32(rapid.IntRange(1, 3).Draw(t, "waves")), MaxFailures: int32(rapid.IntRange(0, 2).Draw(t, "max failures"))}
 	w.note(t, "rolloutVersion %s to v2 in %d waves, max failures %d", k.def.name, req.WaveCount, req.MaxFailures)
