@@ -116,7 +116,7 @@ func (d *Driver) step(ctx context.Context, id int64) (moved, ended bool, err err
 		actor := fmt.Sprintf("%s (rollout %d)", st.Actor, st.ID)
 		switch {
 		case st.Wave == 0:
-			return d.store.FinishWave(ctx, st, store.RolloutCounts{}, "", actor)
+			return d.store.CompleteRollout(ctx, st, actor)
 		case st.WaveState == "pending" && st.Due && st.Mode == store.RolloutRecompose:
 			moved = true
 			return d.recomposeWave(ctx, st, actor)

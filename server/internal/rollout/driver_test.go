@@ -411,3 +411,47 @@ func TestRecomposeRollout(t *testing.T) {
 		t.Fatalf("rollback of a recompose rollout: %v", err)
 	}
 }
+
+// TestResumeAfterAStop: a rollout its failures stopped goes on when
+// resumed, holds while paused, and completes after its last wave.
+func TestResumeAfterAStop(t *testing.T) {
+	w := newWorld(t, `{"size_gb": 100 / spec.size}`)
+	w.resources(6, func(i int) int {
+		if i/2 == 1 {
+			return 0
+		}
+		return i + 1
+	})
+	id := w.start(&convergev1.StartRolloutRequest{WaveCount: 3})
+	d := w.driver("a", time.Hour)
+	for w.rollout(id).GetState() == store.RolloutRunning {
+		w.reconcileAll()
+		w.step(d, id)
+	}
+	if r := w.rollout(id); r.GetState() != store.RolloutFailed || r.GetCurrentWave() != 3 {
+		t.Fatalf("rollout = %v", r)
+	}
+	if _, err := w.ctl.PauseRollout(w.ctx, &convergev1.PauseRolloutRequest{RolloutId: id}); err == nil {
+		t.Fatal("a failed rollout was paused")
+	}
+	if _, err := w.ctl.ResumeRollout(w.ctx, &convergev1.ResumeRolloutRequest{RolloutId: id, Reason: "go on"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ctl.PauseRollout(w.ctx, &convergev1.PauseRolloutRequest{RolloutId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if w.step(d, id) || w.resource("disk-04").KindVersion != 1 {
+		t.Fatal("a paused rollout moved wave 3")
+	}
+	if _, err := w.ctl.ResumeRollout(w.ctx, &convergev1.ResumeRolloutRequest{RolloutId: id}); err != nil {
+		t.Fatal(err)
+	}
+	for w.rollout(id).GetState() == store.RolloutRunning {
+		w.reconcileAll()
+		w.step(d, id)
+	}
+	if r := w.rollout(id); r.GetState() != store.RolloutCompleted || r.GetCounts().GetReady() != 4 || w.resource("disk-04").KindVersion != 2 {
+		t.Fatalf("after the resume: %s, %d ready", r.GetState(), r.GetCounts().GetReady())
+	}
+
+}

@@ -261,13 +261,19 @@ func (s *Store) FinishWave(ctx context.Context, st RolloutStep, c RolloutCounts,
 			_, err = db.Exec(ctx, `UPDATE rollouts SET updated_at = now() WHERE id = $1`, st.ID)
 		}
 	default:
-		_, err = db.Exec(ctx, `UPDATE rollouts SET state = 'completed', updated_at = now(), finished_at = now(),
-			lease_owner = NULL, lease_until = NULL WHERE id = $1`, st.ID)
-		if err == nil {
-			err = s.RecordKindEvent(ctx, st.Kind, st.To, "RolloutCompleted", fmt.Sprintf("rollout %d completed", st.ID), actor)
-		}
+		err = s.CompleteRollout(ctx, st, actor)
 	}
 	return err
+}
+
+// CompleteRollout ends a rollout with no wave left to take: after its last
+// wave, or when it is resumed after its last wave stopped it.
+func (s *Store) CompleteRollout(ctx context.Context, st RolloutStep, actor string) error {
+	if _, err := s.db(ctx).Exec(ctx, `UPDATE rollouts SET state = 'completed', updated_at = now(), finished_at = now(),
+		lease_owner = NULL, lease_until = NULL WHERE id = $1`, st.ID); err != nil {
+		return err
+	}
+	return s.RecordKindEvent(ctx, st.Kind, st.To, "RolloutCompleted", fmt.Sprintf("rollout %d completed", st.ID), actor)
 }
 
 // RollbackMember is a moved member to move back: its old spec, with its
