@@ -453,5 +453,4 @@ func TestResumeAfterAStop(t *testing.T) {
 	if r := w.rollout(id); r.GetState() != store.RolloutCompleted || r.GetCounts().GetReady() != 4 || w.resource("disk-04").KindVersion != 2 {
 		t.Fatalf("after the resume: %s, %d ready", r.GetState(), r.GetCounts().GetReady())
 	}
-
 }
