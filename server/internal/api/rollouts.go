@@ -222,21 +222,38 @@ func (s *Service) MoveResources(ctx context.Context, source, who string, moves [
 		}
 		return out, nil
 	}
-	if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrStaleKind) && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
+	if !refusal(err) {
+		return nil, s.staleKinds(ctx, err)
 	}
 	for j, in := range all {
 		rs, _, err := s.store.ApplyResourcesFrom(ctx, source, who, []store.ApplyInput{in})
 		switch {
 		case err == nil:
 			out[index[j]].Generation = rs[0].Generation
-		case errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStaleKind) || errors.Is(err, store.ErrNotFound):
+		case refusal(err):
 			out[index[j]].Err = errors.New(errorMessage(storeError(err)))
 		default:
-			return nil, err
+			return nil, s.staleKinds(ctx, err)
 		}
 	}
 	return out, nil
+}
+
+// refusal reports whether an apply was refused for what it asked (a
+// resource being deleted, a retired version), not for a fault.
+func refusal(err error) bool {
+	return errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)
+}
+
+// staleKinds refreshes the kinds when a kind changed under a move, so the
+// move's caller, retrying later, validates against the kind as it is now.
+func (s *Service) staleKinds(ctx context.Context, err error) error {
+	if errors.Is(err, store.ErrStaleKind) {
+		if rerr := s.kinds.Refresh(ctx); rerr != nil {
+			s.log.Warn("refreshing kinds after a stale move failed", "err", rerr)
+		}
+	}
+	return err
 }
 
 func moveRequest(m rollout.Move) (*convergev1.ApplyResourceRequest, error) {
