@@ -220,6 +220,66 @@ CREATE TRIGGER resources_changes_delete AFTER DELETE ON public.resources REFEREN
 CREATE TRIGGER resources_changes_insert AFTER INSERT ON public.resources REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_insert();
 CREATE TRIGGER resources_changes_update AFTER UPDATE ON public.resources REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_update();
 
+CREATE TABLE rollout_members (
+    rollout_id bigint NOT NULL,
+    resource_id bigint NOT NULL,
+    "position" integer NOT NULL,
+    namespace text NOT NULL,
+    name text NOT NULL,
+    wave integer NOT NULL DEFAULT 0,
+    state text NOT NULL DEFAULT 'pending'::text,
+    old_spec jsonb,
+    moved_generation bigint,
+    moved_reconciles bigint,
+    reason text NOT NULL DEFAULT ''::text
+);
+ALTER TABLE rollout_members ADD CONSTRAINT rollout_members_pkey PRIMARY KEY (rollout_id, resource_id);
+ALTER TABLE rollout_members ADD CONSTRAINT rollout_members_rollout_id_fkey FOREIGN KEY (rollout_id) REFERENCES rollouts(id) ON DELETE CASCADE;
+ALTER TABLE rollout_members ADD CONSTRAINT rollout_members_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'moving'::text, 'ready'::text, 'failed'::text, 'skipped'::text, 'rolled_back'::text])));
+CREATE INDEX rollout_members_wave ON public.rollout_members USING btree (rollout_id, wave, state);
+
+CREATE TABLE rollout_waves (
+    rollout_id bigint NOT NULL,
+    wave integer NOT NULL,
+    selector text NOT NULL,
+    state text NOT NULL DEFAULT 'pending'::text,
+    not_before timestamp with time zone,
+    started_at timestamp with time zone,
+    deadline timestamp with time zone,
+    finished_at timestamp with time zone
+);
+ALTER TABLE rollout_waves ADD CONSTRAINT rollout_waves_pkey PRIMARY KEY (rollout_id, wave);
+ALTER TABLE rollout_waves ADD CONSTRAINT rollout_waves_rollout_id_fkey FOREIGN KEY (rollout_id) REFERENCES rollouts(id) ON DELETE CASCADE;
+ALTER TABLE rollout_waves ADD CONSTRAINT rollout_waves_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'moving'::text, 'done'::text, 'failed'::text])));
+ALTER TABLE rollout_waves ADD CONSTRAINT rollout_waves_wave_check CHECK ((wave >= 1));
+
+CREATE TABLE rollouts (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    kind text NOT NULL,
+    from_version integer NOT NULL,
+    to_version integer NOT NULL,
+    namespace text NOT NULL DEFAULT ''::text,
+    state text NOT NULL DEFAULT 'running'::text,
+    reason text NOT NULL DEFAULT ''::text,
+    soak_seconds integer NOT NULL,
+    max_failures integer NOT NULL,
+    max_failure_percent integer NOT NULL,
+    ready_timeout_seconds integer NOT NULL,
+    actor text NOT NULL,
+    lease_owner text,
+    lease_until timestamp with time zone,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    finished_at timestamp with time zone,
+    mode text NOT NULL DEFAULT 'move'::text
+);
+ALTER TABLE rollouts ADD CONSTRAINT rollouts_check CHECK (((from_version < to_version) OR ((mode = 'recompose'::text) AND (from_version = to_version))));
+ALTER TABLE rollouts ADD CONSTRAINT rollouts_mode_check CHECK ((mode = ANY (ARRAY['move'::text, 'recompose'::text])));
+ALTER TABLE rollouts ADD CONSTRAINT rollouts_pkey PRIMARY KEY (id);
+ALTER TABLE rollouts ADD CONSTRAINT rollouts_state_check CHECK ((state = ANY (ARRAY['running'::text, 'paused'::text, 'completed'::text, 'failed'::text, 'aborted'::text, 'rolled_back'::text])));
+CREATE UNIQUE INDEX rollouts_active ON public.rollouts USING btree (kind) WHERE (state = ANY (ARRAY['running'::text, 'paused'::text, 'failed'::text]));
+CREATE INDEX rollouts_running ON public.rollouts USING btree (id) WHERE (state = 'running'::text);
+
 CREATE TABLE spec_revisions (
     resource_id bigint NOT NULL,
     generation bigint NOT NULL,

@@ -44,6 +44,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"restartServer":  w.step(w.restartServer),
 		"dryRun":         w.step(w.dryRun),
 		"abandon":        w.step(w.abandon),
+		"rolloutVersion": w.step(w.rolloutVersion),
 		"":               w.checkStep,
 	}
 }

@@ -18,8 +18,23 @@ import (
 func (w *world) moveVersion(t *rapid.T) {
 	w.rec.nudge() // it may run a resource before its retry time
 	k := w.kinds[pick(t, w.kindsWhere(func(k *mkind) bool { return !k.def.composite && len(k.def.versions) == 1 }), "leaf kind")]
+	def := w.addV2(t, k, "moveVersion")
+	roots := w.resWhere(func(m *mres) bool { return m.kind == def.name && m.owner == "" && !m.deleted && m.version == 1 })
+	if len(roots) == 0 {
+		return
+	}
+	m := w.res[rapid.SampledFrom(roots).Draw(t, "resource")]
+	m.version = 2
+	m.counter++
+	w.note(t, "  re-apply %s at v2 counter=%d", m.key(), m.counter)
+	w.applyRoot(t, m)
+}
+
+// addV2 gives leaf kind k a version 2 with a random policy, and its
+// worker (if it runs) one that serves v2 too.
+func (w *world) addV2(t *rapid.T, k *mkind, action string) kindDef {
 	p := drawPolicy(t, false)
-	w.note(t, "moveVersion %s to v2 policy={%v}", k.def.name, p)
+	w.note(t, "%s %s to v2 policy={%v}", action, k.def.name, p)
 	w.rec.setCap(kindVer{k.def.name, 2}, int(p.GetMaxInflight()))
 	def := k.def
 	def.versions = []int{1, 2}
@@ -32,15 +47,7 @@ func (w *world) moveVersion(t *rapid.T) {
 		w.fleet.stop(t, def.name, true)
 		w.fleet.start(def, c)
 	}
-	roots := w.resWhere(func(m *mres) bool { return m.kind == def.name && m.owner == "" && !m.deleted && m.version == 1 })
-	if len(roots) == 0 {
-		return
-	}
-	m := w.res[rapid.SampledFrom(roots).Draw(t, "resource")]
-	m.version = 2
-	m.counter++
-	w.note(t, "  re-apply %s at v2 counter=%d", m.key(), m.counter)
-	w.applyRoot(t, m)
+	return def
 }
 
 func drawBehaviour(t *rapid.T) behaviour {

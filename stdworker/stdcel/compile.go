@@ -10,6 +10,8 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/convergehq/converge/internal/celschema"
 )
 
 // KindSchemas are the schemas of one kind version a graph's resources use.
@@ -122,13 +124,13 @@ func Compile(ctx context.Context, def *Definition, lookup LookupKind) (*Graph, e
 	if err != nil {
 		return nil, err
 	}
-	ts, err := newTypeSet()
+	ts, err := celschema.New()
 	if err != nil {
 		return nil, err
 	}
-	schemaT := ts.object("schema", map[string]*types.Type{
-		"spec":     ts.fromSchema("schema.spec", g.specSchema),
-		"metadata": ts.object("schema.metadata", map[string]*types.Type{"name": types.StringType, "namespace": types.StringType}),
+	schemaT := ts.Object("schema", map[string]*types.Type{
+		"spec":     ts.FromSchema("schema.spec", g.specSchema),
+		"metadata": ts.Object("schema.metadata", map[string]*types.Type{"name": types.StringType, "namespace": types.StringType}),
 	})
 	vars := map[string]*types.Type{"schema": schemaT}
 	singles := map[string]*types.Type{}
@@ -144,9 +146,9 @@ func Compile(ctx context.Context, def *Definition, lookup LookupKind) (*Graph, e
 			vars[r.ID] = types.DynType
 			continue
 		}
-		singles[r.ID] = ts.object(r.ID, map[string]*types.Type{
-			"spec":   ts.fromSchema(r.ID+".spec", ks.Spec),
-			"status": ts.fromSchema(r.ID+".status", ks.Status),
+		singles[r.ID] = ts.Object(r.ID, map[string]*types.Type{
+			"spec":   ts.FromSchema(r.ID+".spec", ks.Spec),
+			"status": ts.FromSchema(r.ID+".status", ks.Status),
 		})
 		vars[r.ID] = singles[r.ID]
 		if c.collection[r.ID] {
@@ -192,7 +194,7 @@ func (c *checker) specSchema(def *Definition) map[string]any {
 	if s == nil {
 		return map[string]any{"type": "object"}
 	}
-	if ts := schemaTypes(s); len(ts) > 0 && !containsStr(ts, "object") {
+	if ts := celschema.Types(s); len(ts) > 0 && !containsStr(ts, "object") {
 		c.ps.add("spec_schema.type", "must allow \"object\": an instance's spec is a JSON object")
 	}
 	return s
@@ -261,7 +263,7 @@ func (c *checker) resourceKinds(ctx context.Context, def *Definition, lookup Loo
 
 // resEnv is what checking one resource needs.
 type resEnv struct {
-	ts       *typeSet
+	ts       *celschema.Set
 	base     *cel.Env
 	ids      map[string]bool
 	reserved map[string]bool
@@ -309,7 +311,7 @@ func (c *checker) resource(g *Graph, i int, r Resource, ks *KindSchemas, re *res
 					elem = e.out.Parameters()[0]
 				case types.DynKind, types.AnyKind:
 				default:
-					c.ps.at(vp, 1, 1, "the expression is %s; forEach needs a list", celTypeName(e.out))
+					c.ps.at(vp, 1, 1, "the expression is %s; forEach needs a list", celschema.TypeName(e.out))
 					continue
 				}
 				iterTypes[name] = elem
@@ -419,7 +421,7 @@ func (c *checker) wantBool(path string, e *expr) {
 	switch e.out.Kind() {
 	case types.BoolKind, types.DynKind, types.AnyKind:
 	default:
-		c.ps.at(path, 1, 1, "the expression is %s; it must be a bool", celTypeName(e.out))
+		c.ps.at(path, 1, 1, "the expression is %s; it must be a bool", celschema.TypeName(e.out))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/common/types"
+	"github.com/convergehq/converge/internal/celschema"
 	"github.com/convergehq/converge/sdk-go/converge"
 )
 
@@ -335,7 +336,7 @@ func placeholder(s any) any {
 	if d, ok := m["default"]; ok {
 		return copyJSON(d)
 	}
-	switch schemaType(m) {
+	switch celschema.Type(m) {
 	case "string":
 		return ""
 	case "integer", "number":

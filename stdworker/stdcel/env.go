@@ -8,6 +8,8 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
+
+	"github.com/convergehq/converge/internal/celschema"
 )
 
 // Limits on expressions. They match the server's value flows, so an
@@ -29,10 +31,10 @@ const (
 // envOptions are the CEL environment's options: the same language the
 // server's flows speak (standard library, optional types, strings, lists,
 // sets, math, base64), with the graph's variables declared on top.
-func envOptions(ts *typeSet) []cel.EnvOption {
+func envOptions(ts *celschema.Set) []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.CustomTypeProvider(ts),
-		cel.CustomTypeAdapter(jsonAdapter{base: ts.base}),
+		cel.CustomTypeAdapter(jsonAdapter{base: ts.Base()}),
 		cel.OptionalTypes(),
 		ext.Strings(),
 		ext.Lists(ext.ListsMaxRangeSize(1000)),
@@ -48,7 +50,7 @@ func envOptions(ts *typeSet) []cel.EnvOption {
 }
 
 // newEnv returns an environment declaring vars.
-func newEnv(ts *typeSet, vars map[string]*types.Type) (*cel.Env, error) {
+func newEnv(ts *celschema.Set, vars map[string]*types.Type) (*cel.Env, error) {
 	opts := envOptions(ts)
 	for _, name := range sortedKeys(vars) {
 		opts = append(opts, cel.Variable(name, vars[name]))

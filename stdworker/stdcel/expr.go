@@ -3,7 +3,6 @@ package stdcel
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -214,63 +213,6 @@ func allowedHint(sc *scope) string {
 		return " (only schema and forEach variables)"
 	}
 	return fmt.Sprintf(" (only %s)", strings.Join(sortedKeys(sc.allowed), ", "))
-}
-
-// typeMismatch says why a value of CEL type t cannot go where schema s
-// applies, or "" when it can (or cannot be known before it runs).
-func typeMismatch(t *types.Type, s any) string {
-	m, ok := s.(map[string]any)
-	if !ok {
-		return ""
-	}
-	allowed := schemaTypes(m)
-	if len(allowed) == 0 {
-		return ""
-	}
-	var got []string
-	switch t.Kind() {
-	case types.DynKind, types.AnyKind, types.ErrorKind, types.UnknownKind, types.TypeParamKind:
-		return ""
-	case types.StringKind, types.TimestampKind, types.DurationKind:
-		got = []string{"string"}
-	case types.IntKind, types.UintKind:
-		got = []string{"integer", "number"}
-	case types.DoubleKind:
-		got = []string{"number"}
-	case types.BoolKind:
-		got = []string{"boolean"}
-	case types.NullTypeKind:
-		got = []string{"null"}
-	case types.ListKind:
-		got = []string{"array"}
-	case types.MapKind, types.StructKind:
-		got = []string{"object"}
-	case types.OpaqueKind:
-		if t.TypeName() == "optional_type" && len(t.Parameters()) == 1 {
-			return typeMismatch(t.Parameters()[0], s)
-		}
-		got = []string{t.String()}
-	default:
-		got = []string{t.String()}
-	}
-	for _, g := range got {
-		if slices.Contains(allowed, g) {
-			if g == "array" && len(t.Parameters()) == 1 {
-				if why := typeMismatch(t.Parameters()[0], m["items"]); why != "" {
-					return "its items: " + why
-				}
-			}
-			return ""
-		}
-	}
-	return fmt.Sprintf("the expression is %s, but the schema wants %s", celTypeName(t), strings.Join(allowed, " or "))
-}
-
-func celTypeName(t *types.Type) string {
-	if t.Kind() == types.StructKind {
-		return "an object"
-	}
-	return t.String()
 }
 
 // interpolable reports whether a value of type t can be written into a

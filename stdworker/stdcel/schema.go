@@ -6,6 +6,8 @@ import (
 
 	celchecker "cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/types"
+
+	"github.com/convergehq/converge/internal/celschema"
 )
 
 // statusProjection checks the graph's status projection against
@@ -16,7 +18,7 @@ func (c *checker) statusProjection(g *Graph, def *Definition, sc *scope) {
 		status = def.Status
 	}
 	if def.StatusSchema != nil {
-		if ts := schemaTypes(def.StatusSchema); len(ts) > 0 && !containsStr(ts, "object") {
+		if ts := celschema.Types(def.StatusSchema); len(ts) > 0 && !containsStr(ts, "object") {
 			c.ps.add("status_schema.type", "must allow \"object\": an instance's status is a JSON object")
 		}
 		g.status = c.template(sc, "status", status, def.StatusSchema)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/convergehq/converge/internal/celschema"
 )
 
 type tmplKind int
@@ -53,8 +55,8 @@ func (c *checker) template(sc *scope, path string, v any, sch any) *tmpl {
 		c.literalFits(path, "object", sm)
 		t.keys = sortedKeys(x)
 		t.fields = map[string]*tmpl{}
-		props, closed, extra := fieldsOf(sm)
-		req := requiredOf(sm)
+		props, closed, extra := celschema.Fields(sm)
+		req := celschema.Required(sm)
 		for _, k := range t.keys {
 			kp := fieldPath(path, k)
 			if hasExpr(k) {
@@ -125,7 +127,7 @@ func (c *checker) templateString(sc *scope, path, s string, t *tmpl, sm map[stri
 		if t.whole == nil {
 			return
 		}
-		if why := typeMismatch(t.whole.out, sm); why != "" {
+		if why := celschema.Mismatch(t.whole.out, sm); why != "" {
 			c.ps.at(path, 1, 1, "%s", why)
 		}
 		t.refs = t.whole.refs
@@ -143,7 +145,7 @@ func (c *checker) templateString(sc *scope, path, s string, t *tmpl, sm map[stri
 				continue
 			}
 			if !interpolable(e.out) {
-				c.ps.at(path, 1, 1, "${%s} is %s, which cannot be written into a string; write a string, number or bool", sg.text, celTypeName(e.out))
+				c.ps.at(path, 1, 1, "${%s} is %s, which cannot be written into a string; write a string, number or bool", sg.text, celschema.TypeName(e.out))
 			}
 			for _, r := range e.refs {
 				refs[r] = true
@@ -163,7 +165,7 @@ func (c *checker) literalFits(path, got string, sm map[string]any) {
 	if sm == nil {
 		return
 	}
-	allowed := schemaTypes(sm)
+	allowed := celschema.Types(sm)
 	if len(allowed) == 0 || slices.Contains(allowed, got) || got == "integer" && slices.Contains(allowed, "number") {
 		return
 	}
@@ -200,39 +202,6 @@ func literalType(v any) string {
 		return "string"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// fieldsOf returns an object schema's declared properties, whether other
-// keys are refused (properties are declared and additionalProperties does
-// not open the object), and the schema other keys get.
-func fieldsOf(sm map[string]any) (props map[string]any, closed bool, extra any) {
-	if sm == nil {
-		return nil, false, nil
-	}
-	props, _ = sm["properties"].(map[string]any)
-	_, patterns := sm["patternProperties"]
-	switch add := sm["additionalProperties"].(type) {
-	case map[string]any:
-		return props, false, add
-	case bool:
-		return props, !add && !patterns, nil
-	}
-	return props, len(props) > 0 && !patterns, nil
-}
-
-func requiredOf(sm map[string]any) []string {
-	var out []string
-	if sm == nil {
-		return nil
-	}
-	if rs, ok := sm["required"].([]any); ok {
-		for _, r := range rs {
-			if s, ok := r.(string); ok {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
 }
 
 func quoteList(xs []string) string {

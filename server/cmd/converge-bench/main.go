@@ -90,13 +90,15 @@ type options struct {
 	restResources int
 	restIdle      time.Duration
 	drainXmin     time.Duration
-	w6Rate        float64
-	report        string
+	// rolloutResources is the population the rollout workload moves.
+	rolloutResources int
+	w6Rate           float64
+	report           string
 }
 
 // workloads are the names -workload takes, in the order they run; "all"
 // is every one but rest (a million resources is not cheap).
-var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain"}
+var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
@@ -126,7 +128,7 @@ func main() {
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
-	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), or all (every one but rest)")
+	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), or all (every one but rest)")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
@@ -141,6 +143,7 @@ func main() {
 	flag.DurationVar(&o.restIdle, "rest-idle", 2*time.Minute, "rest: how long the system is left idle")
 	flag.Float64Var(&o.w6Rate, "w6-rate", 167, "interference (W6): resyncs per second in the background (the interval is -resources ÷ this)")
 	flag.DurationVar(&o.drainXmin, "drain-xmin", 0, "drain: also run each drain with an xid held idle in transaction for this long from the worker's start (0: no such variant)")
+	flag.IntVar(&o.rolloutResources, "rollout-resources", 1000, "rollout: resources the rollout moves from v1 to v2")
 	flag.StringVar(&o.report, "report", "", "also write the whole run as Markdown to this file (by convention docs/bench-report.md)")
 	flag.Parse()
 
@@ -165,6 +168,7 @@ type results struct {
 	inters   []interferenceResult
 	drains   []drainResult
 	held     []drainResult // drains with an xid held
+	rollouts []rolloutResult
 	selected map[string]bool
 }
 
@@ -300,6 +304,9 @@ func printResults(w io.Writer, o options, settings map[string]string, r *results
 	}
 	if r.selected["drain"] {
 		reportDrain(w, o, settings, r.drains, r.held)
+	}
+	if r.selected["rollout"] {
+		reportRollout(w, o, settings, r.rollouts)
 	}
 }
 

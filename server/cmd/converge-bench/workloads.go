@@ -121,5 +121,14 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 		}
 		logf("run %d/%d: xid held: %.0f completions/s, last ÷ first decile %.2f, %s", i, o.runs, hr.rate, hr.ratio(), recovery)
 	}
+	for i := 1; i <= o.runs && sel["rollout"]; i++ {
+		logf("run %d/%d: rollout of %d resources in %d waves", i, o.runs, o.rolloutResources, rolloutWaves)
+		rr, err := runRollout(ctx, o, cluster, i)
+		if err != nil {
+			return fmt.Errorf("run %d: rollout: %w", i, err)
+		}
+		r.rollouts = append(r.rollouts, rr)
+		logf("run %d/%d: %d moved and Ready in %s: %.0f resources/s", i, o.runs, rr.resources, rr.elapsed.Round(time.Millisecond), rr.rate())
+	}
 	return nil
 }

@@ -188,6 +188,18 @@ func (s *Service) kindRefs(ctx context.Context, msg any) ([]kindRef, string, err
 			return nil, "", storeError(err)
 		}
 		return []kindRef{{kind: b.ReactorKind, version: b.ReactorKindVersion}}, "", nil
+	case *convergev1.StartRolloutRequest:
+		return []kindRef{{kind: m.GetKind(), version: m.GetToVersion()}}, "", nil
+	case interface{ GetRolloutId() int64 }:
+		r, err := s.store.GetRollout(ctx, m.GetRolloutId(), false)
+		if errors.Is(err, store.ErrNotFound) {
+			// The handler answers NotFound to any caller who may read.
+			return nil, "", nil
+		}
+		if err != nil {
+			return nil, "", storeError(err)
+		}
+		return []kindRef{{kind: r.Kind, version: r.To}}, "", nil
 	case *convergev1.ApplyResourceRequest:
 		return []kindRef{{m.GetKind(), m.GetKindVersion(), namespaceOr(m.GetNamespace())}}, "", nil
 	case *convergev1.ApplyResourcesRequest:
@@ -287,6 +299,9 @@ func RequireRead(p *authz.Policy, procedure string, next http.Handler) http.Hand
 func (s *Service) recordKindWrite(ctx context.Context, method string, msg any, refs []kindRef) {
 	what := "manifest"
 	switch m := msg.(type) {
+	case *convergev1.StartRolloutRequest, interface{ GetRolloutId() int64 }:
+		// A rollout records each of its steps as an event of its own.
+		return
 	case *convergev1.DeleteKindRequest:
 		what = "kind version deleted"
 	case *convergev1.UpdateKindPolicyRequest:

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/conversion"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/manifest"
 	"github.com/convergehq/converge/server/internal/notify"
@@ -24,6 +25,9 @@ func (s *Service) ApplyKind(ctx context.Context, req *convergev1.ApplyKindReques
 			return nil, connect.NewError(connect.CodeInvalidArgument, err)
 		}
 		return nil, invalid("manifest: %v", err)
+	}
+	if err := s.checkConversion(m); err != nil {
+		return nil, err
 	}
 	stored := proto.CloneOf(m)
 	stored.Policy, stored.Revision, stored.CreatedAt, stored.UpdatedAt = nil, 0, nil, nil
@@ -99,4 +103,28 @@ func (s *Service) DeleteKind(ctx context.Context, req *convergev1.DeleteKindRequ
 	}
 	s.publish(ctx, notify.Kinds)
 	return &convergev1.DeleteKindResponse{}, nil
+}
+
+// checkConversion type-checks a manifest's conversion against the spec
+// schema of the version it converts from, as registered now, and its own.
+func (s *Service) checkConversion(m *convergev1.KindManifest) error {
+	c := m.GetConversion()
+	if c == nil {
+		return nil
+	}
+	if err := conversion.CheckVersions(c.GetFromVersion(), m.GetKindVersion()); err != nil {
+		return invalid("manifest: %v", err)
+	}
+	from := conversion.FromVersion(c.GetFromVersion(), m.GetKindVersion())
+	old := s.kinds.Get(m.GetKind(), from)
+	if old == nil {
+		return invalid("manifest: conversion.from_version: kind %s v%d is not registered; apply it first, since the conversion is checked against its spec_schema",
+			m.GetKind(), from)
+	}
+	_, err := conversion.Compile(from, m.GetKindVersion(), c.GetExpr(),
+		old.Compiled.Manifest.GetSpecSchema().AsMap(), m.GetSpecSchema().AsMap())
+	if err != nil {
+		return invalid("manifest: %v", err)
+	}
+	return nil
 }

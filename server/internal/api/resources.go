@@ -59,6 +59,11 @@ func (s *Service) ApplyResources(ctx context.Context, req *convergev1.ApplyResou
 // transaction. If a kind changed in between, it validates again against
 // the new kind once.
 func (s *Service) apply(ctx context.Context, reqs []*convergev1.ApplyResourceRequest, batch bool) ([]store.ApplyResult, error) {
+	return s.applyAs(ctx, store.SourceApply, actor(ctx), reqs, batch)
+}
+
+// applyAs is apply with the history source and the actor given.
+func (s *Service) applyAs(ctx context.Context, source, who string, reqs []*convergev1.ApplyResourceRequest, batch bool) ([]store.ApplyResult, error) {
 	var (
 		results   []store.ApplyResult
 		scheduled bool
@@ -68,7 +73,7 @@ func (s *Service) apply(ctx context.Context, reqs []*convergev1.ApplyResourceReq
 		if err != nil {
 			return err
 		}
-		results, scheduled, err = s.store.ApplyResources(ctx, actor(ctx), inputs)
+		results, scheduled, err = s.store.ApplyResourcesFrom(ctx, source, who, inputs)
 		return err
 	})
 	if err != nil {

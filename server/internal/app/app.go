@@ -31,6 +31,7 @@ import (
 	"github.com/convergehq/converge/server/internal/migrate"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/reactor"
+	"github.com/convergehq/converge/server/internal/rollout"
 	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/taskrec"
@@ -252,7 +253,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		a.server.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)
 	}
 
-	duties, err := a.duties(control, st, reg, bus, tracker, b, m, pool)
+	duties, err := a.duties(svc, st, reg, bus, tracker, b, m, pool)
 	if levels != nil {
 		duties = append(duties, levels)
 	}
@@ -294,7 +295,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 // the kinds registry and the member row outlive everything that uses
 // them. The side listeners are bound here, so a taken address fails the
 // start.
-func (a *App) duties(control bool, st *store.Store, reg *kinds.Registry, bus *notify.Bus, tracker *members.Tracker,
+func (a *App) duties(svc *api.Service, st *store.Store, reg *kinds.Registry, bus *notify.Bus, tracker *members.Tracker,
 	b *broker.Broker, m *metrics.Metrics, pool *pgxpool.Pool) ([]service.Service, error) {
 	cfg := a.cfg
 	list := []service.Service{bus, reg, tracker}
@@ -306,7 +307,7 @@ func (a *App) duties(control bool, st *store.Store, reg *kinds.Registry, bus *no
 		list = append(list, b, graph.New(graph.Config{MemberID: a.memberID, Lease: lease, PollInterval: cfg.Broker.PollInterval},
 			st, reg, bus, cfg.Log))
 	}
-	if control {
+	if svc != nil {
 		mc := cfg.Maintenance.WithDefaults()
 		list = append(list,
 			maintenance.NewLeaseReaper(mc.ReapInterval, st, bus, cfg.Log),
@@ -317,6 +318,7 @@ func (a *App) duties(control bool, st *store.Store, reg *kinds.Registry, bus *no
 			maintenance.NewChangeTrimmer(mc.TrimInterval, mc.ChangeRetention, st, cfg.Log),
 			maintenance.NewMemberForgetter(mc.TrimInterval, st, cfg.Log),
 			reactor.New(reactor.Config{}, st, bus, cfg.Log),
+			rollout.New(rollout.Config{Member: a.memberID, Lease: lease}, st, reg, svc, bus, cfg.Log),
 		)
 	}
 	side, err := a.sideListeners(m, pool)

@@ -134,6 +134,30 @@ func TestAuthorizationOverTokens(t *testing.T) {
 		t.Errorf("first event's actor = %q, want api:%s", a, carolIdent)
 	}
 
+	// A rollout is a write to the kind: its owner team may start and stop
+	// one, another team may not.
+	v2 := ownedKind(t, "data-platform", "v2")
+	v2.Manifest.KindVersion = 2
+	if _, err := carol.ApplyKind(ctx, v2); err != nil {
+		t.Fatalf("owner registers v2: %v", err)
+	}
+	start := &convergev1.StartRolloutRequest{Kind: "db.cluster", ToVersion: 2}
+	_, err = bob.StartRollout(ctx, start)
+	wantDenied(t, err, bobIdent, "StartRollout", "db.cluster", "owned by team data-platform")
+	started, err := carol.StartRollout(ctx, start)
+	if err != nil {
+		t.Fatalf("owner starts a rollout: %v", err)
+	}
+	stop := &convergev1.AbortRolloutRequest{RolloutId: started.GetRollout().GetId()}
+	_, err = bob.AbortRollout(ctx, stop)
+	wantDenied(t, err, bobIdent, "AbortRollout", "db.cluster")
+	if _, err := reader.GetRollout(ctx, &convergev1.GetRolloutRequest{RolloutId: stop.RolloutId}); err != nil {
+		t.Fatalf("a reader reads a rollout: %v", err)
+	}
+	if _, err := carol.AbortRollout(ctx, stop); err != nil {
+		t.Fatalf("owner aborts the rollout: %v", err)
+	}
+
 	// Abandoning skips teardown: the owner team may delete, only an admin
 	// may abandon, and a refused dry run of it is refused the same way.
 	abandon := &convergev1.DeleteResourceRequest{Kind: "db.cluster", Name: "orders", Abandon: true, Reason: "gone by hand"}

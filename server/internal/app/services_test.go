@@ -38,7 +38,7 @@ func TestEachRoleRunsItsServices(t *testing.T) {
 	db := pgtest.New(t)
 	core := []string{"members tracker", "kinds registry", "notify bus"}
 	brokerSide := []string{"graph executor", "broker"}
-	control := []string{"reactor emitter", "dead member forgetter", "change-feed trimmer", "config requeuer", "resync queuer",
+	control := []string{"rollout driver", "reactor emitter", "dead member forgetter", "change-feed trimmer", "config requeuer", "resync queuer",
 		"orphan expirer", "claim reaper", "lease reaper"}
 	for _, c := range []struct {
 		role    string

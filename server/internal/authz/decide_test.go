@@ -103,6 +103,8 @@ func TestWritesAreNotReads(t *testing.T) {
 		"ApplyKind": authz.NeedKindOwner, "DeleteKind": authz.NeedKindOwner, "UpdateKindPolicy": authz.NeedKindOwner,
 		"ApplyProviderConfig": authz.NeedKindOwner, "DeleteProviderConfig": authz.NeedKindOwner,
 		"ApplyReactorBinding": authz.NeedKindOwner, "DeleteReactorBinding": authz.NeedKindOwner,
+		"StartRollout": authz.NeedKindOwner, "PauseRollout": authz.NeedKindOwner, "ResumeRollout": authz.NeedKindOwner,
+		"AbortRollout": authz.NeedKindOwner, "RollbackRollout": authz.NeedKindOwner,
 		"ApplyResource": authz.NeedResourceWrite, "ApplyResources": authz.NeedResourceWrite,
 		"DeleteResource": authz.NeedResourceWrite, "RollbackResource": authz.NeedResourceWrite,
 		"QuarantineResource": authz.NeedResourceWrite, "UnquarantineResource": authz.NeedResourceWrite,

@@ -12,11 +12,14 @@ var needs = map[string]Need{
 	"ListTaskRecords": NeedRead, "GetTaskRecord": NeedRead,
 	"ListOperations": NeedRead, "ListEvents": NeedRead, "Watch": NeedRead,
 	"CountResources": NeedRead, "WhoAmI": NeedRead, "GetCluster": NeedRead,
+	"GetRollout": NeedRead, "ListRollouts": NeedRead,
 
 	"ApplyKind": NeedKindOwner, "DeleteKind": NeedKindOwner,
 	"UpdateKindPolicy": NeedKindOwner, "ApplyProviderConfig": NeedKindOwner,
 	"DeleteProviderConfig": NeedKindOwner, "ApplyReactorBinding": NeedKindOwner,
 	"DeleteReactorBinding": NeedKindOwner,
+	"StartRollout":         NeedKindOwner, "PauseRollout": NeedKindOwner, "ResumeRollout": NeedKindOwner,
+	"AbortRollout": NeedKindOwner, "RollbackRollout": NeedKindOwner,
 
 	"ApplyResource": NeedResourceWrite, "ApplyResources": NeedResourceWrite,
 	"DeleteResource": NeedResourceWrite, "RollbackResource": NeedResourceWrite,

@@ -1,7 +1,7 @@
 // Package catalog loads a kind catalog (catalog/<team>/<kind>/v<N>.yaml with
 // OWNERS, READMEs, examples, provider configs, reactor bindings and
 // Starlark bundles) and checks it like a compiler: every problem with its
-// file, line, field path and rule ID (C1-C11, see docs/catalog.md).
+// file, line, field path and rule ID (C1-C12, see docs/catalog.md).
 //
 // The rules are the server's own where the server has them: manifests are
 // compiled by manifest.Compile, schemas by schema.Compile, CEL graphs by

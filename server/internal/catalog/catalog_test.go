@@ -58,6 +58,7 @@ func TestFixtures(t *testing.T) {
 		"two-teams",        // C9
 		"owner-mismatch",   // C10
 		"placement",        // C11
+		"conversion",       // C12
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := checkFixture(t, name)

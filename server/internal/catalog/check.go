@@ -37,6 +37,7 @@ func (c *Catalog) Check(ctx context.Context, base *Catalog) []Problem {
 				ch.compileManifest(v.Docs[0], v.Docs[0].Manifest(), false)
 			}
 		}
+		ch.conversions(k)
 		ch.examples(k)
 		ch.configs(k)
 		ch.bindings(k)

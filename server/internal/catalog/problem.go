@@ -24,6 +24,7 @@ const (
 	RuleOneTeam   Rule = "C9"  // a kind is claimed by one team only
 	RuleOwner     Rule = "C10" // the team directory matches the manifest's owner
 	RulePlacement Rule = "C11" // documents of the right type in the right place
+	RuleConvert   Rule = "C12" // conversions type-check against both versions' spec_schema
 )
 
 // Problem is one thing wrong with a catalog.

@@ -32,7 +32,7 @@ func (a *app) catalogCmd() *cobra.Command {
   catalog/<team>/<kind>/<dir>/main.star Starlark bundles
 
 "check" checks it offline, like a compiler; "publish" applies it to a
-server. See docs/catalog.md for the rules (C1-C11).`,
+server. See docs/catalog.md for the rules (C1-C12).`,
 		Example: `  # Check the catalog in CI, refusing breaking changes against main
   conctl catalog check catalog --base origin/main
 

@@ -53,11 +53,18 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cel.NewEnv(
-		cel.CustomTypeProvider(reg),
-		cel.CustomTypeAdapter(jsonAdapter{base: reg}),
+	return cel.NewEnv(append(languageOptions(reg, reg),
 		cel.Variable("status", jsonObject),
-		cel.Variable("spec", jsonObject),
+		cel.Variable("spec", jsonObject))...)
+})
+
+// languageOptions are the language every server-side expression speaks:
+// the standard library, optional types, strings, lists, sets, math and
+// base64, over decoded JSON, within the size limit.
+func languageOptions(provider types.Provider, reg *types.Registry) []cel.EnvOption {
+	return []cel.EnvOption{
+		cel.CustomTypeProvider(provider),
+		cel.CustomTypeAdapter(jsonAdapter{base: reg}),
 		cel.OptionalTypes(),
 		ext.Strings(),
 		ext.Lists(ext.ListsMaxRangeSize(MaxLoopIterations)),
@@ -66,8 +73,8 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		ext.Encoders(),
 		cel.DefaultUTCTimeZone(true),
 		cel.ParserExpressionSizeLimit(MaxExprLength),
-	)
-})
+	}
+}
 
 // programOptions apply to every compiled flow.
 var programOptions = []cel.ProgramOption{

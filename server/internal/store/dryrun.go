@@ -61,11 +61,17 @@ func (s *Store) db(ctx context.Context) querier {
 	if tx, ok := ctx.Value(dryRunKey{}).(pgx.Tx); ok {
 		return tx
 	}
+	if tx, ok := ctx.Value(atomicKey{}).(pgx.Tx); ok {
+		return tx
+	}
 	return s.pool
 }
 
 func (s *Store) relaxedDB(ctx context.Context) querier {
 	if tx, ok := ctx.Value(dryRunKey{}).(pgx.Tx); ok {
+		return tx
+	}
+	if tx, ok := ctx.Value(atomicKey{}).(pgx.Tx); ok {
 		return tx
 	}
 	return s.relaxed

@@ -15,6 +15,8 @@ const (
 	SourceCompose  = "compose"
 	SourceFlow     = "flow"
 	SourceRollback = "rollback"
+	// SourceRollout marks a rollout's moves between kind versions.
+	SourceRollout = "rollout"
 )
 
 // DefaultHistoryKeep is how many revisions per resource are kept when the

@@ -168,6 +168,12 @@ type existingRow struct {
 // event per change with actor. The second result reports whether any work
 // was scheduled.
 func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInput) ([]ApplyResult, bool, error) {
+	return s.ApplyResourcesFrom(ctx, SourceApply, actor, in)
+}
+
+// ApplyResourcesFrom is ApplyResources with the history revisions it
+// records marked as coming from source (SourceApply, SourceRollout).
+func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in []ApplyInput) ([]ApplyResult, bool, error) {
 	keys := make([]resourceKey, len(in))
 	index := make(map[resourceKey]int, len(in))
 	for i, a := range in {
@@ -210,7 +216,7 @@ func (s *Store) ApplyResources(ctx context.Context, actor string, in []ApplyInpu
 		if err := lockProviderConfigs(ctx, tx, in); err != nil {
 			return err
 		}
-		if err := recordAs(ctx, tx, SourceApply, actor); err != nil {
+		if err := recordAs(ctx, tx, source, actor); err != nil {
 			return err
 		}
 		results = make([]ApplyResult, len(in))

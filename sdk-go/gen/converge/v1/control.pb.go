@@ -5405,6 +5405,1427 @@ func (x *ServedReaction) GetShardHi() int32 {
 	return 0
 }
 
+// One wave of a rollout, as asked for: a number of resources, a
+// percentage of all of them, or those matching a label selector.
+type RolloutWaveSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Size:
+	//
+	//	*RolloutWaveSpec_Count
+	//	*RolloutWaveSpec_Percent
+	//	*RolloutWaveSpec_LabelSelector
+	Size          isRolloutWaveSpec_Size `protobuf_oneof:"size"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutWaveSpec) Reset() {
+	*x = RolloutWaveSpec{}
+	mi := &file_converge_v1_control_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutWaveSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutWaveSpec) ProtoMessage() {}
+
+func (x *RolloutWaveSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutWaveSpec.ProtoReflect.Descriptor instead.
+func (*RolloutWaveSpec) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *RolloutWaveSpec) GetSize() isRolloutWaveSpec_Size {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+func (x *RolloutWaveSpec) GetCount() int32 {
+	if x != nil {
+		if x, ok := x.Size.(*RolloutWaveSpec_Count); ok {
+			return x.Count
+		}
+	}
+	return 0
+}
+
+func (x *RolloutWaveSpec) GetPercent() int32 {
+	if x != nil {
+		if x, ok := x.Size.(*RolloutWaveSpec_Percent); ok {
+			return x.Percent
+		}
+	}
+	return 0
+}
+
+func (x *RolloutWaveSpec) GetLabelSelector() string {
+	if x != nil {
+		if x, ok := x.Size.(*RolloutWaveSpec_LabelSelector); ok {
+			return x.LabelSelector
+		}
+	}
+	return ""
+}
+
+type isRolloutWaveSpec_Size interface {
+	isRolloutWaveSpec_Size()
+}
+
+type RolloutWaveSpec_Count struct {
+	Count int32 `protobuf:"varint,1,opt,name=count,proto3,oneof"`
+}
+
+type RolloutWaveSpec_Percent struct {
+	Percent int32 `protobuf:"varint,2,opt,name=percent,proto3,oneof"`
+}
+
+type RolloutWaveSpec_LabelSelector struct {
+	LabelSelector string `protobuf:"bytes,3,opt,name=label_selector,json=labelSelector,proto3,oneof"`
+}
+
+func (*RolloutWaveSpec_Count) isRolloutWaveSpec_Size() {}
+
+func (*RolloutWaveSpec_Percent) isRolloutWaveSpec_Size() {}
+
+func (*RolloutWaveSpec_LabelSelector) isRolloutWaveSpec_Size() {}
+
+type StartRolloutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The version to move from (0: the conversion's from_version).
+	FromVersion int32 `protobuf:"varint,2,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	// The version to move to; its manifest declares the conversion.
+	ToVersion int32 `protobuf:"varint,3,opt,name=to_version,json=toVersion,proto3" json:"to_version,omitempty"`
+	// Only resources of this namespace (empty: all namespaces).
+	Namespace string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The waves in order; resources no wave takes form a last wave. Give
+	// waves or wave_count, not both.
+	Waves []*RolloutWaveSpec `protobuf:"bytes,5,rep,name=waves,proto3" json:"waves,omitempty"`
+	// Split the resources into this many equal waves.
+	WaveCount int32 `protobuf:"varint,6,opt,name=wave_count,json=waveCount,proto3" json:"wave_count,omitempty"`
+	// Time between a wave's end and the next wave's start.
+	SoakSeconds int32 `protobuf:"varint,7,opt,name=soak_seconds,json=soakSeconds,proto3" json:"soak_seconds,omitempty"`
+	// A wave with more failures than this stops the rollout (with
+	// max_failure_percent: whichever is reached first; neither: 0).
+	MaxFailures int32 `protobuf:"varint,8,opt,name=max_failures,json=maxFailures,proto3" json:"max_failures,omitempty"`
+	// A wave whose failures exceed this percentage of it stops the rollout.
+	MaxFailurePercent int32 `protobuf:"varint,9,opt,name=max_failure_percent,json=maxFailurePercent,proto3" json:"max_failure_percent,omitempty"`
+	// How long a moved resource has to become Ready (0: 300 s).
+	ReadyTimeoutSeconds int32  `protobuf:"varint,10,opt,name=ready_timeout_seconds,json=readyTimeoutSeconds,proto3" json:"ready_timeout_seconds,omitempty"`
+	Reason              string `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Re-run the reconcile (for a composite, its composer) of the resources
+	// of kind version to_version in waves, instead of moving them between
+	// versions: after a new composer or graph, so that its instances
+	// change a wave at a time. from_version must be 0 or to_version.
+	Recompose bool `protobuf:"varint,12,opt,name=recompose,proto3" json:"recompose,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRolloutRequest) Reset() {
+	*x = StartRolloutRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRolloutRequest) ProtoMessage() {}
+
+func (x *StartRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRolloutRequest.ProtoReflect.Descriptor instead.
+func (*StartRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *StartRolloutRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StartRolloutRequest) GetFromVersion() int32 {
+	if x != nil {
+		return x.FromVersion
+	}
+	return 0
+}
+
+func (x *StartRolloutRequest) GetToVersion() int32 {
+	if x != nil {
+		return x.ToVersion
+	}
+	return 0
+}
+
+func (x *StartRolloutRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *StartRolloutRequest) GetWaves() []*RolloutWaveSpec {
+	if x != nil {
+		return x.Waves
+	}
+	return nil
+}
+
+func (x *StartRolloutRequest) GetWaveCount() int32 {
+	if x != nil {
+		return x.WaveCount
+	}
+	return 0
+}
+
+func (x *StartRolloutRequest) GetSoakSeconds() int32 {
+	if x != nil {
+		return x.SoakSeconds
+	}
+	return 0
+}
+
+func (x *StartRolloutRequest) GetMaxFailures() int32 {
+	if x != nil {
+		return x.MaxFailures
+	}
+	return 0
+}
+
+func (x *StartRolloutRequest) GetMaxFailurePercent() int32 {
+	if x != nil {
+		return x.MaxFailurePercent
+	}
+	return 0
+}
+
+func (x *StartRolloutRequest) GetReadyTimeoutSeconds() int32 {
+	if x != nil {
+		return x.ReadyTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *StartRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *StartRolloutRequest) GetRecompose() bool {
+	if x != nil {
+		return x.Recompose
+	}
+	return false
+}
+
+func (x *StartRolloutRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type StartRolloutResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Rollout *Rollout               `protobuf:"bytes,1,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRolloutResponse) Reset() {
+	*x = StartRolloutResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRolloutResponse) ProtoMessage() {}
+
+func (x *StartRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRolloutResponse.ProtoReflect.Descriptor instead.
+func (*StartRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *StartRolloutResponse) GetRollout() *Rollout {
+	if x != nil {
+		return x.Rollout
+	}
+	return nil
+}
+
+func (x *StartRolloutResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
+// A rollout: resources of a kind moving from one version to another in
+// waves.
+type Rollout struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Kind        string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	FromVersion int32                  `protobuf:"varint,3,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	ToVersion   int32                  `protobuf:"varint,4,opt,name=to_version,json=toVersion,proto3" json:"to_version,omitempty"`
+	// Empty: every namespace.
+	Namespace string `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// running, paused, completed, failed (its failures stopped it), aborted
+	// or rolled_back.
+	State string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	// Why it is in its state, for failed, aborted, paused and rolled_back.
+	Reason              string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	SoakSeconds         int32  `protobuf:"varint,8,opt,name=soak_seconds,json=soakSeconds,proto3" json:"soak_seconds,omitempty"`
+	MaxFailures         int32  `protobuf:"varint,9,opt,name=max_failures,json=maxFailures,proto3" json:"max_failures,omitempty"`
+	MaxFailurePercent   int32  `protobuf:"varint,10,opt,name=max_failure_percent,json=maxFailurePercent,proto3" json:"max_failure_percent,omitempty"`
+	ReadyTimeoutSeconds int32  `protobuf:"varint,11,opt,name=ready_timeout_seconds,json=readyTimeoutSeconds,proto3" json:"ready_timeout_seconds,omitempty"`
+	// Who started it.
+	Actor string `protobuf:"bytes,12,opt,name=actor,proto3" json:"actor,omitempty"`
+	// The wave under way or next (1-based; 0 once none is left).
+	CurrentWave int32          `protobuf:"varint,13,opt,name=current_wave,json=currentWave,proto3" json:"current_wave,omitempty"`
+	Waves       []*RolloutWave `protobuf:"bytes,14,rep,name=waves,proto3" json:"waves,omitempty"`
+	// Member counts over all waves.
+	Counts *RolloutCounts `protobuf:"bytes,15,opt,name=counts,proto3" json:"counts,omitempty"`
+	// The failed members (at most 100 of them, by wave).
+	Failures   []*RolloutFailure      `protobuf:"bytes,16,rep,name=failures,proto3" json:"failures,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt  *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// "move" (between versions) or "recompose" (reconciles forced in waves).
+	Mode          string `protobuf:"bytes,20,opt,name=mode,proto3" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollout) Reset() {
+	*x = Rollout{}
+	mi := &file_converge_v1_control_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollout) ProtoMessage() {}
+
+func (x *Rollout) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollout.ProtoReflect.Descriptor instead.
+func (*Rollout) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *Rollout) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Rollout) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Rollout) GetFromVersion() int32 {
+	if x != nil {
+		return x.FromVersion
+	}
+	return 0
+}
+
+func (x *Rollout) GetToVersion() int32 {
+	if x != nil {
+		return x.ToVersion
+	}
+	return 0
+}
+
+func (x *Rollout) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Rollout) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Rollout) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Rollout) GetSoakSeconds() int32 {
+	if x != nil {
+		return x.SoakSeconds
+	}
+	return 0
+}
+
+func (x *Rollout) GetMaxFailures() int32 {
+	if x != nil {
+		return x.MaxFailures
+	}
+	return 0
+}
+
+func (x *Rollout) GetMaxFailurePercent() int32 {
+	if x != nil {
+		return x.MaxFailurePercent
+	}
+	return 0
+}
+
+func (x *Rollout) GetReadyTimeoutSeconds() int32 {
+	if x != nil {
+		return x.ReadyTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *Rollout) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *Rollout) GetCurrentWave() int32 {
+	if x != nil {
+		return x.CurrentWave
+	}
+	return 0
+}
+
+func (x *Rollout) GetWaves() []*RolloutWave {
+	if x != nil {
+		return x.Waves
+	}
+	return nil
+}
+
+func (x *Rollout) GetCounts() *RolloutCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *Rollout) GetFailures() []*RolloutFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+func (x *Rollout) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Rollout) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Rollout) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *Rollout) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+type RolloutWave struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-based.
+	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// What the wave takes, as asked: "200", "10%", "app=web", or "rest".
+	Selector string `protobuf:"bytes,2,opt,name=selector,proto3" json:"selector,omitempty"`
+	// pending, moving (moved, waiting for Ready), done or failed (its
+	// failures passed the threshold).
+	State      string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Counts     *RolloutCounts         `protobuf:"bytes,4,opt,name=counts,proto3" json:"counts,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// The wave does not start before this (the previous wave's soak).
+	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutWave) Reset() {
+	*x = RolloutWave{}
+	mi := &file_converge_v1_control_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutWave) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutWave) ProtoMessage() {}
+
+func (x *RolloutWave) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutWave.ProtoReflect.Descriptor instead.
+func (*RolloutWave) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *RolloutWave) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *RolloutWave) GetSelector() string {
+	if x != nil {
+		return x.Selector
+	}
+	return ""
+}
+
+func (x *RolloutWave) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *RolloutWave) GetCounts() *RolloutCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *RolloutWave) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *RolloutWave) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *RolloutWave) GetNotBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotBefore
+	}
+	return nil
+}
+
+// Members by state; total is their sum.
+type RolloutCounts struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Total int32                  `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	// Not moved yet.
+	Pending int32 `protobuf:"varint,2,opt,name=pending,proto3" json:"pending,omitempty"`
+	// Moved, not Ready yet.
+	Moving int32 `protobuf:"varint,3,opt,name=moving,proto3" json:"moving,omitempty"`
+	// Moved and Ready at the new version.
+	Ready int32 `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
+	// Failed to convert, to apply, or to become Ready in time.
+	Failed int32 `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Moved back by a rollback.
+	RolledBack int32 `protobuf:"varint,6,opt,name=rolled_back,json=rolledBack,proto3" json:"rolled_back,omitempty"`
+	// Left alone: deleted, deleting, or no longer at the old version when
+	// their wave came.
+	Skipped       int32 `protobuf:"varint,7,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutCounts) Reset() {
+	*x = RolloutCounts{}
+	mi := &file_converge_v1_control_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutCounts) ProtoMessage() {}
+
+func (x *RolloutCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutCounts.ProtoReflect.Descriptor instead.
+func (*RolloutCounts) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *RolloutCounts) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *RolloutCounts) GetPending() int32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *RolloutCounts) GetMoving() int32 {
+	if x != nil {
+		return x.Moving
+	}
+	return 0
+}
+
+func (x *RolloutCounts) GetReady() int32 {
+	if x != nil {
+		return x.Ready
+	}
+	return 0
+}
+
+func (x *RolloutCounts) GetFailed() int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *RolloutCounts) GetRolledBack() int32 {
+	if x != nil {
+		return x.RolledBack
+	}
+	return 0
+}
+
+func (x *RolloutCounts) GetSkipped() int32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+type RolloutFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Wave          int32                  `protobuf:"varint,1,opt,name=wave,proto3" json:"wave,omitempty"`
+	Resource      *ResourceRef           `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutFailure) Reset() {
+	*x = RolloutFailure{}
+	mi := &file_converge_v1_control_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutFailure) ProtoMessage() {}
+
+func (x *RolloutFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutFailure.ProtoReflect.Descriptor instead.
+func (*RolloutFailure) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *RolloutFailure) GetWave() int32 {
+	if x != nil {
+		return x.Wave
+	}
+	return 0
+}
+
+func (x *RolloutFailure) GetResource() *ResourceRef {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *RolloutFailure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type GetRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RolloutId     int64                  `protobuf:"varint,1,opt,name=rollout_id,json=rolloutId,proto3" json:"rollout_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRolloutRequest) Reset() {
+	*x = GetRolloutRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRolloutRequest) ProtoMessage() {}
+
+func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRolloutRequest.ProtoReflect.Descriptor instead.
+func (*GetRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *GetRolloutRequest) GetRolloutId() int64 {
+	if x != nil {
+		return x.RolloutId
+	}
+	return 0
+}
+
+type GetRolloutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rollout       *Rollout               `protobuf:"bytes,1,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRolloutResponse) Reset() {
+	*x = GetRolloutResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRolloutResponse) ProtoMessage() {}
+
+func (x *GetRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRolloutResponse.ProtoReflect.Descriptor instead.
+func (*GetRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *GetRolloutResponse) GetRollout() *Rollout {
+	if x != nil {
+		return x.Rollout
+	}
+	return nil
+}
+
+type ListRolloutsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only rollouts of this kind (empty: all).
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// 1..1000, default 100.
+	PageSize      int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolloutsRequest) Reset() {
+	*x = ListRolloutsRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolloutsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolloutsRequest) ProtoMessage() {}
+
+func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolloutsRequest.ProtoReflect.Descriptor instead.
+func (*ListRolloutsRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *ListRolloutsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListRolloutsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListRolloutsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first, without failures (GetRollout has them).
+	Rollouts      []*Rollout `protobuf:"bytes,1,rep,name=rollouts,proto3" json:"rollouts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolloutsResponse) Reset() {
+	*x = ListRolloutsResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolloutsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolloutsResponse) ProtoMessage() {}
+
+func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolloutsResponse.ProtoReflect.Descriptor instead.
+func (*ListRolloutsResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *ListRolloutsResponse) GetRollouts() []*Rollout {
+	if x != nil {
+		return x.Rollouts
+	}
+	return nil
+}
+
+type PauseRolloutRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RolloutId int64                  `protobuf:"varint,1,opt,name=rollout_id,json=rolloutId,proto3" json:"rollout_id,omitempty"`
+	Reason    string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRolloutRequest) Reset() {
+	*x = PauseRolloutRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRolloutRequest) ProtoMessage() {}
+
+func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
+func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *PauseRolloutRequest) GetRolloutId() int64 {
+	if x != nil {
+		return x.RolloutId
+	}
+	return 0
+}
+
+func (x *PauseRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PauseRolloutRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type PauseRolloutResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Rollout *Rollout               `protobuf:"bytes,1,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRolloutResponse) Reset() {
+	*x = PauseRolloutResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRolloutResponse) ProtoMessage() {}
+
+func (x *PauseRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRolloutResponse.ProtoReflect.Descriptor instead.
+func (*PauseRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *PauseRolloutResponse) GetRollout() *Rollout {
+	if x != nil {
+		return x.Rollout
+	}
+	return nil
+}
+
+func (x *PauseRolloutResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
+type ResumeRolloutRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RolloutId int64                  `protobuf:"varint,1,opt,name=rollout_id,json=rolloutId,proto3" json:"rollout_id,omitempty"`
+	Reason    string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRolloutRequest) Reset() {
+	*x = ResumeRolloutRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRolloutRequest) ProtoMessage() {}
+
+func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *ResumeRolloutRequest) GetRolloutId() int64 {
+	if x != nil {
+		return x.RolloutId
+	}
+	return 0
+}
+
+func (x *ResumeRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ResumeRolloutRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type ResumeRolloutResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Rollout *Rollout               `protobuf:"bytes,1,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRolloutResponse) Reset() {
+	*x = ResumeRolloutResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRolloutResponse) ProtoMessage() {}
+
+func (x *ResumeRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRolloutResponse.ProtoReflect.Descriptor instead.
+func (*ResumeRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *ResumeRolloutResponse) GetRollout() *Rollout {
+	if x != nil {
+		return x.Rollout
+	}
+	return nil
+}
+
+func (x *ResumeRolloutResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
+type AbortRolloutRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RolloutId int64                  `protobuf:"varint,1,opt,name=rollout_id,json=rolloutId,proto3" json:"rollout_id,omitempty"`
+	Reason    string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortRolloutRequest) Reset() {
+	*x = AbortRolloutRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortRolloutRequest) ProtoMessage() {}
+
+func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
+func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *AbortRolloutRequest) GetRolloutId() int64 {
+	if x != nil {
+		return x.RolloutId
+	}
+	return 0
+}
+
+func (x *AbortRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AbortRolloutRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type AbortRolloutResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Rollout *Rollout               `protobuf:"bytes,1,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortRolloutResponse) Reset() {
+	*x = AbortRolloutResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortRolloutResponse) ProtoMessage() {}
+
+func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortRolloutResponse.ProtoReflect.Descriptor instead.
+func (*AbortRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *AbortRolloutResponse) GetRollout() *Rollout {
+	if x != nil {
+		return x.Rollout
+	}
+	return nil
+}
+
+func (x *AbortRolloutResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
+type RollbackRolloutRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RolloutId int64                  `protobuf:"varint,1,opt,name=rollout_id,json=rolloutId,proto3" json:"rollout_id,omitempty"`
+	Reason    string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Run the call exactly as it would run and answer what it would do,
+	// storing nothing (see DryRunReport).
+	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackRolloutRequest) Reset() {
+	*x = RollbackRolloutRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackRolloutRequest) ProtoMessage() {}
+
+func (x *RollbackRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackRolloutRequest.ProtoReflect.Descriptor instead.
+func (*RollbackRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{100}
+}
+
+func (x *RollbackRolloutRequest) GetRolloutId() int64 {
+	if x != nil {
+		return x.RolloutId
+	}
+	return 0
+}
+
+func (x *RollbackRolloutRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RollbackRolloutRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type RollbackRolloutResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Rollout *Rollout               `protobuf:"bytes,1,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Set when the request asked for a dry run: nothing was stored.
+	DryRun        *DryRunReport `protobuf:"bytes,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackRolloutResponse) Reset() {
+	*x = RollbackRolloutResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackRolloutResponse) ProtoMessage() {}
+
+func (x *RollbackRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackRolloutResponse.ProtoReflect.Descriptor instead.
+func (*RollbackRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{101}
+}
+
+func (x *RollbackRolloutResponse) GetRollout() *Rollout {
+	if x != nil {
+		return x.Rollout
+	}
+	return nil
+}
+
+func (x *RollbackRolloutResponse) GetDryRun() *DryRunReport {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
@@ -5844,7 +7265,128 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\bcapacity\x18\x05 \x01(\x05R\bcapacity\x12\x1b\n" +
 	"\tnot_ready\x18\x06 \x01(\tR\bnotReady\x12\x19\n" +
 	"\bshard_lo\x18\a \x01(\x05R\ashardLo\x12\x19\n" +
-	"\bshard_hi\x18\b \x01(\x05R\ashardHi2\xaa)\n" +
+	"\bshard_hi\x18\b \x01(\x05R\ashardHi\"\xa1\x01\n" +
+	"\x0fRolloutWaveSpec\x12#\n" +
+	"\x05count\x18\x01 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xc0\x84=(\x01H\x00R\x05count\x12%\n" +
+	"\apercent\x18\x02 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\apercent\x123\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\bH\x00R\rlabelSelectorB\r\n" +
+	"\x04size\x12\x05\xbaH\x02\b\x01\"\xd6\x04\n" +
+	"\x13StartRolloutRequest\x12 \n" +
+	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12.\n" +
+	"\ffrom_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x00R\vfromVersion\x12*\n" +
+	"\n" +
+	"to_version\x18\x03 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\ttoVersion\x12(\n" +
+	"\tnamespace\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12<\n" +
+	"\x05waves\x18\x05 \x03(\v2\x1c.converge.v1.RolloutWaveSpecB\b\xbaH\x05\x92\x01\x02\x10dR\x05waves\x12(\n" +
+	"\n" +
+	"wave_count\x18\x06 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x00R\twaveCount\x12.\n" +
+	"\fsoak_seconds\x18\a \x01(\x05B\v\xbaH\b\x1a\x06\x18\x80\xf5$(\x00R\vsoakSeconds\x12*\n" +
+	"\fmax_failures\x18\b \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\vmaxFailures\x129\n" +
+	"\x13max_failure_percent\x18\t \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x00R\x11maxFailurePercent\x12?\n" +
+	"\x15ready_timeout_seconds\x18\n" +
+	" \x01(\x05B\v\xbaH\b\x1a\x06\x18\x80\xa3\x05(\x00R\x13readyTimeoutSeconds\x12 \n" +
+	"\x06reason\x18\v \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x1c\n" +
+	"\trecompose\x18\f \x01(\bR\trecompose\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"z\n" +
+	"\x14StartRolloutResponse\x12.\n" +
+	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\x82\x06\n" +
+	"\aRollout\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
+	"\ffrom_version\x18\x03 \x01(\x05R\vfromVersion\x12\x1d\n" +
+	"\n" +
+	"to_version\x18\x04 \x01(\x05R\ttoVersion\x12\x1c\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12!\n" +
+	"\fsoak_seconds\x18\b \x01(\x05R\vsoakSeconds\x12!\n" +
+	"\fmax_failures\x18\t \x01(\x05R\vmaxFailures\x12.\n" +
+	"\x13max_failure_percent\x18\n" +
+	" \x01(\x05R\x11maxFailurePercent\x122\n" +
+	"\x15ready_timeout_seconds\x18\v \x01(\x05R\x13readyTimeoutSeconds\x12\x14\n" +
+	"\x05actor\x18\f \x01(\tR\x05actor\x12!\n" +
+	"\fcurrent_wave\x18\r \x01(\x05R\vcurrentWave\x12.\n" +
+	"\x05waves\x18\x0e \x03(\v2\x18.converge.v1.RolloutWaveR\x05waves\x122\n" +
+	"\x06counts\x18\x0f \x01(\v2\x1a.converge.v1.RolloutCountsR\x06counts\x127\n" +
+	"\bfailures\x18\x10 \x03(\v2\x1b.converge.v1.RolloutFailureR\bfailures\x129\n" +
+	"\n" +
+	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12;\n" +
+	"\vfinished_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x12\x12\n" +
+	"\x04mode\x18\x14 \x01(\tR\x04mode\"\xbc\x02\n" +
+	"\vRolloutWave\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x1a\n" +
+	"\bselector\x18\x02 \x01(\tR\bselector\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x122\n" +
+	"\x06counts\x18\x04 \x01(\v2\x1a.converge.v1.RolloutCountsR\x06counts\x129\n" +
+	"\n" +
+	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
+	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x129\n" +
+	"\n" +
+	"not_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\"\xc0\x01\n" +
+	"\rRolloutCounts\x12\x14\n" +
+	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x18\n" +
+	"\apending\x18\x02 \x01(\x05R\apending\x12\x16\n" +
+	"\x06moving\x18\x03 \x01(\x05R\x06moving\x12\x14\n" +
+	"\x05ready\x18\x04 \x01(\x05R\x05ready\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\x05R\x06failed\x12\x1f\n" +
+	"\vrolled_back\x18\x06 \x01(\x05R\n" +
+	"rolledBack\x12\x18\n" +
+	"\askipped\x18\a \x01(\x05R\askipped\"r\n" +
+	"\x0eRolloutFailure\x12\x12\n" +
+	"\x04wave\x18\x01 \x01(\x05R\x04wave\x124\n" +
+	"\bresource\x18\x02 \x01(\v2\x18.converge.v1.ResourceRefR\bresource\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\";\n" +
+	"\x11GetRolloutRequest\x12&\n" +
+	"\n" +
+	"rollout_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\trolloutId\"D\n" +
+	"\x12GetRolloutResponse\x12.\n" +
+	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\"^\n" +
+	"\x13ListRolloutsRequest\x12\x1e\n" +
+	"\x04kind\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc8>\x01\x18?R\x04kind\x12'\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\"H\n" +
+	"\x14ListRolloutsResponse\x120\n" +
+	"\brollouts\x18\x01 \x03(\v2\x14.converge.v1.RolloutR\brollouts\"x\n" +
+	"\x13PauseRolloutRequest\x12&\n" +
+	"\n" +
+	"rollout_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\trolloutId\x12 \n" +
+	"\x06reason\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"z\n" +
+	"\x14PauseRolloutResponse\x12.\n" +
+	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"y\n" +
+	"\x14ResumeRolloutRequest\x12&\n" +
+	"\n" +
+	"rollout_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\trolloutId\x12 \n" +
+	"\x06reason\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"{\n" +
+	"\x15ResumeRolloutResponse\x12.\n" +
+	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"x\n" +
+	"\x13AbortRolloutRequest\x12&\n" +
+	"\n" +
+	"rollout_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\trolloutId\x12 \n" +
+	"\x06reason\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"z\n" +
+	"\x14AbortRolloutResponse\x12.\n" +
+	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"{\n" +
+	"\x16RollbackRolloutRequest\x12&\n" +
+	"\n" +
+	"rollout_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02(\x01R\trolloutId\x12 \n" +
+	"\x06reason\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\x12\x17\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\"}\n" +
+	"\x17RollbackRolloutResponse\x12.\n" +
+	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun2\xb60\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -5885,7 +7427,15 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x06WhoAmI\x12\x1a.converge.v1.WhoAmIRequest\x1a\x1b.converge.v1.WhoAmIResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/whoami\x12f\n" +
 	"\n" +
 	"GetCluster\x12\x1e.converge.v1.GetClusterRequest\x1a\x1f.converge.v1.GetClusterResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/api/v1/cluster\x12u\n" +
-	"\vSetLogLevel\x12\x1f.converge.v1.SetLogLevelRequest\x1a .converge.v1.SetLogLevelResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\x1a\x18/api/v1/cluster/loglevelB\xae\x01\n" +
+	"\vSetLogLevel\x12\x1f.converge.v1.SetLogLevelRequest\x1a .converge.v1.SetLogLevelResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\x1a\x18/api/v1/cluster/loglevel\x12}\n" +
+	"\fStartRollout\x12 .converge.v1.StartRolloutRequest\x1a!.converge.v1.StartRolloutResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/api/v1/kinds/{kind}/rollouts\x12t\n" +
+	"\n" +
+	"GetRollout\x12\x1e.converge.v1.GetRolloutRequest\x1a\x1f.converge.v1.GetRolloutResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/rollouts/{rollout_id}\x12m\n" +
+	"\fListRollouts\x12 .converge.v1.ListRolloutsRequest\x1a!.converge.v1.ListRolloutsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/rollouts\x12\x83\x01\n" +
+	"\fPauseRollout\x12 .converge.v1.PauseRolloutRequest\x1a!.converge.v1.PauseRolloutResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/rollouts/{rollout_id}/pause\x12\x87\x01\n" +
+	"\rResumeRollout\x12!.converge.v1.ResumeRolloutRequest\x1a\".converge.v1.ResumeRolloutResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/api/v1/rollouts/{rollout_id}/resume\x12\x83\x01\n" +
+	"\fAbortRollout\x12 .converge.v1.AbortRolloutRequest\x1a!.converge.v1.AbortRolloutResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/rollouts/{rollout_id}/abort\x12\x8f\x01\n" +
+	"\x0fRollbackRollout\x12#.converge.v1.RollbackRolloutRequest\x1a$.converge.v1.RollbackRolloutResponse\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/api/v1/rollouts/{rollout_id}/rollbackB\xae\x01\n" +
 	"\x0fcom.converge.v1B\fControlProtoP\x01Z@github.com/convergehq/converge/sdk-go/gen/converge/v1;convergev1\xa2\x02\x03CXX\xaa\x02\vConverge.V1\xca\x02\vConverge\\V1\xe2\x02\x17Converge\\V1\\GPBMetadata\xea\x02\fConverge::V1b\x06proto3"
 
 var (
@@ -5900,7 +7450,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -5985,184 +7535,241 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*SetLogLevelResponse)(nil),          // 80: converge.v1.SetLogLevelResponse
 	(*ClusterMember)(nil),                // 81: converge.v1.ClusterMember
 	(*ServedReaction)(nil),               // 82: converge.v1.ServedReaction
-	nil,                                  // 83: converge.v1.ApplyResourceRequest.LabelsEntry
-	nil,                                  // 84: converge.v1.CountResourcesResponse.PhasesEntry
-	(*KindManifest)(nil),                 // 85: converge.v1.KindManifest
-	(*DryRunReport)(nil),                 // 86: converge.v1.DryRunReport
-	(*structpb.Struct)(nil),              // 87: google.protobuf.Struct
-	(*Resource)(nil),                     // 88: converge.v1.Resource
-	(*ResourceRef)(nil),                  // 89: converge.v1.ResourceRef
-	(*Event)(nil),                        // 90: converge.v1.Event
-	(*Change)(nil),                       // 91: converge.v1.Change
-	(*Rollup)(nil),                       // 92: converge.v1.Rollup
-	(*timestamppb.Timestamp)(nil),        // 93: google.protobuf.Timestamp
-	(*Culprit)(nil),                      // 94: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 95: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 96: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 97: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 98: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 99: converge.v1.Revision
-	(*Operation)(nil),                    // 100: converge.v1.Operation
+	(*RolloutWaveSpec)(nil),              // 83: converge.v1.RolloutWaveSpec
+	(*StartRolloutRequest)(nil),          // 84: converge.v1.StartRolloutRequest
+	(*StartRolloutResponse)(nil),         // 85: converge.v1.StartRolloutResponse
+	(*Rollout)(nil),                      // 86: converge.v1.Rollout
+	(*RolloutWave)(nil),                  // 87: converge.v1.RolloutWave
+	(*RolloutCounts)(nil),                // 88: converge.v1.RolloutCounts
+	(*RolloutFailure)(nil),               // 89: converge.v1.RolloutFailure
+	(*GetRolloutRequest)(nil),            // 90: converge.v1.GetRolloutRequest
+	(*GetRolloutResponse)(nil),           // 91: converge.v1.GetRolloutResponse
+	(*ListRolloutsRequest)(nil),          // 92: converge.v1.ListRolloutsRequest
+	(*ListRolloutsResponse)(nil),         // 93: converge.v1.ListRolloutsResponse
+	(*PauseRolloutRequest)(nil),          // 94: converge.v1.PauseRolloutRequest
+	(*PauseRolloutResponse)(nil),         // 95: converge.v1.PauseRolloutResponse
+	(*ResumeRolloutRequest)(nil),         // 96: converge.v1.ResumeRolloutRequest
+	(*ResumeRolloutResponse)(nil),        // 97: converge.v1.ResumeRolloutResponse
+	(*AbortRolloutRequest)(nil),          // 98: converge.v1.AbortRolloutRequest
+	(*AbortRolloutResponse)(nil),         // 99: converge.v1.AbortRolloutResponse
+	(*RollbackRolloutRequest)(nil),       // 100: converge.v1.RollbackRolloutRequest
+	(*RollbackRolloutResponse)(nil),      // 101: converge.v1.RollbackRolloutResponse
+	nil,                                  // 102: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 103: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 104: converge.v1.KindManifest
+	(*DryRunReport)(nil),                 // 105: converge.v1.DryRunReport
+	(*structpb.Struct)(nil),              // 106: google.protobuf.Struct
+	(*Resource)(nil),                     // 107: converge.v1.Resource
+	(*ResourceRef)(nil),                  // 108: converge.v1.ResourceRef
+	(*Event)(nil),                        // 109: converge.v1.Event
+	(*Change)(nil),                       // 110: converge.v1.Change
+	(*Rollup)(nil),                       // 111: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 112: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 113: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 114: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 115: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 116: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 117: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 118: converge.v1.Revision
+	(*Operation)(nil),                    // 119: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	85,  // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	85,  // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	86,  // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	85,  // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	85,  // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	86,  // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	83,  // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	87,  // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	88,  // 8: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 9: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	104, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	104, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	105, // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	104, // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	104, // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	105, // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	102, // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	106, // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	107, // 8: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	105, // 9: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
 	8,   // 10: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12,  // 11: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	86,  // 12: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
-	88,  // 13: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	88,  // 14: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	88,  // 15: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	89,  // 16: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
-	86,  // 17: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	90,  // 18: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	91,  // 19: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	105, // 12: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
+	107, // 13: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	107, // 14: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	107, // 15: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	108, // 16: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
+	105, // 17: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	109, // 18: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	110, // 19: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
 	25,  // 20: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	89,  // 21: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	92,  // 22: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	108, // 21: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	111, // 22: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
 	25,  // 23: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	89,  // 24: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	108, // 24: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
 	28,  // 25: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	89,  // 26: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	89,  // 27: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	93,  // 28: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	108, // 26: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	108, // 27: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	112, // 28: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
 	31,  // 29: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
 	32,  // 30: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	94,  // 31: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	89,  // 32: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	89,  // 33: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	89,  // 34: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	113, // 31: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	108, // 32: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	108, // 33: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	108, // 34: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
 	33,  // 35: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	95,  // 36: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	96,  // 37: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	85,  // 38: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	86,  // 39: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
-	97,  // 40: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	97,  // 41: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	86,  // 42: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	97,  // 43: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	97,  // 44: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	86,  // 45: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	98,  // 46: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	98,  // 47: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	86,  // 48: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	98,  // 49: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	98,  // 50: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	86,  // 51: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	99,  // 52: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	114, // 36: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	115, // 37: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	104, // 38: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	105, // 39: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
+	116, // 40: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	116, // 41: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	105, // 42: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	116, // 43: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	116, // 44: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	105, // 45: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	117, // 46: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	117, // 47: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	105, // 48: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	117, // 49: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	117, // 50: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	105, // 51: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	118, // 52: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
 	58,  // 53: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
 	58,  // 54: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
-	89,  // 55: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
-	93,  // 56: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
-	93,  // 57: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	93,  // 58: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
-	87,  // 59: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
-	87,  // 60: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
-	88,  // 61: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 62: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	88,  // 63: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 64: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	88,  // 65: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 66: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	88,  // 67: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	86,  // 68: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	87,  // 69: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	100, // 70: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	100, // 71: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	100, // 72: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	84,  // 73: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	108, // 55: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
+	112, // 56: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
+	112, // 57: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	112, // 58: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
+	106, // 59: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
+	106, // 60: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
+	107, // 61: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	105, // 62: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	107, // 63: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	105, // 64: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	107, // 65: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	105, // 66: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	107, // 67: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	105, // 68: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	106, // 69: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	119, // 70: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	119, // 71: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	119, // 72: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	103, // 73: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
 	81,  // 74: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	93,  // 75: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
-	93,  // 76: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	93,  // 77: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	112, // 75: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	112, // 76: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	112, // 77: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
 	82,  // 78: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	0,   // 79: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,   // 80: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,   // 81: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,   // 82: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	34,  // 83: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	36,  // 84: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	38,  // 85: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	40,  // 86: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	42,  // 87: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	44,  // 88: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	46,  // 89: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	48,  // 90: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	50,  // 91: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,   // 92: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10,  // 93: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13,  // 94: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15,  // 95: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17,  // 96: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23,  // 97: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26,  // 98: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	29,  // 99: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	52,  // 100: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	54,  // 101: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
-	56,  // 102: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
-	59,  // 103: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	61,  // 104: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	63,  // 105: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	65,  // 106: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	67,  // 107: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	69,  // 108: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	71,  // 109: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19,  // 110: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21,  // 111: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	73,  // 112: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	75,  // 113: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	77,  // 114: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	79,  // 115: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
-	1,   // 116: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,   // 117: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,   // 118: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,   // 119: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	35,  // 120: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	37,  // 121: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	39,  // 122: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	41,  // 123: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	43,  // 124: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	45,  // 125: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	47,  // 126: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	49,  // 127: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	51,  // 128: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,   // 129: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11,  // 130: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14,  // 131: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16,  // 132: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18,  // 133: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24,  // 134: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27,  // 135: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	30,  // 136: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	53,  // 137: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	55,  // 138: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
-	57,  // 139: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
-	60,  // 140: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	62,  // 141: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	64,  // 142: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	66,  // 143: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	68,  // 144: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	70,  // 145: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	72,  // 146: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20,  // 147: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22,  // 148: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	74,  // 149: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	76,  // 150: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	78,  // 151: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	80,  // 152: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
-	116, // [116:153] is the sub-list for method output_type
-	79,  // [79:116] is the sub-list for method input_type
-	79,  // [79:79] is the sub-list for extension type_name
-	79,  // [79:79] is the sub-list for extension extendee
-	0,   // [0:79] is the sub-list for field type_name
+	83,  // 79: converge.v1.StartRolloutRequest.waves:type_name -> converge.v1.RolloutWaveSpec
+	86,  // 80: converge.v1.StartRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	105, // 81: converge.v1.StartRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	87,  // 82: converge.v1.Rollout.waves:type_name -> converge.v1.RolloutWave
+	88,  // 83: converge.v1.Rollout.counts:type_name -> converge.v1.RolloutCounts
+	89,  // 84: converge.v1.Rollout.failures:type_name -> converge.v1.RolloutFailure
+	112, // 85: converge.v1.Rollout.created_at:type_name -> google.protobuf.Timestamp
+	112, // 86: converge.v1.Rollout.updated_at:type_name -> google.protobuf.Timestamp
+	112, // 87: converge.v1.Rollout.finished_at:type_name -> google.protobuf.Timestamp
+	88,  // 88: converge.v1.RolloutWave.counts:type_name -> converge.v1.RolloutCounts
+	112, // 89: converge.v1.RolloutWave.started_at:type_name -> google.protobuf.Timestamp
+	112, // 90: converge.v1.RolloutWave.finished_at:type_name -> google.protobuf.Timestamp
+	112, // 91: converge.v1.RolloutWave.not_before:type_name -> google.protobuf.Timestamp
+	108, // 92: converge.v1.RolloutFailure.resource:type_name -> converge.v1.ResourceRef
+	86,  // 93: converge.v1.GetRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	86,  // 94: converge.v1.ListRolloutsResponse.rollouts:type_name -> converge.v1.Rollout
+	86,  // 95: converge.v1.PauseRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	105, // 96: converge.v1.PauseRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	86,  // 97: converge.v1.ResumeRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	105, // 98: converge.v1.ResumeRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	86,  // 99: converge.v1.AbortRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	105, // 100: converge.v1.AbortRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	86,  // 101: converge.v1.RollbackRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	105, // 102: converge.v1.RollbackRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	0,   // 103: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,   // 104: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,   // 105: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,   // 106: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	34,  // 107: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	36,  // 108: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	38,  // 109: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	40,  // 110: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	42,  // 111: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	44,  // 112: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	46,  // 113: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	48,  // 114: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	50,  // 115: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,   // 116: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10,  // 117: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13,  // 118: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	15,  // 119: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	17,  // 120: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	23,  // 121: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	26,  // 122: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	29,  // 123: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	52,  // 124: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	54,  // 125: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
+	56,  // 126: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
+	59,  // 127: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	61,  // 128: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	63,  // 129: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	65,  // 130: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	67,  // 131: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	69,  // 132: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	71,  // 133: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	19,  // 134: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	21,  // 135: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	73,  // 136: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	75,  // 137: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	77,  // 138: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	79,  // 139: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	84,  // 140: converge.v1.ControlService.StartRollout:input_type -> converge.v1.StartRolloutRequest
+	90,  // 141: converge.v1.ControlService.GetRollout:input_type -> converge.v1.GetRolloutRequest
+	92,  // 142: converge.v1.ControlService.ListRollouts:input_type -> converge.v1.ListRolloutsRequest
+	94,  // 143: converge.v1.ControlService.PauseRollout:input_type -> converge.v1.PauseRolloutRequest
+	96,  // 144: converge.v1.ControlService.ResumeRollout:input_type -> converge.v1.ResumeRolloutRequest
+	98,  // 145: converge.v1.ControlService.AbortRollout:input_type -> converge.v1.AbortRolloutRequest
+	100, // 146: converge.v1.ControlService.RollbackRollout:input_type -> converge.v1.RollbackRolloutRequest
+	1,   // 147: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,   // 148: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,   // 149: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,   // 150: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	35,  // 151: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	37,  // 152: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	39,  // 153: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	41,  // 154: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	43,  // 155: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	45,  // 156: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	47,  // 157: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	49,  // 158: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	51,  // 159: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,   // 160: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11,  // 161: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14,  // 162: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	16,  // 163: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	18,  // 164: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	24,  // 165: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	27,  // 166: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	30,  // 167: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	53,  // 168: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	55,  // 169: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
+	57,  // 170: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
+	60,  // 171: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	62,  // 172: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	64,  // 173: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	66,  // 174: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	68,  // 175: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	70,  // 176: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	72,  // 177: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	20,  // 178: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	22,  // 179: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	74,  // 180: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	76,  // 181: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	78,  // 182: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	80,  // 183: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	85,  // 184: converge.v1.ControlService.StartRollout:output_type -> converge.v1.StartRolloutResponse
+	91,  // 185: converge.v1.ControlService.GetRollout:output_type -> converge.v1.GetRolloutResponse
+	93,  // 186: converge.v1.ControlService.ListRollouts:output_type -> converge.v1.ListRolloutsResponse
+	95,  // 187: converge.v1.ControlService.PauseRollout:output_type -> converge.v1.PauseRolloutResponse
+	97,  // 188: converge.v1.ControlService.ResumeRollout:output_type -> converge.v1.ResumeRolloutResponse
+	99,  // 189: converge.v1.ControlService.AbortRollout:output_type -> converge.v1.AbortRolloutResponse
+	101, // 190: converge.v1.ControlService.RollbackRollout:output_type -> converge.v1.RollbackRolloutResponse
+	147, // [147:191] is the sub-list for method output_type
+	103, // [103:147] is the sub-list for method input_type
+	103, // [103:103] is the sub-list for extension type_name
+	103, // [103:103] is the sub-list for extension extendee
+	0,   // [0:103] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -6172,13 +7779,18 @@ func file_converge_v1_control_proto_init() {
 	}
 	file_converge_v1_rules_proto_init()
 	file_converge_v1_types_proto_init()
+	file_converge_v1_control_proto_msgTypes[83].OneofWrappers = []any{
+		(*RolloutWaveSpec_Count)(nil),
+		(*RolloutWaveSpec_Percent)(nil),
+		(*RolloutWaveSpec_LabelSelector)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   85,
+			NumMessages:   104,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,6 +50,9 @@ type KindManifest struct {
 	Workers []string `protobuf:"bytes,11,rep,name=workers,proto3" json:"workers,omitempty"`
 	// Operation verbs an operator may invoke on resources of this kind.
 	Operations []*OperationDecl `protobuf:"bytes,12,rep,name=operations,proto3" json:"operations,omitempty"`
+	// How a spec of an earlier version of this kind becomes a spec of this
+	// version, for rollouts that move resources here.
+	Conversion *Conversion `protobuf:"bytes,13,opt,name=conversion,proto3" json:"conversion,omitempty"`
 	// Output only: bumped whenever the stored manifest changes.
 	Revision int64 `protobuf:"varint,20,opt,name=revision,proto3" json:"revision,omitempty"`
 	// Output only.
@@ -174,6 +177,13 @@ func (x *KindManifest) GetOperations() []*OperationDecl {
 	return nil
 }
 
+func (x *KindManifest) GetConversion() *Conversion {
+	if x != nil {
+		return x.Conversion
+	}
+	return nil
+}
+
 func (x *KindManifest) GetRevision() int64 {
 	if x != nil {
 		return x.Revision
@@ -193,6 +203,64 @@ func (x *KindManifest) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+// A conversion turns a spec of kind_version from_version into a spec of
+// the manifest's own version: a CEL expression over `spec` (the old spec)
+// whose value is the new spec. It is type-checked when the manifest is
+// applied, against both versions' spec_schema.
+type Conversion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The version whose specs it converts (0: kind_version - 1).
+	FromVersion int32 `protobuf:"varint,1,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	// The CEL expression, e.g. {"name": spec.name, "size_gb": spec.size * 1024}.
+	Expr          string `protobuf:"bytes,2,opt,name=expr,proto3" json:"expr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Conversion) Reset() {
+	*x = Conversion{}
+	mi := &file_converge_v1_types_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Conversion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Conversion) ProtoMessage() {}
+
+func (x *Conversion) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
+func (*Conversion) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Conversion) GetFromVersion() int32 {
+	if x != nil {
+		return x.FromVersion
+	}
+	return 0
+}
+
+func (x *Conversion) GetExpr() string {
+	if x != nil {
+		return x.Expr
+	}
+	return ""
 }
 
 // A reaction is (name, trigger, emits): when trigger fires, the worker
@@ -215,7 +283,7 @@ type Reaction struct {
 
 func (x *Reaction) Reset() {
 	*x = Reaction{}
-	mi := &file_converge_v1_types_proto_msgTypes[1]
+	mi := &file_converge_v1_types_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +295,7 @@ func (x *Reaction) String() string {
 func (*Reaction) ProtoMessage() {}
 
 func (x *Reaction) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[1]
+	mi := &file_converge_v1_types_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +308,7 @@ func (x *Reaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reaction.ProtoReflect.Descriptor instead.
 func (*Reaction) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Reaction) GetName() string {
@@ -305,7 +373,7 @@ type KindPolicy struct {
 
 func (x *KindPolicy) Reset() {
 	*x = KindPolicy{}
-	mi := &file_converge_v1_types_proto_msgTypes[2]
+	mi := &file_converge_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +385,7 @@ func (x *KindPolicy) String() string {
 func (*KindPolicy) ProtoMessage() {}
 
 func (x *KindPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[2]
+	mi := &file_converge_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +398,7 @@ func (x *KindPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindPolicy.ProtoReflect.Descriptor instead.
 func (*KindPolicy) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *KindPolicy) GetMaxInflight() int32 {
@@ -402,7 +470,7 @@ type OperationDecl struct {
 
 func (x *OperationDecl) Reset() {
 	*x = OperationDecl{}
-	mi := &file_converge_v1_types_proto_msgTypes[3]
+	mi := &file_converge_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +482,7 @@ func (x *OperationDecl) String() string {
 func (*OperationDecl) ProtoMessage() {}
 
 func (x *OperationDecl) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[3]
+	mi := &file_converge_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +495,7 @@ func (x *OperationDecl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationDecl.ProtoReflect.Descriptor instead.
 func (*OperationDecl) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *OperationDecl) GetVerb() string {
@@ -508,7 +576,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_converge_v1_types_proto_msgTypes[4]
+	mi := &file_converge_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +588,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[4]
+	mi := &file_converge_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +601,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Resource) GetNamespace() string {
@@ -731,7 +799,7 @@ type ResourceRef struct {
 
 func (x *ResourceRef) Reset() {
 	*x = ResourceRef{}
-	mi := &file_converge_v1_types_proto_msgTypes[5]
+	mi := &file_converge_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +811,7 @@ func (x *ResourceRef) String() string {
 func (*ResourceRef) ProtoMessage() {}
 
 func (x *ResourceRef) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[5]
+	mi := &file_converge_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +824,7 @@ func (x *ResourceRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRef.ProtoReflect.Descriptor instead.
 func (*ResourceRef) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResourceRef) GetNamespace() string {
@@ -801,7 +869,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_converge_v1_types_proto_msgTypes[6]
+	mi := &file_converge_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +881,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[6]
+	mi := &file_converge_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +894,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Rollup) GetTotal() int32 {
@@ -898,7 +966,7 @@ type Culprit struct {
 
 func (x *Culprit) Reset() {
 	*x = Culprit{}
-	mi := &file_converge_v1_types_proto_msgTypes[7]
+	mi := &file_converge_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +978,7 @@ func (x *Culprit) String() string {
 func (*Culprit) ProtoMessage() {}
 
 func (x *Culprit) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[7]
+	mi := &file_converge_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +991,7 @@ func (x *Culprit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Culprit.ProtoReflect.Descriptor instead.
 func (*Culprit) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Culprit) GetResource() *ResourceRef {
@@ -977,7 +1045,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_converge_v1_types_proto_msgTypes[8]
+	mi := &file_converge_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1057,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[8]
+	mi := &file_converge_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1070,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Failure) GetMessage() string {
@@ -1063,7 +1131,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_converge_v1_types_proto_msgTypes[9]
+	mi := &file_converge_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1143,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[9]
+	mi := &file_converge_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1156,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Condition) GetType() string {
@@ -1155,7 +1223,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_converge_v1_types_proto_msgTypes[10]
+	mi := &file_converge_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1235,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[10]
+	mi := &file_converge_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1248,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Event) GetId() int64 {
@@ -1286,7 +1354,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_converge_v1_types_proto_msgTypes[11]
+	mi := &file_converge_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1366,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[11]
+	mi := &file_converge_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1379,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Change) GetCursor() string {
@@ -1436,7 +1504,7 @@ type ProviderConfig struct {
 
 func (x *ProviderConfig) Reset() {
 	*x = ProviderConfig{}
-	mi := &file_converge_v1_types_proto_msgTypes[12]
+	mi := &file_converge_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1516,7 @@ func (x *ProviderConfig) String() string {
 func (*ProviderConfig) ProtoMessage() {}
 
 func (x *ProviderConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[12]
+	mi := &file_converge_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1529,7 @@ func (x *ProviderConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderConfig.ProtoReflect.Descriptor instead.
 func (*ProviderConfig) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProviderConfig) GetKind() string {
@@ -1549,7 +1617,7 @@ type ReactorBinding struct {
 
 func (x *ReactorBinding) Reset() {
 	*x = ReactorBinding{}
-	mi := &file_converge_v1_types_proto_msgTypes[13]
+	mi := &file_converge_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1629,7 @@ func (x *ReactorBinding) String() string {
 func (*ReactorBinding) ProtoMessage() {}
 
 func (x *ReactorBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[13]
+	mi := &file_converge_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1642,7 @@ func (x *ReactorBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactorBinding.ProtoReflect.Descriptor instead.
 func (*ReactorBinding) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReactorBinding) GetName() string {
@@ -1670,7 +1738,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_converge_v1_types_proto_msgTypes[14]
+	mi := &file_converge_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1750,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[14]
+	mi := &file_converge_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1763,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Revision) GetGeneration() int64 {
@@ -1764,7 +1832,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_converge_v1_types_proto_msgTypes[15]
+	mi := &file_converge_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1844,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[15]
+	mi := &file_converge_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1857,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Operation) GetId() string {
@@ -1894,7 +1962,7 @@ type DryRunReport struct {
 
 func (x *DryRunReport) Reset() {
 	*x = DryRunReport{}
-	mi := &file_converge_v1_types_proto_msgTypes[16]
+	mi := &file_converge_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +1974,7 @@ func (x *DryRunReport) String() string {
 func (*DryRunReport) ProtoMessage() {}
 
 func (x *DryRunReport) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[16]
+	mi := &file_converge_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +1987,7 @@ func (x *DryRunReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DryRunReport.ProtoReflect.Descriptor instead.
 func (*DryRunReport) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DryRunReport) GetResources() []*PlannedResourceChange {
@@ -1952,7 +2020,7 @@ type PlannedResourceChange struct {
 
 func (x *PlannedResourceChange) Reset() {
 	*x = PlannedResourceChange{}
-	mi := &file_converge_v1_types_proto_msgTypes[17]
+	mi := &file_converge_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2032,7 @@ func (x *PlannedResourceChange) String() string {
 func (*PlannedResourceChange) ProtoMessage() {}
 
 func (x *PlannedResourceChange) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[17]
+	mi := &file_converge_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2045,7 @@ func (x *PlannedResourceChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedResourceChange.ProtoReflect.Descriptor instead.
 func (*PlannedResourceChange) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PlannedResourceChange) GetResource() *ResourceRef {
@@ -2026,7 +2094,7 @@ type ResourceState struct {
 
 func (x *ResourceState) Reset() {
 	*x = ResourceState{}
-	mi := &file_converge_v1_types_proto_msgTypes[18]
+	mi := &file_converge_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2106,7 @@ func (x *ResourceState) String() string {
 func (*ResourceState) ProtoMessage() {}
 
 func (x *ResourceState) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[18]
+	mi := &file_converge_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2119,7 @@ func (x *ResourceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceState.ProtoReflect.Descriptor instead.
 func (*ResourceState) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResourceState) GetKindVersion() int32 {
@@ -2134,7 +2202,7 @@ type PlannedTeardownStep struct {
 
 func (x *PlannedTeardownStep) Reset() {
 	*x = PlannedTeardownStep{}
-	mi := &file_converge_v1_types_proto_msgTypes[19]
+	mi := &file_converge_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2214,7 @@ func (x *PlannedTeardownStep) String() string {
 func (*PlannedTeardownStep) ProtoMessage() {}
 
 func (x *PlannedTeardownStep) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[19]
+	mi := &file_converge_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2227,7 @@ func (x *PlannedTeardownStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedTeardownStep.ProtoReflect.Descriptor instead.
 func (*PlannedTeardownStep) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PlannedTeardownStep) GetResource() *ResourceRef {
@@ -2187,7 +2255,7 @@ var File_converge_v1_types_proto protoreflect.FileDescriptor
 
 const file_converge_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x17converge/v1/types.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x05\n" +
+	"\x17converge/v1/types.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x06\n" +
 	"\fKindManifest\x12 \n" +
 	"\x04kind\x18\x01 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12.\n" +
 	"\fkind_version\x18\x02 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x01R\vkindVersion\x12*\n" +
@@ -2204,12 +2272,20 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\aworkers\x18\v \x03(\tB\x11\xbaH\x0e\x92\x01\v\x10@\"\ar\x05\x10\x01\x18\x80\x04R\aworkers\x12D\n" +
 	"\n" +
 	"operations\x18\f \x03(\v2\x1a.converge.v1.OperationDeclB\b\xbaH\x05\x92\x01\x02\x10 R\n" +
-	"operations\x12\x1a\n" +
+	"operations\x127\n" +
+	"\n" +
+	"conversion\x18\r \x01(\v2\x17.converge.v1.ConversionR\n" +
+	"conversion\x12\x1a\n" +
 	"\brevision\x18\x14 \x01(\x03R\brevision\x129\n" +
 	"\n" +
 	"created_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xf5\x02\n" +
+	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\\\n" +
+	"\n" +
+	"Conversion\x12.\n" +
+	"\ffrom_version\x18\x01 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x00R\vfromVersion\x12\x1e\n" +
+	"\x04expr\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80 R\x04expr\"\xf5\x02\n" +
 	"\bReaction\x127\n" +
 	"\x04name\x18\x01 \x01(\tB#\xbaH r\x1e\x10\x01\x18?2\x18^[a-zA-Z][a-zA-Z0-9_-]*$R\x04name\x12i\n" +
 	"\atrigger\x18\x02 \x01(\tBO\xbaHLrJR\n" +
@@ -2434,87 +2510,89 @@ func file_converge_v1_types_proto_rawDescGZIP() []byte {
 	return file_converge_v1_types_proto_rawDescData
 }
 
-var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_converge_v1_types_proto_goTypes = []any{
 	(*KindManifest)(nil),          // 0: converge.v1.KindManifest
-	(*Reaction)(nil),              // 1: converge.v1.Reaction
-	(*KindPolicy)(nil),            // 2: converge.v1.KindPolicy
-	(*OperationDecl)(nil),         // 3: converge.v1.OperationDecl
-	(*Resource)(nil),              // 4: converge.v1.Resource
-	(*ResourceRef)(nil),           // 5: converge.v1.ResourceRef
-	(*Rollup)(nil),                // 6: converge.v1.Rollup
-	(*Culprit)(nil),               // 7: converge.v1.Culprit
-	(*Failure)(nil),               // 8: converge.v1.Failure
-	(*Condition)(nil),             // 9: converge.v1.Condition
-	(*Event)(nil),                 // 10: converge.v1.Event
-	(*Change)(nil),                // 11: converge.v1.Change
-	(*ProviderConfig)(nil),        // 12: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),        // 13: converge.v1.ReactorBinding
-	(*Revision)(nil),              // 14: converge.v1.Revision
-	(*Operation)(nil),             // 15: converge.v1.Operation
-	(*DryRunReport)(nil),          // 16: converge.v1.DryRunReport
-	(*PlannedResourceChange)(nil), // 17: converge.v1.PlannedResourceChange
-	(*ResourceState)(nil),         // 18: converge.v1.ResourceState
-	(*PlannedTeardownStep)(nil),   // 19: converge.v1.PlannedTeardownStep
-	nil,                           // 20: converge.v1.Resource.LabelsEntry
-	nil,                           // 21: converge.v1.ResourceState.LabelsEntry
-	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*Conversion)(nil),            // 1: converge.v1.Conversion
+	(*Reaction)(nil),              // 2: converge.v1.Reaction
+	(*KindPolicy)(nil),            // 3: converge.v1.KindPolicy
+	(*OperationDecl)(nil),         // 4: converge.v1.OperationDecl
+	(*Resource)(nil),              // 5: converge.v1.Resource
+	(*ResourceRef)(nil),           // 6: converge.v1.ResourceRef
+	(*Rollup)(nil),                // 7: converge.v1.Rollup
+	(*Culprit)(nil),               // 8: converge.v1.Culprit
+	(*Failure)(nil),               // 9: converge.v1.Failure
+	(*Condition)(nil),             // 10: converge.v1.Condition
+	(*Event)(nil),                 // 11: converge.v1.Event
+	(*Change)(nil),                // 12: converge.v1.Change
+	(*ProviderConfig)(nil),        // 13: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),        // 14: converge.v1.ReactorBinding
+	(*Revision)(nil),              // 15: converge.v1.Revision
+	(*Operation)(nil),             // 16: converge.v1.Operation
+	(*DryRunReport)(nil),          // 17: converge.v1.DryRunReport
+	(*PlannedResourceChange)(nil), // 18: converge.v1.PlannedResourceChange
+	(*ResourceState)(nil),         // 19: converge.v1.ResourceState
+	(*PlannedTeardownStep)(nil),   // 20: converge.v1.PlannedTeardownStep
+	nil,                           // 21: converge.v1.Resource.LabelsEntry
+	nil,                           // 22: converge.v1.ResourceState.LabelsEntry
+	(*structpb.Struct)(nil),       // 23: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_converge_v1_types_proto_depIdxs = []int32{
-	22, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
-	22, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
-	22, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
-	1,  // 3: converge.v1.KindManifest.reactions:type_name -> converge.v1.Reaction
-	2,  // 4: converge.v1.KindManifest.policy:type_name -> converge.v1.KindPolicy
-	3,  // 5: converge.v1.KindManifest.operations:type_name -> converge.v1.OperationDecl
-	23, // 6: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
-	23, // 7: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 8: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
-	20, // 9: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
-	22, // 10: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
-	22, // 11: converge.v1.Resource.status:type_name -> google.protobuf.Struct
-	9,  // 12: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
-	8,  // 13: converge.v1.Resource.failure:type_name -> converge.v1.Failure
-	23, // 14: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	23, // 15: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	23, // 16: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
-	5,  // 17: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
-	5,  // 18: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
-	6,  // 19: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
-	22, // 20: converge.v1.Resource.rejected_status:type_name -> google.protobuf.Struct
-	7,  // 21: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
-	5,  // 22: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
-	5,  // 23: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
-	23, // 24: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
-	23, // 25: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	23, // 26: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
-	23, // 27: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
-	22, // 28: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
-	23, // 29: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
-	23, // 30: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
-	23, // 31: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
-	23, // 32: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 33: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
-	23, // 34: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
-	5,  // 35: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
-	22, // 36: converge.v1.Operation.input:type_name -> google.protobuf.Struct
-	22, // 37: converge.v1.Operation.output:type_name -> google.protobuf.Struct
-	23, // 38: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
-	23, // 39: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
-	17, // 40: converge.v1.DryRunReport.resources:type_name -> converge.v1.PlannedResourceChange
-	19, // 41: converge.v1.DryRunReport.teardown:type_name -> converge.v1.PlannedTeardownStep
-	5,  // 42: converge.v1.PlannedResourceChange.resource:type_name -> converge.v1.ResourceRef
-	18, // 43: converge.v1.PlannedResourceChange.before:type_name -> converge.v1.ResourceState
-	18, // 44: converge.v1.PlannedResourceChange.after:type_name -> converge.v1.ResourceState
-	22, // 45: converge.v1.ResourceState.spec:type_name -> google.protobuf.Struct
-	21, // 46: converge.v1.ResourceState.labels:type_name -> converge.v1.ResourceState.LabelsEntry
-	5,  // 47: converge.v1.PlannedTeardownStep.resource:type_name -> converge.v1.ResourceRef
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	23, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
+	23, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
+	23, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
+	2,  // 3: converge.v1.KindManifest.reactions:type_name -> converge.v1.Reaction
+	3,  // 4: converge.v1.KindManifest.policy:type_name -> converge.v1.KindPolicy
+	4,  // 5: converge.v1.KindManifest.operations:type_name -> converge.v1.OperationDecl
+	1,  // 6: converge.v1.KindManifest.conversion:type_name -> converge.v1.Conversion
+	24, // 7: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
+	24, // 8: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 9: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
+	21, // 10: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
+	23, // 11: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
+	23, // 12: converge.v1.Resource.status:type_name -> google.protobuf.Struct
+	10, // 13: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
+	9,  // 14: converge.v1.Resource.failure:type_name -> converge.v1.Failure
+	24, // 15: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	24, // 16: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 17: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
+	6,  // 18: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
+	6,  // 19: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
+	7,  // 20: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
+	23, // 21: converge.v1.Resource.rejected_status:type_name -> google.protobuf.Struct
+	8,  // 22: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
+	6,  // 23: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
+	6,  // 24: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
+	24, // 25: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
+	24, // 26: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	24, // 27: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
+	24, // 28: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
+	23, // 29: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
+	24, // 30: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
+	24, // 31: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 32: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
+	24, // 33: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 34: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
+	24, // 35: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
+	6,  // 36: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
+	23, // 37: converge.v1.Operation.input:type_name -> google.protobuf.Struct
+	23, // 38: converge.v1.Operation.output:type_name -> google.protobuf.Struct
+	24, // 39: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
+	24, // 40: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
+	18, // 41: converge.v1.DryRunReport.resources:type_name -> converge.v1.PlannedResourceChange
+	20, // 42: converge.v1.DryRunReport.teardown:type_name -> converge.v1.PlannedTeardownStep
+	6,  // 43: converge.v1.PlannedResourceChange.resource:type_name -> converge.v1.ResourceRef
+	19, // 44: converge.v1.PlannedResourceChange.before:type_name -> converge.v1.ResourceState
+	19, // 45: converge.v1.PlannedResourceChange.after:type_name -> converge.v1.ResourceState
+	23, // 46: converge.v1.ResourceState.spec:type_name -> google.protobuf.Struct
+	22, // 47: converge.v1.ResourceState.labels:type_name -> converge.v1.ResourceState.LabelsEntry
+	6,  // 48: converge.v1.PlannedTeardownStep.resource:type_name -> converge.v1.ResourceRef
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_types_proto_init() }
@@ -2529,7 +2607,7 @@ func file_converge_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_types_proto_rawDesc), len(file_converge_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

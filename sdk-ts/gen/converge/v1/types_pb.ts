@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/types.proto.
  */
 export const file_converge_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEi3QQKDEtpbmRNYW5pZmVzdBIaCgRraW5kGAEgASgJQgy6SAlyB8g+ARABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIdCgtkZXNjcmlwdGlvbhgDIAEoCUIIukgFcgMYgCASFwoFb3duZXIYBCABKAlCCLpIBXIDGP0BEiwKC3NwZWNfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1zdGF0dXNfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1jb25maWdfc2NoZW1hGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCglyZWFjdGlvbnMYCCADKAsyFS5jb252ZXJnZS52MS5SZWFjdGlvbkIIukgFkgECECASJwoGcG9saWN5GAkgASgLMhcuY29udmVyZ2UudjEuS2luZFBvbGljeRIbCglmaW5hbGl6ZXIYCiABKAlCCLpIBXIDGP0BEiIKB3dvcmtlcnMYCyADKAlCEbpIDpIBCxBAIgdyBRABGIAEEjgKCm9wZXJhdGlvbnMYDCADKAsyGi5jb252ZXJnZS52MS5PcGVyYXRpb25EZWNsQgi6SAWSAQIQIBIQCghyZXZpc2lvbhgUIAEoAxIuCgpjcmVhdGVkX2F0GBUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLMAgoIUmVhY3Rpb24SMQoEbmFtZRgBIAEoCUIjukggch4QARg/MhheW2EtekEtWl1bYS16QS1aMC05Xy1dKiQSYAoHdHJpZ2dlchgCIAEoCUJPukhMckpSCnNwZWNDaGFuZ2VSD2NoaWxkcmVuU2V0dGxlZFIPZGVsZXRlUmVxdWVzdGVkUglvcGVyYXRpb25SB3JlYWN0b3JSBnJlc3luYxJ1CgVlbWl0cxgDIAMoCUJmukhjkgFgCAEQCBgBIlhyVlIIY2hpbGRyZW5SBWVkZ2VzUgdjb25maWdzUgZzdGF0dXNSCmNvbmRpdGlvbnNSCWZpbmFsaXplclIPb3BlcmF0aW9uT3V0cHV0UgpzaWRlRWZmZWN0EhUKBHZlcmIYBCABKAlCB7pIBHICGD8SHQoLZGVzY3JpcHRpb24YBSABKAlCCLpIBXIDGIAIIsoCCgpLaW5kUG9saWN5EiEKDG1heF9pbmZsaWdodBgBIAEoBUILukgIGgYYwIQ9KAASKgoVdGFza19kZWFkbGluZV9zZWNvbmRzGAIgASgFQgu6SAgaBhiAowUoABItChdyZXN5bmNfaW50ZXJ2YWxfc2Vjb25kcxgDIAEoBUIMukgJGgcYgJqeASgAEhkKEXJlc3luY19yZWNvbXBvc2VzGAQgASgIEioKFG9ycGhhbl9ncmFjZV9zZWNvbmRzGAUgASgFQgy6SAkaBxiAmp4BKAASNAoWbWF4X3RyYW5zaWVudF9hdHRlbXB0cxgGIAEoBUIUukgRGg8YwIQ9KP///////////wESDwoHcmV0aXJlZBgHIAEoCBIwCg9kZWxldGlvbl9wb2xpY3kYCCABKAlCF7pIFHISUgBSBmRlbGV0ZVIGcmV0YWluIpABCg1PcGVyYXRpb25EZWNsEjEKBHZlcmIYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEh0KC2Rlc2NyaXB0aW9uGAIgASgJQgi6SAVyAxiACBItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IuQGCghSZXNvdXJjZRIRCgluYW1lc3BhY2UYASABKAkSDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSDAoEbmFtZRgEIAEoCRIxCgZsYWJlbHMYBSADKAsyIS5jb252ZXJnZS52MS5SZXNvdXJjZS5MYWJlbHNFbnRyeRIlCgRzcGVjGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZzdGF0dXMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBXBoYXNlGAggASgJEhIKCmdlbmVyYXRpb24YCSABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCiABKAMSDwoHaGVhbHRoeRgLIAEoCBIqCgpjb25kaXRpb25zGAwgAygLMhYuY29udmVyZ2UudjEuQ29uZGl0aW9uEiUKB2ZhaWx1cmUYDSABKAsyFC5jb252ZXJnZS52MS5GYWlsdXJlEgsKA3VpZBgOIAEoCRIYChByZXNvdXJjZV92ZXJzaW9uGA8gASgDEhIKCnJlY29uY2lsZXMYECABKAMSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOQoVZGVsZXRpb25fcmVxdWVzdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVvd25lchgUIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEiYKBHJvb3QYFSABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIjCgZyb2xsdXAYFiABKAsyEy5jb252ZXJnZS52MS5Sb2xsdXASDwoHd2FpdGluZxgXIAEoCRIXCg9kZWxldGlvbl9wb2xpY3kYGCABKAkSFwoPcHJvdmlkZXJfY29uZmlnGBkgASgJEjAKD3JlamVjdGVkX3N0YXR1cxgaIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJcCgtSZXNvdXJjZVJlZhIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QEiqQEKBlJvbGx1cBINCgV0b3RhbBgBIAEoBRINCgVyZWFkeRgCIAEoBRITCgtyZWNvbmNpbGluZxgDIAEoBRIQCghkZWdyYWRlZBgEIAEoBRIOCgZmYWlsZWQYBSABKAUSEAoIZGVsZXRpbmcYBiABKAUSEAoIZXhjbHVkZWQYByABKAUSJgoIY3VscHJpdHMYCCADKAsyFC5jb252ZXJnZS52MS5DdWxwcml0In0KB0N1bHByaXQSKgoIcmVzb3VyY2UYASABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhINCgVwaGFzZRgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEiYKBHBhdGgYBCADKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZiKQAQoHRmFpbHVyZRIPCgdtZXNzYWdlGAEgASgJEhAKCGF0dGVtcHRzGAIgASgFEhAKCHRlcm1pbmFsGAMgASgIEhIKCmdlbmVyYXRpb24YBCABKAMSLAoIcmV0cnlfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgGIAEoCSL5AQoJQ29uZGl0aW9uEjIKBHR5cGUYASABKAlCJLpIIXIfEAEYPzIZXltBLVphLXpdW0EtWmEtejAtOV8uLV0qJBIrCgZzdGF0dXMYAiABKAlCG7pIGHIWUgRUcnVlUgVGYWxzZVIHVW5rbm93bhIYCgZyZWFzb24YAyABKAlCCLpIBXIDGIABEhoKB21lc3NhZ2UYBCABKAlCCbpIBnIEGICAAhI4ChRsYXN0X3RyYW5zaXRpb25fdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTb2JzZXJ2ZWRfZ2VuZXJhdGlvbhgGIAEoAyLLAQoFRXZlbnQSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSDAoEbmFtZRgFIAEoCRILCgN1aWQYBiABKAkSDAoEdHlwZRgHIAEoCRIOCgZyZWFzb24YCCABKAkSDwoHbWVzc2FnZRgJIAEoCRINCgVhY3RvchgKIAEoCRISCgpnZW5lcmF0aW9uGAsgASgDIqMCCgZDaGFuZ2USDgoGY3Vyc29yGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSFAoMa2luZF92ZXJzaW9uGAUgASgFEgwKBG5hbWUYBiABKAkSCwoDdWlkGAcgASgJEg0KBXBoYXNlGAggASgJEhYKDnByZXZpb3VzX3BoYXNlGAkgASgJEhIKCmdlbmVyYXRpb24YCiABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCyABKAMSGAoQcmVzb3VyY2VfdmVyc2lvbhgMIAEoAxIPCgdtZXNzYWdlGA0gASgJEigKBHRpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqUCCg5Qcm92aWRlckNvbmZpZxIaCgRraW5kGAEgASgJQgy6SAlyB8g+ARABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIaCgRuYW1lGAMgASgJQgy6SAlyB9A+ARABGD8SJwoGY29uZmlnGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIdCgtkZXNjcmlwdGlvbhgFIAEoCUIIukgFcgMYgAgSEAoIcmV2aXNpb24YCiABKAMSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAivwMKDlJlYWN0b3JCaW5kaW5nEhoKBG5hbWUYASABKAlCDLpICXIH0D4BEAEYPxIgCgp3YXRjaF9raW5kGAIgASgJQgy6SAlyB8g+ARABGD8SJwoSd2F0Y2hfa2luZF92ZXJzaW9uGAMgASgFQgu6SAgaBhj//wEoABJRCgt0cmFuc2l0aW9ucxgEIAMoCUI8ukg5kgE2CAEQBRgBIi5yLFIHY3JlYXRlZFIGc3luY2VkUghkZWdyYWRlZFIGZmFpbGVkUgdkZWxldGVkEiAKDmxhYmVsX3NlbGVjdG9yGAUgASgJQgi6SAVyAxiAIBIiCgxyZWFjdG9yX2tpbmQYBiABKAlCDLpICXIHyD4BEAEYPxIpChRyZWFjdG9yX2tpbmRfdmVyc2lvbhgHIAEoBUILukgIGgYY//8BKAESEAoIZGlzYWJsZWQYCCABKAgSEAoIcmV2aXNpb24YCiABKAMSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipAEKCFJldmlzaW9uEhIKCmdlbmVyYXRpb24YASABKAMSFAoMa2luZF92ZXJzaW9uGAIgASgFEiUKBHNwZWMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgEIAEoCRINCgVhY3RvchgFIAEoCRIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLWAgoJT3BlcmF0aW9uEgoKAmlkGAEgASgJEioKCHJlc291cmNlGAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDAoEdmVyYhgDIAEoCRImCgVpbnB1dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFc3RhdGUYBSABKAkSJwoGb3V0cHV0GAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdtZXNzYWdlGAcgASgJEg0KBWFjdG9yGAggASgJEg4KBnJlYXNvbhgJIAEoCRIwCgxyZXF1ZXN0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhdHRlbXB0cxgMIAEoBSJ5CgxEcnlSdW5SZXBvcnQSNQoJcmVzb3VyY2VzGAEgAygLMiIuY29udmVyZ2UudjEuUGxhbm5lZFJlc291cmNlQ2hhbmdlEjIKCHRlYXJkb3duGAIgAygLMiAuY29udmVyZ2UudjEuUGxhbm5lZFRlYXJkb3duU3RlcCK0AQoVUGxhbm5lZFJlc291cmNlQ2hhbmdlEioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSKgoGYmVmb3JlGAIgASgLMhouY29udmVyZ2UudjEuUmVzb3VyY2VTdGF0ZRIpCgVhZnRlchgDIAEoCzIaLmNvbnZlcmdlLnYxLlJlc291cmNlU3RhdGUSGAoQZ2VuZXJhdGlvbl9idW1wcxgEIAEoCCKvAgoNUmVzb3VyY2VTdGF0ZRIUCgxraW5kX3ZlcnNpb24YASABKAUSEgoKZ2VuZXJhdGlvbhgCIAEoAxINCgVwaGFzZRgDIAEoCRIlCgRzcGVjGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI2CgZsYWJlbHMYBSADKAsyJi5jb252ZXJnZS52MS5SZXNvdXJjZVN0YXRlLkxhYmVsc0VudHJ5EhAKCGRlbGV0aW5nGAYgASgIEhMKC3F1YXJhbnRpbmVkGAcgASgIEhcKD3Byb3ZpZGVyX2NvbmZpZxgIIAEoCRIXCg9kZWxldGlvbl9wb2xpY3kYCSABKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJfChNQbGFubmVkVGVhcmRvd25TdGVwEioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDAoEd2F2ZRgCIAEoBRIOCgZhY3Rpb24YAyABKAlCrAEKD2NvbS5jb252ZXJnZS52MUIKVHlwZXNQcm90b1ABWkBnaXRodWIuY29tL2NvbnZlcmdlaHEvY29udmVyZ2Uvc2RrLWdvL2dlbi9jb252ZXJnZS92MTtjb252ZXJnZXYxogIDQ1hYqgILQ29udmVyZ2UuVjHKAgtDb252ZXJnZVxWMeICF0NvbnZlcmdlXFYxXEdQQk1ldGFkYXRh6gIMQ29udmVyZ2U6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_converge_v1_rules, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEiigUKDEtpbmRNYW5pZmVzdBIaCgRraW5kGAEgASgJQgy6SAlyB8g+ARABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIdCgtkZXNjcmlwdGlvbhgDIAEoCUIIukgFcgMYgCASFwoFb3duZXIYBCABKAlCCLpIBXIDGP0BEiwKC3NwZWNfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1zdGF0dXNfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1jb25maWdfc2NoZW1hGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCglyZWFjdGlvbnMYCCADKAsyFS5jb252ZXJnZS52MS5SZWFjdGlvbkIIukgFkgECECASJwoGcG9saWN5GAkgASgLMhcuY29udmVyZ2UudjEuS2luZFBvbGljeRIbCglmaW5hbGl6ZXIYCiABKAlCCLpIBXIDGP0BEiIKB3dvcmtlcnMYCyADKAlCEbpIDpIBCxBAIgdyBRABGIAEEjgKCm9wZXJhdGlvbnMYDCADKAsyGi5jb252ZXJnZS52MS5PcGVyYXRpb25EZWNsQgi6SAWSAQIQIBIrCgpjb252ZXJzaW9uGA0gASgLMhcuY29udmVyZ2UudjEuQ29udmVyc2lvbhIQCghyZXZpc2lvbhgUIAEoAxIuCgpjcmVhdGVkX2F0GBUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJCgpDb252ZXJzaW9uEiEKDGZyb21fdmVyc2lvbhgBIAEoBUILukgIGgYY//8BKAASGAoEZXhwchgCIAEoCUIKukgHcgUQARiAICLMAgoIUmVhY3Rpb24SMQoEbmFtZRgBIAEoCUIjukggch4QARg/MhheW2EtekEtWl1bYS16QS1aMC05Xy1dKiQSYAoHdHJpZ2dlchgCIAEoCUJPukhMckpSCnNwZWNDaGFuZ2VSD2NoaWxkcmVuU2V0dGxlZFIPZGVsZXRlUmVxdWVzdGVkUglvcGVyYXRpb25SB3JlYWN0b3JSBnJlc3luYxJ1CgVlbWl0cxgDIAMoCUJmukhjkgFgCAEQCBgBIlhyVlIIY2hpbGRyZW5SBWVkZ2VzUgdjb25maWdzUgZzdGF0dXNSCmNvbmRpdGlvbnNSCWZpbmFsaXplclIPb3BlcmF0aW9uT3V0cHV0UgpzaWRlRWZmZWN0EhUKBHZlcmIYBCABKAlCB7pIBHICGD8SHQoLZGVzY3JpcHRpb24YBSABKAlCCLpIBXIDGIAIIsoCCgpLaW5kUG9saWN5EiEKDG1heF9pbmZsaWdodBgBIAEoBUILukgIGgYYwIQ9KAASKgoVdGFza19kZWFkbGluZV9zZWNvbmRzGAIgASgFQgu6SAgaBhiAowUoABItChdyZXN5bmNfaW50ZXJ2YWxfc2Vjb25kcxgDIAEoBUIMukgJGgcYgJqeASgAEhkKEXJlc3luY19yZWNvbXBvc2VzGAQgASgIEioKFG9ycGhhbl9ncmFjZV9zZWNvbmRzGAUgASgFQgy6SAkaBxiAmp4BKAASNAoWbWF4X3RyYW5zaWVudF9hdHRlbXB0cxgGIAEoBUIUukgRGg8YwIQ9KP///////////wESDwoHcmV0aXJlZBgHIAEoCBIwCg9kZWxldGlvbl9wb2xpY3kYCCABKAlCF7pIFHISUgBSBmRlbGV0ZVIGcmV0YWluIpABCg1PcGVyYXRpb25EZWNsEjEKBHZlcmIYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEh0KC2Rlc2NyaXB0aW9uGAIgASgJQgi6SAVyAxiACBItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IuQGCghSZXNvdXJjZRIRCgluYW1lc3BhY2UYASABKAkSDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSDAoEbmFtZRgEIAEoCRIxCgZsYWJlbHMYBSADKAsyIS5jb252ZXJnZS52MS5SZXNvdXJjZS5MYWJlbHNFbnRyeRIlCgRzcGVjGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZzdGF0dXMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBXBoYXNlGAggASgJEhIKCmdlbmVyYXRpb24YCSABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCiABKAMSDwoHaGVhbHRoeRgLIAEoCBIqCgpjb25kaXRpb25zGAwgAygLMhYuY29udmVyZ2UudjEuQ29uZGl0aW9uEiUKB2ZhaWx1cmUYDSABKAsyFC5jb252ZXJnZS52MS5GYWlsdXJlEgsKA3VpZBgOIAEoCRIYChByZXNvdXJjZV92ZXJzaW9uGA8gASgDEhIKCnJlY29uY2lsZXMYECABKAMSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOQoVZGVsZXRpb25fcmVxdWVzdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVvd25lchgUIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEiYKBHJvb3QYFSABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIjCgZyb2xsdXAYFiABKAsyEy5jb252ZXJnZS52MS5Sb2xsdXASDwoHd2FpdGluZxgXIAEoCRIXCg9kZWxldGlvbl9wb2xpY3kYGCABKAkSFwoPcHJvdmlkZXJfY29uZmlnGBkgASgJEjAKD3JlamVjdGVkX3N0YXR1cxgaIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJcCgtSZXNvdXJjZVJlZhIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QEiqQEKBlJvbGx1cBINCgV0b3RhbBgBIAEoBRINCgVyZWFkeRgCIAEoBRITCgtyZWNvbmNpbGluZxgDIAEoBRIQCghkZWdyYWRlZBgEIAEoBRIOCgZmYWlsZWQYBSABKAUSEAoIZGVsZXRpbmcYBiABKAUSEAoIZXhjbHVkZWQYByABKAUSJgoIY3VscHJpdHMYCCADKAsyFC5jb252ZXJnZS52MS5DdWxwcml0In0KB0N1bHByaXQSKgoIcmVzb3VyY2UYASABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhINCgVwaGFzZRgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEiYKBHBhdGgYBCADKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZiKQAQoHRmFpbHVyZRIPCgdtZXNzYWdlGAEgASgJEhAKCGF0dGVtcHRzGAIgASgFEhAKCHRlcm1pbmFsGAMgASgIEhIKCmdlbmVyYXRpb24YBCABKAMSLAoIcmV0cnlfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgGIAEoCSL5AQoJQ29uZGl0aW9uEjIKBHR5cGUYASABKAlCJLpIIXIfEAEYPzIZXltBLVphLXpdW0EtWmEtejAtOV8uLV0qJBIrCgZzdGF0dXMYAiABKAlCG7pIGHIWUgRUcnVlUgVGYWxzZVIHVW5rbm93bhIYCgZyZWFzb24YAyABKAlCCLpIBXIDGIABEhoKB21lc3NhZ2UYBCABKAlCCbpIBnIEGICAAhI4ChRsYXN0X3RyYW5zaXRpb25fdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTb2JzZXJ2ZWRfZ2VuZXJhdGlvbhgGIAEoAyLLAQoFRXZlbnQSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSDAoEbmFtZRgFIAEoCRILCgN1aWQYBiABKAkSDAoEdHlwZRgHIAEoCRIOCgZyZWFzb24YCCABKAkSDwoHbWVzc2FnZRgJIAEoCRINCgVhY3RvchgKIAEoCRISCgpnZW5lcmF0aW9uGAsgASgDIqMCCgZDaGFuZ2USDgoGY3Vyc29yGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSFAoMa2luZF92ZXJzaW9uGAUgASgFEgwKBG5hbWUYBiABKAkSCwoDdWlkGAcgASgJEg0KBXBoYXNlGAggASgJEhYKDnByZXZpb3VzX3BoYXNlGAkgASgJEhIKCmdlbmVyYXRpb24YCiABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCyABKAMSGAoQcmVzb3VyY2VfdmVyc2lvbhgMIAEoAxIPCgdtZXNzYWdlGA0gASgJEigKBHRpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqUCCg5Qcm92aWRlckNvbmZpZxIaCgRraW5kGAEgASgJQgy6SAlyB8g+ARABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIaCgRuYW1lGAMgASgJQgy6SAlyB9A+ARABGD8SJwoGY29uZmlnGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIdCgtkZXNjcmlwdGlvbhgFIAEoCUIIukgFcgMYgAgSEAoIcmV2aXNpb24YCiABKAMSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAivwMKDlJlYWN0b3JCaW5kaW5nEhoKBG5hbWUYASABKAlCDLpICXIH0D4BEAEYPxIgCgp3YXRjaF9raW5kGAIgASgJQgy6SAlyB8g+ARABGD8SJwoSd2F0Y2hfa2luZF92ZXJzaW9uGAMgASgFQgu6SAgaBhj//wEoABJRCgt0cmFuc2l0aW9ucxgEIAMoCUI8ukg5kgE2CAEQBRgBIi5yLFIHY3JlYXRlZFIGc3luY2VkUghkZWdyYWRlZFIGZmFpbGVkUgdkZWxldGVkEiAKDmxhYmVsX3NlbGVjdG9yGAUgASgJQgi6SAVyAxiAIBIiCgxyZWFjdG9yX2tpbmQYBiABKAlCDLpICXIHyD4BEAEYPxIpChRyZWFjdG9yX2tpbmRfdmVyc2lvbhgHIAEoBUILukgIGgYY//8BKAESEAoIZGlzYWJsZWQYCCABKAgSEAoIcmV2aXNpb24YCiABKAMSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipAEKCFJldmlzaW9uEhIKCmdlbmVyYXRpb24YASABKAMSFAoMa2luZF92ZXJzaW9uGAIgASgFEiUKBHNwZWMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgEIAEoCRINCgVhY3RvchgFIAEoCRIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLWAgoJT3BlcmF0aW9uEgoKAmlkGAEgASgJEioKCHJlc291cmNlGAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDAoEdmVyYhgDIAEoCRImCgVpbnB1dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFc3RhdGUYBSABKAkSJwoGb3V0cHV0GAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdtZXNzYWdlGAcgASgJEg0KBWFjdG9yGAggASgJEg4KBnJlYXNvbhgJIAEoCRIwCgxyZXF1ZXN0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhdHRlbXB0cxgMIAEoBSJ5CgxEcnlSdW5SZXBvcnQSNQoJcmVzb3VyY2VzGAEgAygLMiIuY29udmVyZ2UudjEuUGxhbm5lZFJlc291cmNlQ2hhbmdlEjIKCHRlYXJkb3duGAIgAygLMiAuY29udmVyZ2UudjEuUGxhbm5lZFRlYXJkb3duU3RlcCK0AQoVUGxhbm5lZFJlc291cmNlQ2hhbmdlEioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSKgoGYmVmb3JlGAIgASgLMhouY29udmVyZ2UudjEuUmVzb3VyY2VTdGF0ZRIpCgVhZnRlchgDIAEoCzIaLmNvbnZlcmdlLnYxLlJlc291cmNlU3RhdGUSGAoQZ2VuZXJhdGlvbl9idW1wcxgEIAEoCCKvAgoNUmVzb3VyY2VTdGF0ZRIUCgxraW5kX3ZlcnNpb24YASABKAUSEgoKZ2VuZXJhdGlvbhgCIAEoAxINCgVwaGFzZRgDIAEoCRIlCgRzcGVjGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI2CgZsYWJlbHMYBSADKAsyJi5jb252ZXJnZS52MS5SZXNvdXJjZVN0YXRlLkxhYmVsc0VudHJ5EhAKCGRlbGV0aW5nGAYgASgIEhMKC3F1YXJhbnRpbmVkGAcgASgIEhcKD3Byb3ZpZGVyX2NvbmZpZxgIIAEoCRIXCg9kZWxldGlvbl9wb2xpY3kYCSABKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJfChNQbGFubmVkVGVhcmRvd25TdGVwEioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDAoEd2F2ZRgCIAEoBRIOCgZhY3Rpb24YAyABKAlCrAEKD2NvbS5jb252ZXJnZS52MUIKVHlwZXNQcm90b1ABWkBnaXRodWIuY29tL2NvbnZlcmdlaHEvY29udmVyZ2Uvc2RrLWdvL2dlbi9jb252ZXJnZS92MTtjb252ZXJnZXYxogIDQ1hYqgILQ29udmVyZ2UuVjHKAgtDb252ZXJnZVxWMeICF0NvbnZlcmdlXFYxXEdQQk1ldGFkYXRh6gIMQ29udmVyZ2U6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_converge_v1_rules, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A kind manifest teaches the server a kind. It is pure data: schemas,
@@ -104,6 +104,14 @@ export type KindManifest = Message<"converge.v1.KindManifest"> & {
   operations: OperationDecl[];
 
   /**
+   * How a spec of an earlier version of this kind becomes a spec of this
+   * version, for rollouts that move resources here.
+   *
+   * @generated from field: converge.v1.Conversion conversion = 13;
+   */
+  conversion?: Conversion | undefined;
+
+  /**
    * Output only: bumped whenever the stored manifest changes.
    *
    * @generated from field: int64 revision = 20;
@@ -131,6 +139,37 @@ export type KindManifest = Message<"converge.v1.KindManifest"> & {
  */
 export const KindManifestSchema: GenMessage<KindManifest> = /*@__PURE__*/
   messageDesc(file_converge_v1_types, 0);
+
+/**
+ * A conversion turns a spec of kind_version from_version into a spec of
+ * the manifest's own version: a CEL expression over `spec` (the old spec)
+ * whose value is the new spec. It is type-checked when the manifest is
+ * applied, against both versions' spec_schema.
+ *
+ * @generated from message converge.v1.Conversion
+ */
+export type Conversion = Message<"converge.v1.Conversion"> & {
+  /**
+   * The version whose specs it converts (0: kind_version - 1).
+   *
+   * @generated from field: int32 from_version = 1;
+   */
+  fromVersion: number;
+
+  /**
+   * The CEL expression, e.g. {"name": spec.name, "size_gb": spec.size * 1024}.
+   *
+   * @generated from field: string expr = 2;
+   */
+  expr: string;
+};
+
+/**
+ * Describes the message converge.v1.Conversion.
+ * Use `create(ConversionSchema)` to create a new message.
+ */
+export const ConversionSchema: GenMessage<Conversion> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 1);
 
 /**
  * A reaction is (name, trigger, emits): when trigger fires, the worker
@@ -178,7 +217,7 @@ export type Reaction = Message<"converge.v1.Reaction"> & {
  * Use `create(ReactionSchema)` to create a new message.
  */
 export const ReactionSchema: GenMessage<Reaction> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 1);
+  messageDesc(file_converge_v1_types, 2);
 
 /**
  * Per-kind policy. Zero values mean "use the server default" unless noted.
@@ -250,7 +289,7 @@ export type KindPolicy = Message<"converge.v1.KindPolicy"> & {
  * Use `create(KindPolicySchema)` to create a new message.
  */
 export const KindPolicySchema: GenMessage<KindPolicy> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 2);
+  messageDesc(file_converge_v1_types, 3);
 
 /**
  * An operation verb declared by a kind.
@@ -281,7 +320,7 @@ export type OperationDecl = Message<"converge.v1.OperationDecl"> & {
  * Use `create(OperationDeclSchema)` to create a new message.
  */
 export const OperationDeclSchema: GenMessage<OperationDecl> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 3);
+  messageDesc(file_converge_v1_types, 4);
 
 /**
  * A resource as the server holds it.
@@ -463,7 +502,7 @@ export type Resource = Message<"converge.v1.Resource"> & {
  * Use `create(ResourceSchema)` to create a new message.
  */
 export const ResourceSchema: GenMessage<Resource> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 4);
+  messageDesc(file_converge_v1_types, 5);
 
 /**
  * Names a resource.
@@ -494,7 +533,7 @@ export type ResourceRef = Message<"converge.v1.ResourceRef"> & {
  * Use `create(ResourceRefSchema)` to create a new message.
  */
 export const ResourceRefSchema: GenMessage<ResourceRef> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 5);
+  messageDesc(file_converge_v1_types, 6);
 
 /**
  * A composite's view of its children. A composite is Ready only when every
@@ -554,7 +593,7 @@ export type Rollup = Message<"converge.v1.Rollup"> & {
  * Use `create(RollupSchema)` to create a new message.
  */
 export const RollupSchema: GenMessage<Rollup> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 6);
+  messageDesc(file_converge_v1_types, 7);
 
 /**
  * @generated from message converge.v1.Culprit
@@ -588,7 +627,7 @@ export type Culprit = Message<"converge.v1.Culprit"> & {
  * Use `create(CulpritSchema)` to create a new message.
  */
 export const CulpritSchema: GenMessage<Culprit> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 7);
+  messageDesc(file_converge_v1_types, 8);
 
 /**
  * @generated from message converge.v1.Failure
@@ -644,7 +683,7 @@ export type Failure = Message<"converge.v1.Failure"> & {
  * Use `create(FailureSchema)` to create a new message.
  */
 export const FailureSchema: GenMessage<Failure> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 8);
+  messageDesc(file_converge_v1_types, 9);
 
 /**
  * @generated from message converge.v1.Condition
@@ -690,7 +729,7 @@ export type Condition = Message<"converge.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 9);
+  messageDesc(file_converge_v1_types, 10);
 
 /**
  * An event records something that happened to a resource, and who did it.
@@ -763,7 +802,7 @@ export type Event = Message<"converge.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 10);
+  messageDesc(file_converge_v1_types, 11);
 
 /**
  * A change of a resource, as delivered by Watch.
@@ -853,7 +892,7 @@ export type Change = Message<"converge.v1.Change"> & {
  * Use `create(ChangeSchema)` to create a new message.
  */
 export const ChangeSchema: GenMessage<Change> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 11);
+  messageDesc(file_converge_v1_types, 12);
 
 /**
  * A provider config: settings the workers of one kind version need (an
@@ -918,7 +957,7 @@ export type ProviderConfig = Message<"converge.v1.ProviderConfig"> & {
  * Use `create(ProviderConfigSchema)` to create a new message.
  */
 export const ProviderConfigSchema: GenMessage<ProviderConfig> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 12);
+  messageDesc(file_converge_v1_types, 13);
 
 /**
  * A reactor binding: when a resource of watch_kind goes through one of
@@ -1003,7 +1042,7 @@ export type ReactorBinding = Message<"converge.v1.ReactorBinding"> & {
  * Use `create(ReactorBindingSchema)` to create a new message.
  */
 export const ReactorBindingSchema: GenMessage<ReactorBinding> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 13);
+  messageDesc(file_converge_v1_types, 14);
 
 /**
  * One revision of a resource's spec.
@@ -1049,7 +1088,7 @@ export type Revision = Message<"converge.v1.Revision"> & {
  * Use `create(RevisionSchema)` to create a new message.
  */
 export const RevisionSchema: GenMessage<Revision> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 14);
+  messageDesc(file_converge_v1_types, 15);
 
 /**
  * An operation verb invoked on a resource: asynchronous, with a state and
@@ -1128,7 +1167,7 @@ export type Operation = Message<"converge.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 15);
+  messageDesc(file_converge_v1_types, 16);
 
 /**
  * What a write sent with dry_run would do. The server ran the call exactly
@@ -1161,7 +1200,7 @@ export type DryRunReport = Message<"converge.v1.DryRunReport"> & {
  * Use `create(DryRunReportSchema)` to create a new message.
  */
 export const DryRunReportSchema: GenMessage<DryRunReport> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 16);
+  messageDesc(file_converge_v1_types, 17);
 
 /**
  * @generated from message converge.v1.PlannedResourceChange
@@ -1200,7 +1239,7 @@ export type PlannedResourceChange = Message<"converge.v1.PlannedResourceChange">
  * Use `create(PlannedResourceChangeSchema)` to create a new message.
  */
 export const PlannedResourceChangeSchema: GenMessage<PlannedResourceChange> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 17);
+  messageDesc(file_converge_v1_types, 18);
 
 /**
  * The parts of a resource a write can change.
@@ -1259,7 +1298,7 @@ export type ResourceState = Message<"converge.v1.ResourceState"> & {
  * Use `create(ResourceStateSchema)` to create a new message.
  */
 export const ResourceStateSchema: GenMessage<ResourceState> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 18);
+  messageDesc(file_converge_v1_types, 19);
 
 /**
  * @generated from message converge.v1.PlannedTeardownStep
@@ -1294,5 +1333,5 @@ export type PlannedTeardownStep = Message<"converge.v1.PlannedTeardownStep"> & {
  * Use `create(PlannedTeardownStepSchema)` to create a new message.
  */
 export const PlannedTeardownStepSchema: GenMessage<PlannedTeardownStep> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 19);
+  messageDesc(file_converge_v1_types, 20);
 

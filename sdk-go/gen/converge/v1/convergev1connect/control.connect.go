@@ -141,6 +141,27 @@ const (
 	// ControlServiceSetLogLevelProcedure is the fully-qualified name of the ControlService's
 	// SetLogLevel RPC.
 	ControlServiceSetLogLevelProcedure = "/converge.v1.ControlService/SetLogLevel"
+	// ControlServiceStartRolloutProcedure is the fully-qualified name of the ControlService's
+	// StartRollout RPC.
+	ControlServiceStartRolloutProcedure = "/converge.v1.ControlService/StartRollout"
+	// ControlServiceGetRolloutProcedure is the fully-qualified name of the ControlService's GetRollout
+	// RPC.
+	ControlServiceGetRolloutProcedure = "/converge.v1.ControlService/GetRollout"
+	// ControlServiceListRolloutsProcedure is the fully-qualified name of the ControlService's
+	// ListRollouts RPC.
+	ControlServiceListRolloutsProcedure = "/converge.v1.ControlService/ListRollouts"
+	// ControlServicePauseRolloutProcedure is the fully-qualified name of the ControlService's
+	// PauseRollout RPC.
+	ControlServicePauseRolloutProcedure = "/converge.v1.ControlService/PauseRollout"
+	// ControlServiceResumeRolloutProcedure is the fully-qualified name of the ControlService's
+	// ResumeRollout RPC.
+	ControlServiceResumeRolloutProcedure = "/converge.v1.ControlService/ResumeRollout"
+	// ControlServiceAbortRolloutProcedure is the fully-qualified name of the ControlService's
+	// AbortRollout RPC.
+	ControlServiceAbortRolloutProcedure = "/converge.v1.ControlService/AbortRollout"
+	// ControlServiceRollbackRolloutProcedure is the fully-qualified name of the ControlService's
+	// RollbackRollout RPC.
+	ControlServiceRollbackRolloutProcedure = "/converge.v1.ControlService/RollbackRollout"
 )
 
 // ControlServiceClient is a client for the converge.v1.ControlService service.
@@ -215,6 +236,22 @@ type ControlServiceClient interface {
 	// Set the log level of every replica at once, until it is set again or
 	// reset (an empty level: each replica's --log-level). Admins only.
 	SetLogLevel(context.Context, *v1.SetLogLevelRequest) (*v1.SetLogLevelResponse, error)
+	// Start moving the resources of a kind version to a newer version, in
+	// waves, converting each spec with the newer version's conversion.
+	StartRollout(context.Context, *v1.StartRolloutRequest) (*v1.StartRolloutResponse, error)
+	// One rollout with its waves and failures.
+	GetRollout(context.Context, *v1.GetRolloutRequest) (*v1.GetRolloutResponse, error)
+	// Rollouts, newest first.
+	ListRollouts(context.Context, *v1.ListRolloutsRequest) (*v1.ListRolloutsResponse, error)
+	// Hold a running rollout before its next step.
+	PauseRollout(context.Context, *v1.PauseRolloutRequest) (*v1.PauseRolloutResponse, error)
+	// Let a paused rollout, or one its failures stopped, go on.
+	ResumeRollout(context.Context, *v1.ResumeRolloutRequest) (*v1.ResumeRolloutResponse, error)
+	// Stop a rollout for good; resources already moved stay moved.
+	AbortRollout(context.Context, *v1.AbortRolloutRequest) (*v1.AbortRolloutResponse, error)
+	// Move every resource the rollout moved back to its old version and
+	// old spec, in one transaction, and end the rollout.
+	RollbackRollout(context.Context, *v1.RollbackRolloutRequest) (*v1.RollbackRolloutResponse, error)
 }
 
 // NewControlServiceClient constructs a client for the converge.v1.ControlService service. By
@@ -450,6 +487,48 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("SetLogLevel")),
 			connect.WithClientOptions(opts...),
 		),
+		startRollout: connect.NewClient[v1.StartRolloutRequest, v1.StartRolloutResponse](
+			httpClient,
+			baseURL+ControlServiceStartRolloutProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("StartRollout")),
+			connect.WithClientOptions(opts...),
+		),
+		getRollout: connect.NewClient[v1.GetRolloutRequest, v1.GetRolloutResponse](
+			httpClient,
+			baseURL+ControlServiceGetRolloutProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("GetRollout")),
+			connect.WithClientOptions(opts...),
+		),
+		listRollouts: connect.NewClient[v1.ListRolloutsRequest, v1.ListRolloutsResponse](
+			httpClient,
+			baseURL+ControlServiceListRolloutsProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ListRollouts")),
+			connect.WithClientOptions(opts...),
+		),
+		pauseRollout: connect.NewClient[v1.PauseRolloutRequest, v1.PauseRolloutResponse](
+			httpClient,
+			baseURL+ControlServicePauseRolloutProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("PauseRollout")),
+			connect.WithClientOptions(opts...),
+		),
+		resumeRollout: connect.NewClient[v1.ResumeRolloutRequest, v1.ResumeRolloutResponse](
+			httpClient,
+			baseURL+ControlServiceResumeRolloutProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ResumeRollout")),
+			connect.WithClientOptions(opts...),
+		),
+		abortRollout: connect.NewClient[v1.AbortRolloutRequest, v1.AbortRolloutResponse](
+			httpClient,
+			baseURL+ControlServiceAbortRolloutProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("AbortRollout")),
+			connect.WithClientOptions(opts...),
+		),
+		rollbackRollout: connect.NewClient[v1.RollbackRolloutRequest, v1.RollbackRolloutResponse](
+			httpClient,
+			baseURL+ControlServiceRollbackRolloutProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("RollbackRollout")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -492,6 +571,13 @@ type controlServiceClient struct {
 	whoAmI               *connect.Client[v1.WhoAmIRequest, v1.WhoAmIResponse]
 	getCluster           *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
 	setLogLevel          *connect.Client[v1.SetLogLevelRequest, v1.SetLogLevelResponse]
+	startRollout         *connect.Client[v1.StartRolloutRequest, v1.StartRolloutResponse]
+	getRollout           *connect.Client[v1.GetRolloutRequest, v1.GetRolloutResponse]
+	listRollouts         *connect.Client[v1.ListRolloutsRequest, v1.ListRolloutsResponse]
+	pauseRollout         *connect.Client[v1.PauseRolloutRequest, v1.PauseRolloutResponse]
+	resumeRollout        *connect.Client[v1.ResumeRolloutRequest, v1.ResumeRolloutResponse]
+	abortRollout         *connect.Client[v1.AbortRolloutRequest, v1.AbortRolloutResponse]
+	rollbackRollout      *connect.Client[v1.RollbackRolloutRequest, v1.RollbackRolloutResponse]
 }
 
 // ApplyKind calls converge.v1.ControlService.ApplyKind.
@@ -823,6 +909,69 @@ func (c *controlServiceClient) SetLogLevel(ctx context.Context, req *v1.SetLogLe
 	return nil, err
 }
 
+// StartRollout calls converge.v1.ControlService.StartRollout.
+func (c *controlServiceClient) StartRollout(ctx context.Context, req *v1.StartRolloutRequest) (*v1.StartRolloutResponse, error) {
+	response, err := c.startRollout.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetRollout calls converge.v1.ControlService.GetRollout.
+func (c *controlServiceClient) GetRollout(ctx context.Context, req *v1.GetRolloutRequest) (*v1.GetRolloutResponse, error) {
+	response, err := c.getRollout.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListRollouts calls converge.v1.ControlService.ListRollouts.
+func (c *controlServiceClient) ListRollouts(ctx context.Context, req *v1.ListRolloutsRequest) (*v1.ListRolloutsResponse, error) {
+	response, err := c.listRollouts.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// PauseRollout calls converge.v1.ControlService.PauseRollout.
+func (c *controlServiceClient) PauseRollout(ctx context.Context, req *v1.PauseRolloutRequest) (*v1.PauseRolloutResponse, error) {
+	response, err := c.pauseRollout.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ResumeRollout calls converge.v1.ControlService.ResumeRollout.
+func (c *controlServiceClient) ResumeRollout(ctx context.Context, req *v1.ResumeRolloutRequest) (*v1.ResumeRolloutResponse, error) {
+	response, err := c.resumeRollout.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// AbortRollout calls converge.v1.ControlService.AbortRollout.
+func (c *controlServiceClient) AbortRollout(ctx context.Context, req *v1.AbortRolloutRequest) (*v1.AbortRolloutResponse, error) {
+	response, err := c.abortRollout.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RollbackRollout calls converge.v1.ControlService.RollbackRollout.
+func (c *controlServiceClient) RollbackRollout(ctx context.Context, req *v1.RollbackRolloutRequest) (*v1.RollbackRolloutResponse, error) {
+	response, err := c.rollbackRollout.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ControlServiceHandler is an implementation of the converge.v1.ControlService service.
 type ControlServiceHandler interface {
 	// Create or update a kind manifest.
@@ -895,6 +1044,22 @@ type ControlServiceHandler interface {
 	// Set the log level of every replica at once, until it is set again or
 	// reset (an empty level: each replica's --log-level). Admins only.
 	SetLogLevel(context.Context, *v1.SetLogLevelRequest) (*v1.SetLogLevelResponse, error)
+	// Start moving the resources of a kind version to a newer version, in
+	// waves, converting each spec with the newer version's conversion.
+	StartRollout(context.Context, *v1.StartRolloutRequest) (*v1.StartRolloutResponse, error)
+	// One rollout with its waves and failures.
+	GetRollout(context.Context, *v1.GetRolloutRequest) (*v1.GetRolloutResponse, error)
+	// Rollouts, newest first.
+	ListRollouts(context.Context, *v1.ListRolloutsRequest) (*v1.ListRolloutsResponse, error)
+	// Hold a running rollout before its next step.
+	PauseRollout(context.Context, *v1.PauseRolloutRequest) (*v1.PauseRolloutResponse, error)
+	// Let a paused rollout, or one its failures stopped, go on.
+	ResumeRollout(context.Context, *v1.ResumeRolloutRequest) (*v1.ResumeRolloutResponse, error)
+	// Stop a rollout for good; resources already moved stay moved.
+	AbortRollout(context.Context, *v1.AbortRolloutRequest) (*v1.AbortRolloutResponse, error)
+	// Move every resource the rollout moved back to its old version and
+	// old spec, in one transaction, and end the rollout.
+	RollbackRollout(context.Context, *v1.RollbackRolloutRequest) (*v1.RollbackRolloutResponse, error)
 }
 
 // NewControlServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1126,6 +1291,48 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("SetLogLevel")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceStartRolloutHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceStartRolloutProcedure,
+		svc.StartRollout,
+		connect.WithSchema(controlServiceMethods.ByName("StartRollout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceGetRolloutHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceGetRolloutProcedure,
+		svc.GetRollout,
+		connect.WithSchema(controlServiceMethods.ByName("GetRollout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceListRolloutsHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceListRolloutsProcedure,
+		svc.ListRollouts,
+		connect.WithSchema(controlServiceMethods.ByName("ListRollouts")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServicePauseRolloutHandler := connect.NewUnaryHandlerSimple(
+		ControlServicePauseRolloutProcedure,
+		svc.PauseRollout,
+		connect.WithSchema(controlServiceMethods.ByName("PauseRollout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceResumeRolloutHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceResumeRolloutProcedure,
+		svc.ResumeRollout,
+		connect.WithSchema(controlServiceMethods.ByName("ResumeRollout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceAbortRolloutHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceAbortRolloutProcedure,
+		svc.AbortRollout,
+		connect.WithSchema(controlServiceMethods.ByName("AbortRollout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServiceRollbackRolloutHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceRollbackRolloutProcedure,
+		svc.RollbackRollout,
+		connect.WithSchema(controlServiceMethods.ByName("RollbackRollout")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/converge.v1.ControlService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ControlServiceApplyKindProcedure:
@@ -1202,6 +1409,20 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceGetClusterHandler.ServeHTTP(w, r)
 		case ControlServiceSetLogLevelProcedure:
 			controlServiceSetLogLevelHandler.ServeHTTP(w, r)
+		case ControlServiceStartRolloutProcedure:
+			controlServiceStartRolloutHandler.ServeHTTP(w, r)
+		case ControlServiceGetRolloutProcedure:
+			controlServiceGetRolloutHandler.ServeHTTP(w, r)
+		case ControlServiceListRolloutsProcedure:
+			controlServiceListRolloutsHandler.ServeHTTP(w, r)
+		case ControlServicePauseRolloutProcedure:
+			controlServicePauseRolloutHandler.ServeHTTP(w, r)
+		case ControlServiceResumeRolloutProcedure:
+			controlServiceResumeRolloutHandler.ServeHTTP(w, r)
+		case ControlServiceAbortRolloutProcedure:
+			controlServiceAbortRolloutHandler.ServeHTTP(w, r)
+		case ControlServiceRollbackRolloutProcedure:
+			controlServiceRollbackRolloutHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1357,4 +1578,32 @@ func (UnimplementedControlServiceHandler) GetCluster(context.Context, *v1.GetClu
 
 func (UnimplementedControlServiceHandler) SetLogLevel(context.Context, *v1.SetLogLevelRequest) (*v1.SetLogLevelResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.SetLogLevel is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) StartRollout(context.Context, *v1.StartRolloutRequest) (*v1.StartRolloutResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.StartRollout is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) GetRollout(context.Context, *v1.GetRolloutRequest) (*v1.GetRolloutResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.GetRollout is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ListRollouts(context.Context, *v1.ListRolloutsRequest) (*v1.ListRolloutsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ListRollouts is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) PauseRollout(context.Context, *v1.PauseRolloutRequest) (*v1.PauseRolloutResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.PauseRollout is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ResumeRollout(context.Context, *v1.ResumeRolloutRequest) (*v1.ResumeRolloutResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ResumeRollout is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) AbortRollout(context.Context, *v1.AbortRolloutRequest) (*v1.AbortRolloutResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.AbortRollout is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) RollbackRollout(context.Context, *v1.RollbackRolloutRequest) (*v1.RollbackRolloutResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.RollbackRollout is not implemented"))
 }
