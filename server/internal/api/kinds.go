@@ -18,6 +18,9 @@ import (
 // legality rule; the error lists each problem with its rule.
 func (s *Service) ApplyKind(ctx context.Context, req *convergev1.ApplyKindRequest) (*convergev1.ApplyKindResponse, error) {
 	m := req.GetManifest()
+	if err := s.checkKindPlan(ctx, req); err != nil {
+		return nil, err
+	}
 	if _, err := manifest.Compile(m); err != nil {
 		var merr *manifest.Error
 		if errors.As(err, &merr) {

@@ -27,6 +27,9 @@ func namespaceOr(ns string) string {
 
 // ApplyResource creates or updates one resource.
 func (s *Service) ApplyResource(ctx context.Context, req *convergev1.ApplyResourceRequest) (*convergev1.ApplyResourceResponse, error) {
+	if err := s.checkResourcePlan(ctx, req.GetPlanId(), []*convergev1.ApplyResourceRequest{req}, false); err != nil {
+		return nil, err
+	}
 	results, err := s.apply(ctx, []*convergev1.ApplyResourceRequest{req}, false)
 	if err != nil {
 		return nil, err
@@ -40,6 +43,9 @@ func (s *Service) ApplyResource(ctx context.Context, req *convergev1.ApplyResour
 
 // ApplyResources creates or updates a batch of resources, all or none.
 func (s *Service) ApplyResources(ctx context.Context, req *convergev1.ApplyResourcesRequest) (*convergev1.ApplyResourcesResponse, error) {
+	if err := s.checkResourcePlan(ctx, req.GetPlanId(), req.GetResources(), true); err != nil {
+		return nil, err
+	}
 	results, err := s.apply(ctx, req.GetResources(), true)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ var needs = map[string]Need{
 	"DeleteProviderConfig": NeedKindOwner, "ApplyReactorBinding": NeedKindOwner,
 	"DeleteReactorBinding": NeedKindOwner,
 
-	"ApplyResource": NeedResourceWrite, "ApplyResources": NeedResourceWrite,
+	"ApplyResource": NeedResourceWrite, "ApplyResources": NeedResourceWrite, "PlanChange": NeedResourceWrite,
 	"DeleteResource": NeedResourceWrite, "RollbackResource": NeedResourceWrite,
 	"QuarantineResource": NeedResourceWrite, "UnquarantineResource": NeedResourceWrite,
 	"ReconcileResource": NeedResourceWrite, "InvokeOperation": NeedResourceWrite,
