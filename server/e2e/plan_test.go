@@ -199,3 +199,25 @@ func TestPlanFencesTheApply(t *testing.T) {
 		t.Fatalf("apply --plan-id of an unknown plan:\n%s", res)
 	}
 }
+
+// TestPlanAcrossControlAndBroker runs the API and the broker as separate
+// processes, as the chart does: the plan call on the control replica
+// hands its preview to the broker holding the worker's stream through the
+// database, and gets the worker's answer back.
+func TestPlanAcrossControlAndBroker(t *testing.T) {
+	begin(t)
+	db := pgtest.New(t)
+	ctl := startReplica(t, db.URL, "control", 1, true)
+	brk := startReplica(t, db.URL, "broker", 1, false)
+	applyLandingZoneKinds(t, ctl)
+	startLandingZone(t, brk, "landingzone")
+	const zone = "sz"
+	if res := conctl(t, ctl, zoneDoc(zone, 1, ""), "apply", "-f", "-", "--wait"); res.code != 0 {
+		t.Fatalf("apply --wait through the control replica:\n%s", res)
+	}
+	plan := planJSON(t, ctl, zoneDoc(zone, 2, ""))
+	cp := plan.GetComposites()
+	if len(cp) != 1 || cp[0].GetNotPreviewed() != "" || plan.GetTotals().GetCreate() != 3 || plan.GetTotals().GetUnchanged() != 3 {
+		t.Fatalf("the plan through a separate broker: want the zone previewed, 3 to create and 3 unchanged:\n%s", protojson.Format(plan))
+	}
+}

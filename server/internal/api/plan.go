@@ -183,9 +183,18 @@ func (s *Service) runPreviews(ctx context.Context, subjects []*planSubject, time
 	var reqs []store.PreviewRequest
 	var asked []*planSubject
 	expires := time.Now().Add(timeout)
+	refreshed := false
 	for _, ps := range subjects {
 		k, v := ps.key.Kind, ps.subject.Version
-		if ready, why := s.members.Serves(k, v, ps.reaction); !ready {
+		ready, why := s.members.Serves(k, v, ps.reaction)
+		if !ready && !refreshed {
+			// What the replicas serve is read every heartbeat; a worker that
+			// connected since may not be in it yet, so read it again once.
+			s.members.Refresh(ctx)
+			refreshed = true
+			ready, why = s.members.Serves(k, v, ps.reaction)
+		}
+		if !ready {
 			ps.notPreviewed = fmt.Sprintf("no connected worker serves kind %s v%d reaction %s", k, v, ps.reaction)
 			if why != "" {
 				ps.notPreviewed += " (connected ones are not ready: " + why + ")"
