@@ -109,8 +109,7 @@ func (f *planFence) addChildKinds(ps *planSubject) {
 }
 
 // sealPlan is step 3: with the kinds applied again in a dry run, it reads
-// each resource's fence, refuses the plan if what step 1 read moved while
-// the workers composed, and stores the fence.
+// each resource's fence and stores it.
 func (s *Service) sealPlan(ctx context.Context, req *convergev1.PlanChangeRequest, id string, f *planFence) error {
 	dctx, end, err := s.store.BeginDryRun(ctx)
 	if err != nil {
@@ -128,12 +127,16 @@ func (s *Service) sealPlan(ctx context.Context, req *convergev1.PlanChangeReques
 		if err != nil {
 			return storeError(err)
 		}
-		if what := fenceChange(rf.pre, again); what != "" {
-			return connect.NewError(connect.CodeAborted, fmt.Errorf("resources[%d] %s: %s changed while the plan ran; plan again", i, rf.Namespace+"/"+rf.Kind+"/"+rf.Name, what))
-		}
 		if rf.Reads, err = s.store.ResourceFence(dctx, rf.ResourceKey, rf.Kinds); err != nil {
 			return storeError(err)
 		}
+		// A part that moved while the workers composed (a converging
+		// composite's children do) is not what the plan read: the plan is
+		// answered, but its id fences nothing of that part into an apply.
+		rf.Reads.Resource = unlessMoved(rf.pre.Resource, again.Resource, rf.Reads.Resource)
+		rf.Reads.Kinds = unlessMoved(rf.pre.Kinds, again.Kinds, rf.Reads.Kinds)
+		rf.Reads.Children = unlessMoved(rf.pre.Children, again.Children, rf.Reads.Children)
+		rf.Reads.Edges = unlessMoved(rf.pre.Edges, again.Edges, rf.Reads.Edges)
 	}
 	end()
 	raw, err := json.Marshal(f)
@@ -141,6 +144,17 @@ func (s *Service) sealPlan(ctx context.Context, req *convergev1.PlanChangeReques
 		return storeError(err)
 	}
 	return storeError(s.store.SavePlan(ctx, id, raw, time.Now().Add(planLifetime)))
+}
+
+// movedWhilePlanning stands in a fence for a part that changed between
+// the plan's reads: no apply can match it.
+const movedWhilePlanning = "moved while planning"
+
+func unlessMoved(was, again, now string) string {
+	if was != again {
+		return movedWhilePlanning
+	}
+	return now
 }
 
 // fenceChange names the first part that differs, or "" when none does.
