@@ -198,6 +198,18 @@ func TestPlanFencesTheApply(t *testing.T) {
 	if res.code == 0 || !strings.Contains(res.stderr, `plan_id "plan-nope": no such plan, or it expired`) {
 		t.Fatalf("apply --plan-id of an unknown plan:\n%s", res)
 	}
+
+	// Planned again, with the kinds too, and applied with nothing changed
+	// in between: the kinds and then the zone go through on the plan.
+	kinds := repoFile(t, "sdk-go/examples/landingzone/kinds.yaml")
+	res = conctl(t, srv, zoneDoc(zone, 2, ""), "plan", "-f", kinds, "-f", "-", "-o", "json")
+	again := &convergev1.PlanChangeResponse{}
+	if res.code != 0 || protojson.Unmarshal([]byte(res.stdout), again) != nil || len(again.GetKinds()) != 4 {
+		t.Fatalf("plan of the kinds and the zone:\n%s", res)
+	}
+	if res := conctl(t, srv, zoneDoc(zone, 2, ""), "apply", "-f", kinds, "-f", "-", "--plan-id", again.GetPlanId(), "--wait"); res.code != 0 {
+		t.Fatalf("apply --plan-id of the kinds and the zone with nothing changed:\n%s", res)
+	}
 }
 
 // TestPlanAcrossControlAndBroker runs the API and the broker as separate

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
 )
 
@@ -188,7 +189,8 @@ func (s *Service) loadPlan(ctx context.Context, id string) (*planFence, error) {
 	return f, nil
 }
 
-// checkKindPlan refuses a kind apply whose plan does not hold any more.
+// checkKindPlan refuses a kind apply whose plan does not hold any more;
+// it runs in the apply's transaction (see fenced).
 func (s *Service) checkKindPlan(ctx context.Context, req *convergev1.ApplyKindRequest) error {
 	if req.GetPlanId() == "" {
 		return nil
@@ -206,6 +208,9 @@ func (s *Service) checkKindPlan(ctx context.Context, req *convergev1.ApplyKindRe
 		if kf.Doc != digestOf(m) {
 			return failedPlan("kind %s v%d: the manifest is not the one plan %s planned", key.Kind, key.Version, req.GetPlanId())
 		}
+		if err := s.store.LockPlanReads(ctx, store.ResourceKey{}, []store.KindKey{key}); err != nil {
+			return storeError(err)
+		}
 		now, err := s.store.KindDigests(ctx, []store.KindKey{key})
 		if err != nil {
 			return storeError(err)
@@ -219,7 +224,8 @@ func (s *Service) checkKindPlan(ctx context.Context, req *convergev1.ApplyKindRe
 }
 
 // checkResourcePlan refuses a resource apply whose plan does not hold
-// any more, naming the document and what changed.
+// any more, naming the document and what changed. It runs in the apply's
+// transaction (see fenced), holding what it read until the write commits.
 func (s *Service) checkResourcePlan(ctx context.Context, id string, reqs []*convergev1.ApplyResourceRequest, batch bool) error {
 	if id == "" {
 		return nil
@@ -245,6 +251,9 @@ func (s *Service) checkResourcePlan(ctx context.Context, id string, reqs []*conv
 		if rf.Doc != digestOf(r) {
 			return failedPlan("%s: the document is not the one plan %s planned", where, id)
 		}
+		if err := s.store.LockPlanReads(ctx, key, rf.Kinds); err != nil {
+			return storeError(err)
+		}
 		now, err := s.store.ResourceFence(ctx, key, rf.Kinds)
 		if err != nil {
 			return storeError(err)
@@ -252,6 +261,28 @@ func (s *Service) checkResourcePlan(ctx context.Context, id string, reqs []*conv
 		if what := fenceChange(rf.Reads, now); what != "" {
 			return failedPlan("%s: %s changed since plan %s was made; plan again", where, what, id)
 		}
+	}
+	return nil
+}
+
+// fenced runs a write that names a plan: the fence check and the write in
+// one transaction, and what the write tells other loops (the kinds cache,
+// wake-ups) once it committed. A write naming no plan runs as it is.
+func (s *Service) fenced(ctx context.Context, planID string, write func(context.Context) error) error {
+	if planID == "" {
+		return write(ctx)
+	}
+	if err := s.store.InOneTransaction(ctx, write); err != nil {
+		return storeError(err)
+	}
+	if store.Uncommitted(ctx) {
+		return nil // a dry run's: nothing committed
+	}
+	if err := s.kinds.Refresh(ctx); err != nil {
+		s.log.Warn("refreshing kinds after a fenced apply failed", "err", err)
+	}
+	for _, ch := range []string{notify.Kinds, notify.Tasks, notify.Changes} {
+		s.publish(ctx, ch)
 	}
 	return nil
 }

@@ -223,6 +223,33 @@ func (s *Store) ResourceFence(ctx context.Context, key ResourceKey, kinds []Kind
 	return f, err
 }
 
+// LockPlanReads takes share locks on what ResourceFence reads of one
+// resource document: its kind versions, the resource, its children and
+// the dependencies of its edges, kinds first and resources in id order
+// (the order every writer takes them). Run in the fenced apply's own
+// transaction (InOneTransaction) before ResourceFence, it keeps all of it
+// as the fence saw it until the apply commits.
+func (s *Store) LockPlanReads(ctx context.Context, key ResourceKey, kinds []KindKey) error {
+	names, versions := make([]string, len(kinds)), make([]int32, len(kinds))
+	for i, k := range kinds {
+		names[i], versions[i] = k.Kind, k.Version
+	}
+	db := s.db(ctx)
+	if _, err := db.Exec(ctx, `
+		SELECT 1 FROM kinds k JOIN unnest($1::text[], $2::int[]) AS u(kind, v) ON k.kind = u.kind AND k.kind_version = u.v
+		ORDER BY k.kind, k.kind_version FOR SHARE OF k`, names, versions); err != nil {
+		return err
+	}
+	_, err := db.Exec(ctx, `
+		WITH p AS (SELECT id FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3)
+		SELECT 1 FROM resources r WHERE r.id IN (
+		    SELECT id FROM p
+		    UNION SELECT c.id FROM p JOIN resources c ON c.owner_id = p.id
+		    UNION SELECT e.dependency_id FROM p JOIN edges e ON e.owner_id = p.id)
+		ORDER BY r.id FOR SHARE OF r`, key.Namespace, key.Kind, key.Name)
+	return err
+}
+
 // SavePlan stores a plan's fence until expires. It runs on the pool: a
 // plan is computed in a dry run, and its fence must outlive it.
 func (s *Store) SavePlan(ctx context.Context, id string, fence json.RawMessage, expires time.Time) error {
