@@ -123,7 +123,6 @@ func (s *Service) planDryRun(ctx context.Context, req *convergev1.PlanChangeRequ
 	out.Resources = res
 	var subjects []*planSubject
 	seen := map[store.ResourceKey]bool{}
-	deadline := time.Now().Add(defaultPreviewTimeout)
 	for _, id := range ids {
 		e := s.kinds.Get(id.Kind, after[id].KindVersion)
 		if seen[id] || e == nil || !e.Composes() {
@@ -139,7 +138,8 @@ func (s *Service) planDryRun(ctx context.Context, req *convergev1.PlanChangeRequ
 		c := sub.Claimed
 		c.Trigger, c.Attempt = trigger.SpecChange, 1
 		c.Lease = store.Lease{Epoch: randomEpoch(), Generation: sub.Generation}
-		if ps.task, err = broker.PreviewTask(s.kinds, e, c, r.Name, deadline); err != nil {
+		// The deadline is set when the preview is sent (runPreviews).
+		if ps.task, err = broker.PreviewTask(s.kinds, e, c, r.Name, time.Time{}); err != nil {
 			return nil, nil, storeError(err)
 		}
 		subjects = append(subjects, ps)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/graph"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
@@ -148,16 +149,9 @@ func (s *Service) comparePlan(ctx context.Context, ps *planSubject) (*convergev1
 // composition applied: a child that is created or changed by it has not
 // synced yet, so it blocks; others are read as they are now.
 func gateDep(e *convergev1.Edge, ns string, current map[[2]string]store.PlanChild, changes map[[2]string]bool, refs map[store.Ref]store.PlanEdge) store.GateDep {
-	flows := make([]map[string]string, 0, len(e.GetFlows()))
+	flows := make([]flow.Spec, 0, len(e.GetFlows()))
 	for _, f := range e.GetFlows() {
-		m := map[string]string{"to": f.GetTo()}
-		if f.GetFrom() != "" {
-			m["from"] = f.GetFrom()
-		}
-		if f.GetExpr() != "" {
-			m["expr"] = f.GetExpr()
-		}
-		flows = append(flows, m)
+		flows = append(flows, flow.Spec{From: f.GetFrom(), Expr: f.GetExpr(), To: f.GetTo()})
 	}
 	raw, _ := json.Marshal(flows)
 	d := e.GetDependency()

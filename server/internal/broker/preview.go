@@ -178,54 +178,60 @@ func (b *Broker) onPreviewResult(s *session, r *convergev1.TaskResult) bool {
 	if p != nil {
 		delete(b.previews, p.id)
 	}
-	e := b.kinds.Get(p.kindOrEmpty())
 	b.mu.Unlock()
 	if p == nil {
 		return false
 	}
 	s.send(ack(r.GetLease(), false, "a preview: its result went to the plan that asked for it and is never applied"))
 	answer := store.PreviewAnswer{ID: p.id, Worker: s.name}
-	if ok := r.GetSuccess(); ok != nil && ok.GetComposition() != nil || len(p.parts) > 0 {
-		ok := r.GetSuccess()
-		if ok == nil {
-			answer.Error = "the worker sent composition chunks and then a failure"
-			b.answerPreview(answer)
-			return true
-		}
-		if e == nil {
-			answer.Error = fmt.Sprintf("kind %s v%d is not registered any more", p.kind, p.version)
-			b.answerPreview(answer)
-			return true
-		}
-		if _, why := b.compositionOf(e, &lease{parts: p.parts, overflow: p.overflow, namespace: p.namespace}, ok, store.Outcome{}); why != "" {
-			answer.Error = "the composition would be refused: " + why
-			b.answerPreview(answer)
-			return true
-		}
-		whole := &convergev1.Composition{}
-		for _, part := range append(append([]*convergev1.Composition(nil), p.parts...), ok.GetComposition()) {
-			whole.Children = append(whole.Children, part.GetChildren()...)
-			whole.Edges = append(whole.Edges, part.GetEdges()...)
-			whole.References = append(whole.References, part.GetReferences()...)
-		}
-		merged := proto.CloneOf(ok)
-		merged.Composition, merged.ComposeChunks = whole, 0
-		r = &convergev1.TaskResult{Lease: r.GetLease(), Outcome: &convergev1.TaskResult_Success{Success: merged}}
+	whole, why := b.previewComposition(p, r)
+	if why != "" {
+		answer.Error = why
+	} else if answer.Result, why = encodeResult(whole); why != "" {
+		answer.Error = why
 	}
-	raw, err := proto.Marshal(r)
-	if err != nil {
-		answer.Error = fmt.Sprintf("encoding the result: %v", err)
-	}
-	answer.Result = raw
 	b.answerPreview(answer)
 	return true
 }
 
-func (p *preview) kindOrEmpty() (string, int32) {
-	if p == nil {
-		return "", 0
+// previewComposition checks a preview's composition as compositionOf
+// checks a real one, and returns the result with its parts joined into
+// one composition; a result that composes nothing is returned as it is.
+func (b *Broker) previewComposition(p *preview, r *convergev1.TaskResult) (*convergev1.TaskResult, string) {
+	ok := r.GetSuccess()
+	if ok == nil {
+		if len(p.parts) > 0 {
+			return nil, "the worker sent composition chunks and then a failure"
+		}
+		return r, ""
 	}
-	return p.kind, p.version
+	if ok.GetComposition() == nil && len(p.parts) == 0 {
+		return r, ""
+	}
+	e := b.kinds.Get(p.kind, p.version)
+	if e == nil {
+		return nil, fmt.Sprintf("kind %s v%d is not registered any more", p.kind, p.version)
+	}
+	if _, why := b.compositionOf(e, &lease{parts: p.parts, overflow: p.overflow, namespace: p.namespace}, ok, store.Outcome{}); why != "" {
+		return nil, "the composition would be refused: " + why
+	}
+	whole := &convergev1.Composition{}
+	for _, part := range append(append([]*convergev1.Composition(nil), p.parts...), ok.GetComposition()) {
+		whole.Children = append(whole.Children, part.GetChildren()...)
+		whole.Edges = append(whole.Edges, part.GetEdges()...)
+		whole.References = append(whole.References, part.GetReferences()...)
+	}
+	merged := proto.CloneOf(ok)
+	merged.Composition, merged.ComposeChunks = whole, 0
+	return &convergev1.TaskResult{Lease: r.GetLease(), Outcome: &convergev1.TaskResult_Success{Success: merged}}, ""
+}
+
+func encodeResult(r *convergev1.TaskResult) ([]byte, string) {
+	raw, err := proto.Marshal(r)
+	if err != nil {
+		return nil, fmt.Sprintf("encoding the result: %v", err)
+	}
+	return raw, ""
 }
 
 // answerPreview records an answer and wakes the plan call waiting for it.
