@@ -98,6 +98,14 @@ type Task struct {
 // would report; a composer just composes, as it always does.
 func (t *Task) Preview() bool { return t.preview }
 
+// AsPreview returns a copy of t marked as a preview, as the server sends
+// one: for tests of a handler's preview path (convergetest.AsPreview).
+func (t *Task) AsPreview() *Task {
+	c := *t
+	c.preview = true
+	return &c
+}
+
 // DecodeSpec unmarshals the task's spec into v, as [json.Unmarshal] does.
 // An empty spec leaves v unchanged. An error names the path of the value
 // that does not fit v (it wraps a [*DecodeError]). [Typed] handlers get
