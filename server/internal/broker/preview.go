@@ -24,9 +24,11 @@ type preview struct {
 	version   int32
 	namespace string
 	session   *session
-	parts     []*convergev1.Composition
-	children  int
-	overflow  bool
+	// deadline is the plan's: past it nobody waits for the answer.
+	deadline time.Time
+	parts    []*convergev1.Composition
+	children int
+	overflow bool
 }
 
 // maxPreviewClaim bounds the previews one claim takes.
@@ -71,6 +73,7 @@ func (b *Broker) servedReactions() []store.Reaction {
 }
 
 func (b *Broker) claimPreviews(ctx context.Context) {
+	b.forgetLatePreviews(time.Now())
 	served := b.servedReactions()
 	if len(served) == 0 {
 		return
@@ -128,9 +131,21 @@ func (b *Broker) sendPreview(c store.Preview) string {
 	}
 	t.Lease.TaskId = c.ID
 	b.previews[c.ID] = &preview{id: c.ID, epoch: t.GetLease().GetEpoch(), kind: c.Kind, version: c.Version,
-		namespace: t.GetResource().GetNamespace(), session: best}
+		namespace: t.GetResource().GetNamespace(), session: best, deadline: t.GetDeadline().AsTime()}
 	best.send(&convergev1.ServerMessage{Msg: &convergev1.ServerMessage_Tasks{Tasks: &convergev1.Tasks{Tasks: []*convergev1.Task{t}}}})
 	return ""
+}
+
+// forgetLatePreviews drops the previews whose plan stopped waiting (a
+// worker that never answers, e.g. one that could not queue the task).
+func (b *Broker) forgetLatePreviews(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, p := range b.previews {
+		if now.After(p.deadline.Add(b.cfg.DeadlineGrace)) {
+			delete(b.previews, id)
+		}
+	}
 }
 
 // previewOf returns the preview a lease names, if s holds it. Callers
@@ -257,13 +272,18 @@ func (b *Broker) unclaimPreviews(s *session) {
 		}
 	}
 	b.mu.Unlock()
+	b.givePreviewsBack(ids)
+}
+
+// givePreviewsBack makes previews claimable again by any broker.
+func (b *Broker) givePreviewsBack(ids []int64) {
 	if len(ids) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := b.store.UnclaimPreviews(ctx, ids); err != nil {
-		b.log.Warn("giving back a departed worker's previews failed; they time out", "err", err)
+		b.log.Warn("giving back previews failed; their plans time out on them", "err", err)
 		return
 	}
 	b.bus.Publish(notify.Previews)
