@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"maps"
 	"slices"
 	"strings"
@@ -159,6 +161,17 @@ func TestPlanWithoutComposerSaysSo(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stdout, "children not previewed: no connected worker serves kind landingzone v1 reaction compose") ||
 		!strings.Contains(res.stdout, "1 composite(s) not previewed") {
 		t.Errorf("conctl plan's table:\n%s", res)
+	}
+	// The same over REST.
+	body := `{"resources": [{"kind": "landingzone", "kind_version": 1, "name": "nobody", "spec": {"prefix": "nobody", "accounts": 1}}]}`
+	resp, err := http.Post(srv.url+"/api/v1/plans", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"not_previewed":"no connected worker serves kind landingzone v1 reaction compose"`) {
+		t.Errorf("POST /api/v1/plans: %d %s", resp.StatusCode, raw)
 	}
 	if _, err := srv.api.GetResource(context.Background(), &convergev1.GetResourceRequest{Kind: kindZone, Name: "nobody"}); err == nil {
 		t.Errorf("the plan created the zone")
