@@ -143,6 +143,31 @@ ALTER TABLE operations ADD CONSTRAINT operations_pkey PRIMARY KEY (id);
 ALTER TABLE operations ADD CONSTRAINT operations_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'succeeded'::text, 'failed'::text])));
 CREATE INDEX operations_resource ON public.operations USING btree (resource_id, requested_at DESC);
 
+CREATE UNLOGGED TABLE plans (
+    id text NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL,
+    fence jsonb NOT NULL
+);
+ALTER TABLE plans ADD CONSTRAINT plans_pkey PRIMARY KEY (id);
+
+CREATE UNLOGGED TABLE previews (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    kind text NOT NULL,
+    kind_version integer NOT NULL,
+    reaction text NOT NULL,
+    task bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL,
+    claimed_by text,
+    worker text,
+    result bytea,
+    error text,
+    done boolean NOT NULL DEFAULT false
+);
+ALTER TABLE previews ADD CONSTRAINT previews_pkey PRIMARY KEY (id);
+CREATE INDEX previews_open ON public.previews USING btree (kind, kind_version, reaction) WHERE (claimed_by IS NULL);
+
 CREATE TABLE provider_configs (
     kind text NOT NULL,
     kind_version integer NOT NULL,

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Measures conctl plan against a running server: a composite with N
 # children (default 1000, each depending on the one before), composed by a
-# Starlark bundle (scripts/bench-plan/main.star). It prints the wall time
-# of RUNS plans (default 7) of an unchanged spec and of a spec change that
-# updates every child, with the median, min and max.
+# Starlark bundle (scripts/bench-plan/main.star) that stdworker serves, so
+# each plan sends the composer a preview task through the plan API
+# (PlanChange). It prints the wall time of RUNS plans (default 7) of an
+# unchanged spec and of a spec change that updates every child, with the
+# median, min and max.
 #
 #   scripts/bench-plan.sh [N] [RUNS]
 #
@@ -36,14 +38,14 @@ measure() { # label tag
 	for _ in $(seq 1 "$runs"); do
 		local t0 t1
 		t0=$(date +%s%N)
-		doc "$2" | conctl plan -f - --starlark "$here" >"$work/plan.out"
+		doc "$2" | conctl plan -f - >"$work/plan.out"
 		t1=$(date +%s%N)
 		times+=($(( (t1 - t0) / 1000000 )))
 	done
 	local summary
 	summary=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %d ms, min %d ms, max %d ms", a[int((NR+1)/2)], a[1], a[NR]}')
 	printf '%-34s %s (runs: %s)\n' "$1" "$summary" "${times[*]}"
-	tail -n 1 "$work/plan.out"
+	grep '^Plan:' "$work/plan.out"
 }
 echo "conctl plan of a 1 -> $n composite, $runs runs each:"
 measure "unchanged spec" a

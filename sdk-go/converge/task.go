@@ -85,6 +85,25 @@ type Task struct {
 	// handler's span under it with OpenTelemetry, so the handler's own
 	// outbound calls join the trace.
 	TraceParent string
+
+	// preview is set for a preview task (see [Task.Preview]).
+	preview bool
+}
+
+// Preview reports whether the task is a preview for a plan (conctl plan,
+// ControlService.PlanChange): the server wants to know what the handler
+// would answer for the spec a change would give the resource, and never
+// applies the result. A handler with side effects (creating something
+// outside Converge, sending a message) must skip them and answer what it
+// would report; a composer just composes, as it always does.
+func (t *Task) Preview() bool { return t.preview }
+
+// AsPreview returns a copy of t marked as a preview, as the server sends
+// one: for tests of a handler's preview path (convergetest.AsPreview).
+func (t *Task) AsPreview() *Task {
+	c := *t
+	c.preview = true
+	return &c
 }
 
 // DecodeSpec unmarshals the task's spec into v, as [json.Unmarshal] does.
@@ -140,6 +159,7 @@ func newTask(m *convergev1.Task) *Task {
 		Rollup:         newRollup(m.GetRollup()),
 		Operation:      newOperation(m.GetOperation()),
 		Reactor:        newReactorEvent(m.GetReactor()),
+		preview:        m.GetPreview(),
 	}
 	if d := m.GetDeadline(); d != nil {
 		t.Deadline = d.AsTime()

@@ -86,3 +86,13 @@ func TestTaskRollup(t *testing.T) {
 		t.Fatalf("Rollup = %+v;\nwant %+v", got, want)
 	}
 }
+
+// A preview task says so, and only a preview task does.
+func TestTaskPreview(t *testing.T) {
+	if newTask(&convergev1.Task{Kind: "k"}).Preview() {
+		t.Fatal("a plain task reports Preview")
+	}
+	if !newTask(&convergev1.Task{Kind: "k", Preview: true}).Preview() {
+		t.Fatal("a preview task does not report Preview")
+	}
+}

@@ -345,6 +345,7 @@ func wireTask(d *dispatch) *convergev1.Task {
 		Attempt:     int32(t.Attempt),
 		DedupToken:  t.DedupToken,
 		Config:      t.Config,
+		Preview:     t.Preview(),
 	}
 	if !t.Deadline.IsZero() {
 		m.Deadline = timestamppb.New(t.Deadline)

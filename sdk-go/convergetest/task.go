@@ -32,6 +32,7 @@ type taskSettings struct {
 	// fail the test there.
 	status, rejected, config, input any
 	opID                            string
+	preview                         bool
 }
 
 // WithName sets the resource's name; default [DefaultName].
@@ -54,6 +55,10 @@ func WithGeneration(g int64) TaskOption { return func(s *taskSettings) { s.task.
 
 // WithAttempt sets the attempt; default 1, the first.
 func WithAttempt(n int) TaskOption { return func(s *taskSettings) { s.task.Attempt = n } }
+
+// AsPreview makes the task a plan's preview ([converge.Task.Preview]): its
+// result is never applied, so a handler with side effects skips them.
+func AsPreview() TaskOption { return func(s *taskSettings) { s.preview = true } }
 
 // WithDedupToken sets the dedup token; by default one made of the uid,
 // trigger and generation, as the server makes it.
@@ -195,6 +200,9 @@ func newTask(m *Manifest, reaction string, spec any, opts []TaskOption) (*conver
 	}
 	if task.DedupToken == "" {
 		task.DedupToken = fmt.Sprintf("%s/%s/%d/1", task.UID, trigger, task.Generation)
+	}
+	if s.preview {
+		task = task.AsPreview()
 	}
 	return task, nil
 }

@@ -66,6 +66,9 @@ func TestNewTaskFillsWhatTheServerWould(t *testing.T) {
 	ms := convergetest.ReadManifests(t, "testdata/kinds.json")
 	zone := ms.Get(t, "zone", 2)
 	before := time.Now()
+	if convergetest.NewTask(t, zone, "compose", nil).Preview() || !convergetest.NewTask(t, zone, "compose", nil, convergetest.AsPreview()).Preview() {
+		t.Error("a task is a preview only with AsPreview")
+	}
 	task := convergetest.NewTask(t, zone, "compose", `{"size":3}`)
 	if task.Kind != "zone" || task.KindVersion != 2 || task.Reaction != "compose" || task.Trigger != "specChange" ||
 		task.Namespace != "default" || task.Name != "test" || task.UID == "" || task.Generation != 1 || task.Attempt != 1 ||

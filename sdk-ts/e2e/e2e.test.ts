@@ -149,6 +149,44 @@ describe("TypeScript SDK end to end", () => {
     assert.equal(db.phase, "Ready");
   });
 
+  it("a plan predicts the children the apply then makes, composed as a preview by the composer's own handler", async () => {
+    type Plan = Awaited<ReturnType<typeof client.rpc.planChange>>;
+    const doc = (replicas: number) => ({ namespace: "default", kind: "webapp", kindVersion: 1, name: "planned", spec: { image: "nginx:1", replicas } });
+    const byKey = (p: Plan) => {
+      assert.equal(p.composites.length, 1, JSON.stringify(p.composites));
+      const c = p.composites[0];
+      assert.equal(c.notPreviewed, "", `not previewed: ${c.notPreviewed}\n${diagnostics()}`);
+      assert.match(c.composer, /^worker /);
+      return new Map(c.children.map((ch) => [`${ch.kind}/${ch.name}`, ch]));
+    };
+
+    // A new composite: both children are to be created; the service waits
+    // for the database, which does not exist yet.
+    const created = byKey(await client.rpc.planChange({ resources: [doc(1)] }));
+    assert.deepEqual([...created.keys()].sort(), ["database/planned-db", "service/planned-svc"]);
+    assert.ok([...created.values()].every((c) => c.action === "create"));
+    assert.match(created.get("service/planned-svc")?.waiting ?? "", /planned-db/);
+    await assert.rejects(client.get("webapp", "planned"), /not found/i, "the plan created nothing");
+
+    await client.apply(doc(1));
+    await client.waitForPhase("webapp", "planned", "Ready", { timeoutMs: waitTimeout });
+    const children = (await client.list()).filter((r) => r.owner?.name === "planned");
+    assert.deepEqual(children.map((r) => `${r.kind}/${r.name}`).sort(), [...created.keys()].sort());
+    assert.deepEqual((await client.get("database", "planned-db")).spec, created.get("database/planned-db")?.specAfter);
+
+    // A change: the service is updated, with the values that flow from the
+    // database's current status written into its planned spec.
+    const changed = byKey(await client.rpc.planChange({ resources: [doc(2)] }));
+    assert.equal(changed.get("database/planned-db")?.action, "unchanged");
+    const svc = changed.get("service/planned-svc");
+    assert.equal(svc?.action, "update");
+    assert.equal(svc?.waiting, "");
+    assert.equal(svc?.specAfter?.database_endpoint, "planned-db.db.internal:5432");
+    await client.apply(doc(2));
+    const after = await client.waitFor("service", "planned-svc", (r) => r.spec?.replicas === 2 && r.phase === "Ready", { timeoutMs: waitTimeout });
+    assert.deepEqual(after.spec, svc?.specAfter);
+  });
+
   it("workers reconnect after the server restarts on the same database and port, and new work is done", async () => {
     assert.equal(await server?.stop("SIGTERM"), 0, `the server should exit cleanly:\n${server?.tail()}`);
     await startServer();

@@ -81,6 +81,14 @@ export interface Task<Spec = JsonObject, Status = JsonObject, Config = JsonObjec
    * `@opentelemetry/api` (see docs/debugging.md, "Traces").
    */
   traceparent: string | undefined;
+  /**
+   * True for a preview task of a plan (`conctl plan`, ControlService
+   * PlanChange): the server wants to know what the handler would answer for
+   * the spec a change would give the resource, and never applies the result.
+   * A handler with side effects must skip them and answer what it would
+   * report; a composer just composes.
+   */
+  preview: boolean;
 }
 
 /**
@@ -191,6 +199,7 @@ export function newTask(m: TaskMessage, signal: AbortSignal): Task {
     attempt: m.attempt,
     dedupToken: m.dedupToken,
     traceparent: m.traceparent || undefined,
+    preview: m.preview,
     deadline: m.deadline ? new Date(Number(m.deadline.seconds) * 1000 + Math.floor(m.deadline.nanos / 1e6)) : undefined,
     signal,
     config: decode("config", m.config),

@@ -55,6 +55,7 @@ describe("taskFor", () => {
       operation: undefined,
       reactor: undefined,
       traceparent: undefined,
+      preview: false,
     });
   });
 

@@ -75,6 +75,12 @@ describe("wire helpers", () => {
     assert.throws(() => newTask(bad, new AbortController().signal), /decode status of greeting default\/r2: not valid JSON/);
   });
 
+  it("newTask says whether the task is a plan's preview", () => {
+    const signal = new AbortController().signal;
+    assert.equal(newTask(task(1), signal).preview, false);
+    assert.equal(newTask(task(2, { preview: true }), signal).preview, true);
+  });
+
   it("the version matches package.json", () => {
     const pkg = JSON.parse(readFileSync(fileURLToPath(new URL("../../../package.json", import.meta.url)), "utf8"));
     assert.equal(version, pkg.version);

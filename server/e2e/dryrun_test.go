@@ -63,8 +63,8 @@ func TestDryRunPredictsApplyAndDelete(t *testing.T) {
 		t.Fatalf("--dry-run with --wait: %s", r)
 	}
 
-	// A plan of a composite whose composer is a worker program says it
-	// cannot preview its children, and still previews the apply.
+	// A plan of a composite whose composer is a worker program is composed
+	// by that worker as a preview: the same children, nothing to change.
 	spec, err := json.Marshal(chainDoc(a, b, c))
 	if err != nil {
 		t.Fatal(err)
@@ -72,9 +72,9 @@ func TestDryRunPredictsApplyAndDelete(t *testing.T) {
 	stackDoc := fmt.Sprintf(`{"type": "resource", "kind": %q, "kind_version": 1, "name": %q, "spec": %s}`, kindStack, root, spec)
 	plan := conctl(t, srv, stackDoc, "plan", "-f", "-")
 	if plan.code != 0 || !strings.Contains(plan.stdout, "resource default/stack/dr unchanged (dry run)") ||
-		!strings.Contains(plan.stdout, "children not previewed: kind stack v1 is composed by a worker program") ||
-		!strings.Contains(plan.stdout, "1 composite(s) not previewed") {
-		t.Fatalf("plan of a worker-composed composite:\n%s", plan)
+		!strings.Contains(plan.stdout, "composite default/stack/dr (worker ") ||
+		!strings.Contains(plan.stdout, "Plan: 0 child(ren) to create, 0 to update, 0 to prune, 0 to orphan, 3 unchanged, across 1 composite(s); nothing was changed.") {
+		t.Fatalf("plan of a worker-composed composite, previewed by its worker:\n%s", plan)
 	}
 
 	// A delete, previewed and then made.

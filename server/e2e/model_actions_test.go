@@ -43,6 +43,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"startServing":   w.step(w.startServing),
 		"restartServer":  w.step(w.restartServer),
 		"dryRun":         w.step(w.dryRun),
+		"plan":           w.step(w.plan),
 		"abandon":        w.step(w.abandon),
 		"rolloutVersion": w.step(w.rolloutVersion),
 		"":               w.checkStep,

@@ -70,6 +70,48 @@ func (w *world) dryRun(t *rapid.T) {
 	}
 }
 
+// plan plans a new child count for a composite root (PlanChange): the
+// model does not change and the resource must not either; when its
+// composer answered the preview, the plan wants exactly the children the
+// model's composer makes of that spec. The model's workers record no
+// preview (model_worker_test.go), so the final checks also show that no
+// preview ran as real work.
+func (w *world) plan(t *rapid.T) {
+	m := w.res[pick(t, w.resWhere(func(m *mres) bool {
+		return m.owner == "" && m.comp != nil && !m.deleted && !m.quarantined && !m.murky
+	}), "composite root")]
+	before, err := call(t, "get "+m.key(), w.api.GetResource, &convergev1.GetResourceRequest{Kind: m.kind, Name: m.name})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	c := *m.comp
+	c.Counter, c.N = m.counter+1, rapid.IntRange(0, maxChildren).Draw(t, "planned children")
+	w.note(t, "plan %s with %d children", m.key(), c.N)
+	res := mustCall(t, "plan "+m.key(), w.api.PlanChange, &convergev1.PlanChangeRequest{PreviewTimeoutSeconds: 5,
+		Resources: []*convergev1.ApplyResourceRequest{{Kind: m.kind, KindVersion: int32(m.version), Name: m.name, Spec: mustStructOf(c)}}})
+	if len(res.GetComposites()) != 1 {
+		t.Fatalf("the plan of %s has %d composites, want 1", m.key(), len(res.GetComposites()))
+	}
+	if cp := res.GetComposites()[0]; cp.GetNotPreviewed() == "" && !c.Poison {
+		wanted := 0
+		for _, ch := range cp.GetChildren() {
+			if a := ch.GetAction(); a != "prune" && a != "orphan" {
+				wanted++
+			}
+		}
+		if wanted != c.N {
+			t.Fatalf("the plan of %s with %d children wants %d: %v", m.key(), c.N, wanted, cp.GetChildren())
+		}
+	}
+	after, err := call(t, "get "+m.key(), w.api.GetResource, &convergev1.GetResourceRequest{Kind: m.kind, Name: m.name})
+	if err != nil {
+		t.Fatalf("after a plan: %v", err)
+	}
+	if b, a := before.GetResource(), after.GetResource(); a.GetGeneration() != b.GetGeneration() || !proto.Equal(a.GetSpec(), b.GetSpec()) {
+		t.Fatalf("a plan changed %s: before %s, after %s", m.key(), explainFull(b), explainFull(a))
+	}
+}
+
 // abandon removes a root and everything it owns without teardown: the
 // answer names the root, the resources are gone at once, and the model
 // takes them as deleted (no teardown of theirs is expected, so none is

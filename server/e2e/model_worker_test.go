@@ -204,6 +204,11 @@ type handlerFunc func(ctx context.Context, t *converge.Task, b behaviour) (*conv
 // delay, and makes the handler give up when its worker is aborted.
 func (f *fleet) wrap(kw *kworker, h handlerFunc) converge.HandlerFunc {
 	return func(ctx context.Context, t *converge.Task) (*converge.Result, error) {
+		if t.Preview() {
+			// A plan's preview is not work the model counts: the recorder
+			// is this worker's side effect, so a preview skips it.
+			return f.run(ctx, t, f.behaviourOf(t.Kind), h)
+		}
 		inv := f.rec.begin(t)
 		b := f.behaviourOf(t.Kind)
 		ctx, cancel := context.WithCancel(ctx)

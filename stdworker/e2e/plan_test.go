@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/convergehq/converge/sdk-go/client"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
@@ -18,9 +21,10 @@ import (
 var planLine = regexp.MustCompile(`(?m)^  [+~-] (create|update|prune|orphan) (\S+)$`)
 
 // TestPlanPredictsGraphChildren plans a change to a std.graph instance (a
-// cache added, more replicas) against the running server: plan changes
-// nothing, and the apply that follows creates and updates exactly the
-// children the plan named, with the specs it showed.
+// cache added, more replicas) against the running server: stdcel composes
+// the preview task the server sends it; plan changes nothing, and the
+// apply that follows creates and updates exactly the children the plan
+// named, with the specs it showed.
 func TestPlanPredictsGraphChildren(t *testing.T) {
 	d, _ := celExample(t)
 	d.apply(t, readExample(t, "graph.yaml"))
@@ -45,6 +49,7 @@ func TestPlanPredictsGraphChildren(t *testing.T) {
 	}
 	for _, line := range []string{
 		`resource default/webapp/shop configured (dry run)`,
+		`composite default/webapp/shop (worker `,
 		`-  "size_gb": 30`, `+  "size_gb": 40`,
 		"Plan: 1 child(ren) to create, 2 to update, 0 to prune, 0 to orphan, 0 unchanged, across 1 composite(s); nothing was changed.",
 	} {
@@ -57,6 +62,12 @@ func TestPlanPredictsGraphChildren(t *testing.T) {
 	}
 	if _, err := d.api.GetResource(t.Context(), &convergev1.GetResourceRequest{Kind: "demo.cache", Name: "shop-cache"}); err == nil {
 		t.Fatalf("plan created the cache")
+	}
+
+	res = d.conctl(t, changed, "plan", "-f", "-", "-o", "json")
+	plan := &convergev1.PlanChangeResponse{}
+	if res.code != 0 || protojson.Unmarshal([]byte(res.stdout), plan) != nil || len(plan.GetComposites()) != 1 {
+		t.Fatalf("plan -o json:\n%s", res)
 	}
 
 	// The apply does what the plan said.
@@ -75,6 +86,14 @@ func TestPlanPredictsGraphChildren(t *testing.T) {
 	sort.Strings(children)
 	if got := strings.Join(children, " "); got != "demo.cache/shop-cache demo.database/shop-db demo.service/shop" {
 		t.Errorf("after the apply the children are %s", got)
+	}
+	for _, c := range plan.GetComposites()[0].GetChildren() {
+		if c.GetWaiting() != "" {
+			continue // its spec waits for a value the plan could not know
+		}
+		if got := d.get(t, c.GetKind(), c.GetName()).GetSpec(); !proto.Equal(got, c.GetSpecAfter()) {
+			t.Errorf("%s/%s after the apply: spec %v; the plan said %v", c.GetKind(), c.GetName(), got, c.GetSpecAfter())
+		}
 	}
 	if db := d.get(t, "demo.database", "shop-db"); db.GetSpec().GetFields()["size_gb"].GetNumberValue() != 40 {
 		t.Errorf("the database after the apply:\n%s", show(db))

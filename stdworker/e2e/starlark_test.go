@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/convergehq/converge/sdk-go/client"
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
 // TestStarlarkComposer: a kind composed by a Starlark bundle (the
@@ -50,6 +53,26 @@ spec: {}
 	}
 	if owner := last.GetOwner(); owner.GetKind() != "example.pipeline" || owner.GetName() != "flow" {
 		t.Errorf("the last stage's owner is %v; want example.pipeline/flow", owner)
+	}
+
+	// A plan of one more stage is composed by the bundle itself, through
+	// a preview task to this stdworker; nothing of it is applied.
+	res := d.conctl(t, "type: resource\nkind: example.pipeline\nkind_version: 1\nname: flow\nspec: {message: hi, stages: 4}\n",
+		"plan", "-f", "-", "-o", "json")
+	plan := &convergev1.PlanChangeResponse{}
+	if res.code != 0 || protojson.Unmarshal([]byte(res.stdout), plan) != nil || len(plan.GetComposites()) != 1 {
+		t.Fatalf("plan of a fourth stage:\n%s", res)
+	}
+	cp := plan.GetComposites()[0]
+	actions := map[string]string{}
+	for _, c := range cp.GetChildren() {
+		actions[c.GetName()] = c.GetAction()
+	}
+	if cp.GetNotPreviewed() != "" || actions["flow-stage-3"] != "create" || len(actions) != 4 || plan.GetTotals().GetPrune() != 0 {
+		t.Errorf("the plan of a fourth stage: %s", protojson.Format(cp))
+	}
+	if _, err := d.api.GetResource(t.Context(), &convergev1.GetResourceRequest{Kind: "std.shell", Name: "flow-stage-3"}); err == nil {
+		t.Errorf("the plan created flow-stage-3")
 	}
 
 	r = d.waitPhase(t, "example.spinner", "spin", client.PhaseFailed, 2*time.Minute)

@@ -33,6 +33,10 @@ type Request struct {
 	// DedupToken is the same for every delivery of the same work: key side
 	// effects by it.
 	DedupToken string `json:"dedup_token"`
+	// Preview is true when the request is a plan's preview: answer what
+	// you would, and make no change outside Converge; the answer is never
+	// applied. Omitted for real work.
+	Preview bool `json:"preview,omitempty"`
 	// Rollup is the children's summary, for a childrenSettled reaction.
 	Rollup *Rollup `json:"rollup,omitempty"`
 	// Operation is the invoked verb, for an operation reaction.

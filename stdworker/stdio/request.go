@@ -21,6 +21,7 @@ func NewRequest(t *converge.Task, emits []string) *Request {
 		Config:     object(t.Config),
 		Attempt:    t.Attempt,
 		DedupToken: t.DedupToken,
+		Preview:    t.Preview(),
 	}
 	if len(t.RejectedStatus) > 0 && json.Valid(t.RejectedStatus) {
 		req.RejectedStatus = t.RejectedStatus

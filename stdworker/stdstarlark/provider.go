@@ -196,8 +196,8 @@ func (p *program) rollupHandler(ctx context.Context, t *converge.Task) (*converg
 }
 
 // taskValue is the ctx argument of compose and rollup: the resource's
-// identity, spec, status, labels and effective config, frozen; with the
-// children's summary for rollup.
+// identity, spec, status, labels and effective config, and whether it is
+// a plan's preview, frozen; with the children's summary for rollup.
 func taskValue(t *converge.Task, rollup *converge.Rollup) (starlark.Value, error) {
 	spec, err := fromJSON(t.Spec)
 	if err != nil {
@@ -230,6 +230,9 @@ func taskValue(t *converge.Task, rollup *converge.Rollup) (starlark.Value, error
 		"spec":       spec,
 		"status":     status,
 		"config":     config,
+		// A bundle is sandboxed and has no side effects to skip; preview
+		// only tells it that its answer is for a plan.
+		"preview": starlark.Bool(t.Preview()),
 	}
 	if rollup != nil {
 		fields["rollup"] = rollupValue(rollup)

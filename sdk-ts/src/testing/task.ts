@@ -46,6 +46,8 @@ export interface TaskOptions<Status = JsonObject, Config = JsonObject> {
   dedupToken?: string;
   /** The W3C traceparent the server sent; default none. */
   traceparent?: string;
+  /** Whether the task is a plan's preview; default false. */
+  preview?: boolean;
   deadline?: Date;
   /** The task's signal; default one that never aborts. */
   signal?: AbortSignal;
@@ -112,6 +114,7 @@ export function taskFor<Spec = JsonObject, Status = JsonObject, Config = JsonObj
     attempt: o.attempt ?? 1,
     dedupToken: o.dedupToken ?? `test/${m.kind}/${name}/${trigger}/${generation}`,
     traceparent: o.traceparent,
+    preview: o.preview ?? false,
     deadline: o.deadline,
     signal: o.signal ?? never,
     config: o.config as JsonObject | undefined,
@@ -202,6 +205,7 @@ export function wireTask(t: Task, lease: Lease, where = "converge: task"): TaskM
     attempt: t.attempt,
     dedupToken: t.dedupToken,
     traceparent: t.traceparent ?? "",
+    preview: t.preview,
     deadline: ms === undefined ? undefined : { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 },
     resource: t.reactor
       ? undefined

@@ -116,6 +116,9 @@ type kindRef struct {
 // authzRequests builds the decisions a request needs, one per kind it
 // touches, looking up each kind's owner team in the database.
 func (s *Service) authzRequests(ctx context.Context, method string, msg any) ([]authz.Request, error) {
+	if p, ok := msg.(*convergev1.PlanChangeRequest); ok {
+		return s.planAuthzRequests(ctx, method, p)
+	}
 	need := authz.NeedOf(method)
 	if d, ok := msg.(*convergev1.DeleteResourceRequest); ok && d.GetAbandon() {
 		// Skipping teardown can leave external objects nobody tracks.
@@ -157,6 +160,31 @@ func (s *Service) authzRequests(ctx context.Context, method string, msg any) ([]
 		}
 		r.Owner, r.Exists = o.owner, o.exists
 		out = append(out, r)
+	}
+	return out, nil
+}
+
+// planAuthzRequests asks of a plan what applying its documents asks: a
+// kind owner's right for each kind, a resource writer's for the resources.
+func (s *Service) planAuthzRequests(ctx context.Context, method string, p *convergev1.PlanChangeRequest) ([]authz.Request, error) {
+	var out []authz.Request
+	add := func(as string, msg any) error {
+		reqs, err := s.authzRequests(ctx, as, msg)
+		for _, r := range reqs {
+			r.Procedure = method
+			out = append(out, r)
+		}
+		return err
+	}
+	for _, m := range p.GetKinds() {
+		if err := add("ApplyKind", &convergev1.ApplyKindRequest{Manifest: m}); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.GetResources()) > 0 {
+		if err := add("ApplyResources", &convergev1.ApplyResourcesRequest{Resources: p.GetResources()}); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -174,9 +174,10 @@ func (s *Service) plannedTeardown(ctx context.Context, id store.ResourceKey, bef
 }
 
 // publish tells this replica's loops that the database has new work;
-// a dry run's writes are rolled back, so it tells nobody.
+// a dry run's writes are rolled back, so it tells nobody, and writes not
+// committed yet are told of by whoever commits them.
 func (s *Service) publish(ctx context.Context, channel string) {
-	if store.InDryRun(ctx) {
+	if store.Uncommitted(ctx) {
 		return
 	}
 	s.bus.Publish(channel)

@@ -18,6 +18,19 @@ import (
 // ApplyKind creates or updates a kind version after checking every
 // legality rule; the error lists each problem with its rule.
 func (s *Service) ApplyKind(ctx context.Context, req *convergev1.ApplyKindRequest) (*convergev1.ApplyKindResponse, error) {
+	var res *convergev1.ApplyKindResponse
+	err := s.fenced(ctx, req.GetPlanId(), func(ctx context.Context) error {
+		if err := s.checkKindPlan(ctx, req); err != nil {
+			return err
+		}
+		var err error
+		res, err = s.applyKind(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+func (s *Service) applyKind(ctx context.Context, req *convergev1.ApplyKindRequest) (*convergev1.ApplyKindResponse, error) {
 	m := req.GetManifest()
 	if _, err := manifest.Compile(m); err != nil {
 		var merr *manifest.Error

@@ -27,6 +27,19 @@ func namespaceOr(ns string) string {
 
 // ApplyResource creates or updates one resource.
 func (s *Service) ApplyResource(ctx context.Context, req *convergev1.ApplyResourceRequest) (*convergev1.ApplyResourceResponse, error) {
+	var res *convergev1.ApplyResourceResponse
+	err := s.fenced(ctx, req.GetPlanId(), func(ctx context.Context) error {
+		if err := s.checkResourcePlan(ctx, req.GetPlanId(), []*convergev1.ApplyResourceRequest{req}, false); err != nil {
+			return err
+		}
+		var err error
+		res, err = s.applyResource(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+func (s *Service) applyResource(ctx context.Context, req *convergev1.ApplyResourceRequest) (*convergev1.ApplyResourceResponse, error) {
 	results, err := s.apply(ctx, []*convergev1.ApplyResourceRequest{req}, false)
 	if err != nil {
 		return nil, err
@@ -40,6 +53,19 @@ func (s *Service) ApplyResource(ctx context.Context, req *convergev1.ApplyResour
 
 // ApplyResources creates or updates a batch of resources, all or none.
 func (s *Service) ApplyResources(ctx context.Context, req *convergev1.ApplyResourcesRequest) (*convergev1.ApplyResourcesResponse, error) {
+	var res *convergev1.ApplyResourcesResponse
+	err := s.fenced(ctx, req.GetPlanId(), func(ctx context.Context) error {
+		if err := s.checkResourcePlan(ctx, req.GetPlanId(), req.GetResources(), true); err != nil {
+			return err
+		}
+		var err error
+		res, err = s.applyResources(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+func (s *Service) applyResources(ctx context.Context, req *convergev1.ApplyResourcesRequest) (*convergev1.ApplyResourcesResponse, error) {
 	results, err := s.apply(ctx, req.GetResources(), true)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/convergehq/converge/server/internal/authz"
+	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/notify"
@@ -25,13 +26,15 @@ type Service struct {
 	bus     *notify.Bus
 	members *members.Tracker
 	log     *slog.Logger
+	// flows compiles value flows for the gate a plan runs.
+	flows *flow.Cache
 	// onLogLevel applies a level SetLogLevel stored to this replica.
 	onLogLevel func(context.Context)
 }
 
 // New returns the service.
 func New(st *store.Store, reg *kinds.Registry, bus *notify.Bus, mem *members.Tracker, log *slog.Logger) *Service {
-	return &Service{store: st, kinds: reg, bus: bus, members: mem, log: log}
+	return &Service{store: st, kinds: reg, bus: bus, members: mem, log: log, flows: flow.NewCache(1024)}
 }
 
 // isParked reports whether no live replica has a worker ready for the

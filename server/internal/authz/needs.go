@@ -21,7 +21,7 @@ var needs = map[string]Need{
 	"StartRollout":         NeedKindOwner, "PauseRollout": NeedKindOwner, "ResumeRollout": NeedKindOwner,
 	"AbortRollout": NeedKindOwner, "RollbackRollout": NeedKindOwner,
 
-	"ApplyResource": NeedResourceWrite, "ApplyResources": NeedResourceWrite,
+	"ApplyResource": NeedResourceWrite, "ApplyResources": NeedResourceWrite, "PlanChange": NeedResourceWrite,
 	"DeleteResource": NeedResourceWrite, "RollbackResource": NeedResourceWrite,
 	"QuarantineResource": NeedResourceWrite, "UnquarantineResource": NeedResourceWrite,
 	"ReconcileResource": NeedResourceWrite, "InvokeOperation": NeedResourceWrite,

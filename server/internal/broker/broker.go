@@ -110,6 +110,8 @@ type Broker struct {
 	sessions map[*session]struct{}
 	leases   map[int64]*lease
 	pending  map[triggerKey][]*lease
+	// previews are the preview tasks out with workers, by lease task id.
+	previews map[int64]*preview
 
 	flows *flow.Cache
 	// servedChanged is told when what the workers serve changes.
@@ -177,6 +179,7 @@ func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log 
 		sessions:  map[*session]struct{}{},
 		leases:    map[int64]*lease{},
 		pending:   map[triggerKey][]*lease{},
+		previews:  map[int64]*preview{},
 		flows:     flow.NewCache(10000),
 		claimWake: make(chan struct{}, 1),
 		retryAt:   make(chan time.Time, 64),
@@ -193,8 +196,9 @@ func (*Broker) Name() string { return "broker" }
 func (b *Broker) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	applyCtx, stopApply := context.WithCancel(context.Background())
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); b.claimLoop(ctx) }()
+	go func() { defer wg.Done(); b.previewLoop(ctx) }()
 	go func() { defer wg.Done(); b.leaseLoop(ctx) }()
 	go func() { defer wg.Done(); b.configLoop(ctx) }()
 	applied := make(chan struct{})

@@ -16,6 +16,9 @@ import (
 
 // onChunk buffers one part of a composer's answer under its lease.
 func (b *Broker) onChunk(s *session, c *convergev1.ComposeChunk) {
+	if b.onPreviewChunk(s, c) {
+		return
+	}
 	pl := c.GetLease()
 	b.mu.Lock()
 	defer b.mu.Unlock()

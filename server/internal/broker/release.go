@@ -16,8 +16,14 @@ import (
 // is already on its way are left alone.
 func (b *Broker) onRelease(s *session, r *convergev1.Release) {
 	var give []store.Lease
+	var previews []int64
 	b.mu.Lock()
 	for _, pl := range r.GetLeases() {
+		if p := b.previewOf(s, pl); p != nil {
+			delete(b.previews, p.id)
+			previews = append(previews, p.id)
+			continue
+		}
 		l := b.leases[pl.GetTaskId()]
 		if l == nil || l.Epoch != pl.GetEpoch() || l.session != s || l.done {
 			continue
@@ -27,6 +33,7 @@ func (b *Broker) onRelease(s *session, r *convergev1.Release) {
 		give = append(give, l.Lease)
 	}
 	b.mu.Unlock()
+	b.givePreviewsBack(previews)
 	if !b.giveBack(give, "the tasks a worker gave back", "session", s.id) {
 		return
 	}

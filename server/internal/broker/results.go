@@ -34,6 +34,9 @@ type result struct {
 
 // onResult accepts a worker's result for a lease this broker holds.
 func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
+	if b.onPreviewResult(s, r) {
+		return
+	}
 	pl := r.GetLease()
 	b.mu.Lock()
 	l := b.leases[pl.GetTaskId()]

@@ -310,6 +310,7 @@ func (b *Broker) dropSession(s *session) {
 	s.closed = true
 	delete(b.sessions, s)
 	b.mu.Unlock()
+	b.unclaimPreviews(s)
 	b.notifyServed()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -16,6 +16,25 @@ import (
 
 // taskOf builds the message a worker gets for a claimed task.
 func (b *Broker) taskOf(e *kinds.Entry, c store.Claimed, reaction string, deadline time.Time) (*convergev1.Task, error) {
+	return buildTask(b.kinds, e, c, reaction, deadline)
+}
+
+// PreviewTask builds the message a worker gets for a preview of c (a
+// resource as a claim reads it, with the spec a planned change would give
+// it): the task its reaction would get for real, marked as a preview, with
+// a dedup token of its own so that no side effect keyed on the real one
+// can be taken for done. The broker names its lease when it sends it.
+func PreviewTask(reg *kinds.Registry, e *kinds.Entry, c store.Claimed, reaction string, deadline time.Time) (*convergev1.Task, error) {
+	t, err := buildTask(reg, e, c, reaction, deadline)
+	if err != nil {
+		return nil, err
+	}
+	t.Preview = true
+	t.DedupToken = "preview/" + t.DedupToken
+	return t, nil
+}
+
+func buildTask(reg *kinds.Registry, e *kinds.Entry, c store.Claimed, reaction string, deadline time.Time) (*convergev1.Task, error) {
 	t := &convergev1.Task{
 		Lease:            protoLease(c.Lease),
 		Kind:             c.Kind,
@@ -35,7 +54,7 @@ func (b *Broker) taskOf(e *kinds.Entry, c store.Claimed, reaction string, deadli
 			RejectedStatus: c.RejectedStatus,
 		}
 	}
-	t.Config = b.kinds.EffectiveConfig(c.Kind, c.Version, c.ProviderConfig)
+	t.Config = reg.EffectiveConfig(c.Kind, c.Version, c.ProviderConfig)
 	switch {
 	case strings.HasPrefix(c.Trigger, trigger.OperationPrefix):
 		var p struct {

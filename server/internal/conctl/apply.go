@@ -97,6 +97,7 @@ the wait timed out.`,
 	cmd.Flags().StringArrayVarP(&fl.files, "filename", "f", nil, "file, directory or - (stdin) to apply; repeatable")
 	fl.register(cmd, "wait until every applied resource is Ready or Failed")
 	a.dryRunFlag(cmd, false)
+	cmd.Flags().StringVar(&a.planID, "plan-id", "", "apply only if nothing the plan of this id (conctl plan) read has changed since; the files must be the ones planned")
 	return cmd
 }
 
@@ -131,6 +132,13 @@ func (a *app) apply(ctx context.Context, fl applyFlags) error {
 	plan, err := planApply(docs)
 	if err != nil {
 		return err
+	}
+	if a.planID != "" {
+		for _, d := range plan.oneByOne {
+			if _, ok := d.Message.(*convergev1.KindManifest); !ok {
+				return usagef("--plan-id: a plan covers kinds and resources; %s is a %s document (apply it on its own)", d.Where(), d.Type)
+			}
+		}
 	}
 
 	var report []*applied
@@ -223,7 +231,7 @@ func objectID(d *document.Document) (string, bool) {
 }
 
 func (a *app) applyBatch(ctx context.Context, docs []*document.Document, start, end int) ([]*applied, error) {
-	req := &convergev1.ApplyResourcesRequest{}
+	req := &convergev1.ApplyResourcesRequest{PlanId: a.planID}
 	for _, d := range docs[start:end] {
 		req.Resources = append(req.Resources, d.Message.(*convergev1.ApplyResourceRequest))
 	}

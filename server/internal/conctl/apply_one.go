@@ -34,7 +34,7 @@ func (a *app) applyOne(ctx context.Context, d *document.Document) (*applied, err
 }
 
 func (a *app) applyKind(ctx context.Context, m *convergev1.KindManifest) (*applied, error) {
-	resp, err := a.client.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m})
+	resp, err := a.client.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m, PlanId: a.planID})
 	if err != nil {
 		return nil, err
 	}

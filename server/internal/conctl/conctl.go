@@ -91,6 +91,9 @@ type app struct {
 	client *client.Client
 	// dryRun: the command's writes are sent as dry runs (--dry-run).
 	dryRun bool
+	// planID, set by apply --plan-id, fences every kind and resource apply
+	// on that plan.
+	planID string
 }
 
 // Output formats. Every command takes table, json and yaml; a command that

@@ -8,8 +8,6 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -18,7 +16,6 @@ import (
 	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/notify"
-	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
@@ -164,75 +161,7 @@ func (x *Executor) run(ctx context.Context, t store.InternalTask) error {
 	return fmt.Errorf("unknown graph task trigger %q", t.Trigger)
 }
 
-// decide is the gate: a dependent waits until every dependency is synced
-// and every flow has its value; then its spec is the desired spec with
-// the flowed values written in, and it must still match its kind's spec
-// schema.
+// decide is the gate (Decide) with this executor's flows and kinds.
 func (x *Executor) decide(in store.GateInput) store.GateDecision {
-	var writes []flow.Write
-	for _, d := range in.Deps {
-		name := d.Ref.Kind + "/" + d.Ref.Name
-		if d.Blocks && d.Deleting {
-			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s: it is being deleted, and comes back once its composite composes it again", name)}
-		}
-		if d.Blocks {
-			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s to sync (it is %s)", name, d.Phase)}
-		}
-		var flows []flow.Spec
-		if err := json.Unmarshal(d.Flows, &flows); err != nil {
-			return store.GateDecision{Waiting: fmt.Sprintf("the flows from %s cannot be read: %v", name, err)}
-		}
-		if len(flows) == 0 {
-			continue
-		}
-		status, err := schema.Decode(orEmpty(d.Status))
-		if err != nil {
-			return store.GateDecision{Waiting: fmt.Sprintf("the status of %s cannot be read: %v", name, err)}
-		}
-		spec, err := schema.Decode(orEmpty(d.Spec))
-		if err != nil {
-			return store.GateDecision{Waiting: fmt.Sprintf("the spec of %s cannot be read: %v", name, err)}
-		}
-		ws, failed, err := flow.EvalAll(x.flows, flows, status, spec)
-		var invalid *flow.CompileError
-		switch {
-		case errors.As(err, &invalid):
-			return store.GateDecision{Waiting: fmt.Sprintf("flow from %s is invalid: %v", name, err)}
-		case errors.Is(err, flow.ErrMissing):
-			return store.GateDecision{Waiting: fmt.Sprintf("waiting for %s: %v", name, err)}
-		case err != nil:
-			return store.GateDecision{Waiting: fmt.Sprintf("flow from %s to %s failed: %v", name, failed.To, err)}
-		}
-		writes = append(writes, ws...)
-	}
-	desired, err := schema.Decode(orEmpty(in.Spec))
-	if err != nil {
-		return store.GateDecision{Waiting: fmt.Sprintf("the desired spec cannot be read: %v", err)}
-	}
-	effective, _, err := flow.Apply(desired, writes)
-	if err != nil {
-		return store.GateDecision{Waiting: fmt.Sprintf("writing the flowed values failed: %v", err)}
-	}
-	if e := x.kindOf(in); e != nil {
-		if err := e.ValidateSpec(effective); err != nil {
-			return store.GateDecision{Waiting: fmt.Sprintf("with the flowed values the spec does not match the spec_schema of %s v%d: %v",
-				e.Kind, e.Version, err)}
-		}
-	}
-	out, err := json.Marshal(effective)
-	if err != nil {
-		return store.GateDecision{Waiting: fmt.Sprintf("encoding the spec failed: %v", err)}
-	}
-	return store.GateDecision{Spec: out}
-}
-
-func (x *Executor) kindOf(in store.GateInput) *kinds.Entry {
-	return x.kinds.Get(in.Kind, in.Version)
-}
-
-func orEmpty(b []byte) []byte {
-	if len(b) == 0 {
-		return []byte("{}")
-	}
-	return b
+	return Decide(x.flows, x.kinds, in)
 }

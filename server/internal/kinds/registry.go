@@ -230,8 +230,8 @@ func (r *Registry) Run(ctx context.Context) {
 
 // Refresh reloads the view if any kind changed since the last load.
 func (r *Registry) Refresh(ctx context.Context) error {
-	if store.InDryRun(ctx) {
-		return nil // what a dry run wrote is rolled back: nothing to load
+	if store.Uncommitted(ctx) {
+		return nil // a dry run's writes are rolled back; others load once committed
 	}
 	r.refreshing.Lock()
 	defer r.refreshing.Unlock()

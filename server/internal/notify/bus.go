@@ -24,9 +24,11 @@ const (
 	Tasks   = "converge_tasks"
 	Changes = "converge_changes"
 	Kinds   = "converge_kinds"
+	// Previews: a plan asked for a preview, or a worker answered one.
+	Previews = "converge_previews"
 )
 
-var channels = []string{Tasks, Changes, Kinds}
+var channels = []string{Tasks, Changes, Kinds, Previews}
 
 // Bus fans wakes out to local subscribers and to other replicas.
 type Bus struct {

@@ -58,7 +58,7 @@ func InDryRun(ctx context.Context) bool {
 }
 
 func (s *Store) db(ctx context.Context) querier {
-	if tx, ok := ctx.Value(dryRunKey{}).(pgx.Tx); ok {
+	if tx := txOf(ctx); tx != nil {
 		return tx
 	}
 	if tx, ok := ctx.Value(atomicKey{}).(pgx.Tx); ok {
@@ -68,7 +68,7 @@ func (s *Store) db(ctx context.Context) querier {
 }
 
 func (s *Store) relaxedDB(ctx context.Context) querier {
-	if tx, ok := ctx.Value(dryRunKey{}).(pgx.Tx); ok {
+	if tx := txOf(ctx); tx != nil {
 		return tx
 	}
 	if tx, ok := ctx.Value(atomicKey{}).(pgx.Tx); ok {
@@ -76,6 +76,44 @@ func (s *Store) relaxedDB(ctx context.Context) querier {
 	}
 	return s.relaxed
 }
+
+// txOf is the transaction every statement under ctx runs in: a dry run's
+// or InOneTransaction's; nil for none.
+func txOf(ctx context.Context) pgx.Tx {
+	if tx, ok := ctx.Value(dryRunKey{}).(pgx.Tx); ok {
+		return tx
+	}
+	if tx, ok := ctx.Value(oneTxKey{}).(pgx.Tx); ok {
+		return tx
+	}
+	return nil
+}
+
+type oneTxKey struct{}
+
+// InOneTransaction runs f with a context under which every Store call
+// runs in one transaction, committed when f returns nil and rolled back
+// otherwise. Under a dry run it is the dry run's. Side effects outside the
+// database (caches, wake-ups) wait for the commit: see Uncommitted.
+func (s *Store) InOneTransaction(ctx context.Context, f func(context.Context) error) error {
+	if txOf(ctx) != nil {
+		return f(ctx)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := f(context.WithValue(ctx, oneTxKey{}, tx)); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Uncommitted reports whether writes under ctx are not committed when the
+// call that makes them returns (a dry run, or InOneTransaction): caches
+// and wake-ups must not follow them yet.
+func Uncommitted(ctx context.Context) bool { return txOf(ctx) != nil }
 
 // ResourceState is what a write can change about one resource.
 type ResourceState struct {

@@ -31,7 +31,11 @@ type ApplyKindRequest struct {
 	Manifest *KindManifest          `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
 	// Run the call exactly as it would run and answer what it would do,
 	// storing nothing (see DryRunReport).
-	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Apply only if nothing the plan of this id depended on changed since
+	// (see PlanChangeResponse.plan_id); refused with FailedPrecondition
+	// naming what changed.
+	PlanId        string `protobuf:"bytes,51,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -78,6 +82,13 @@ func (x *ApplyKindRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *ApplyKindRequest) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
 }
 
 type ApplyKindResponse struct {
@@ -449,7 +460,10 @@ type ApplyResourceRequest struct {
 	ProviderConfig string `protobuf:"bytes,8,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
 	// Run the call exactly as it would run and answer what it would do,
 	// storing nothing (see DryRunReport).
-	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Apply only if nothing the plan of this id depended on changed since
+	// (see PlanChangeResponse.plan_id).
+	PlanId        string `protobuf:"bytes,51,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,6 +561,13 @@ func (x *ApplyResourceRequest) GetDryRun() bool {
 	return false
 }
 
+func (x *ApplyResourceRequest) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
 type ApplyResourceResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
@@ -615,7 +636,10 @@ type ApplyResourcesRequest struct {
 	Resources []*ApplyResourceRequest `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
 	// Run the call exactly as it would run and answer what it would do,
 	// storing nothing (see DryRunReport).
-	DryRun        bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Apply only if nothing the plan of this id depended on changed since
+	// (see PlanChangeResponse.plan_id).
+	PlanId        string `protobuf:"bytes,51,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -662,6 +686,13 @@ func (x *ApplyResourcesRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *ApplyResourcesRequest) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
 }
 
 type ApplyResourcesResponse struct {
@@ -802,6 +833,527 @@ func (x *ApplyResult) GetResult() string {
 	return ""
 }
 
+type PlanChangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kind manifests the change applies, before its resources.
+	Kinds []*KindManifest `protobuf:"bytes,1,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// The resources the change applies, as ApplyResources takes them.
+	Resources []*ApplyResourceRequest `protobuf:"bytes,2,rep,name=resources,proto3" json:"resources,omitempty"`
+	// How long to wait for a worker's preview of one composite; default
+	// 10 seconds, at most 120.
+	PreviewTimeoutSeconds int32 `protobuf:"varint,3,opt,name=preview_timeout_seconds,json=previewTimeoutSeconds,proto3" json:"preview_timeout_seconds,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *PlanChangeRequest) Reset() {
+	*x = PlanChangeRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanChangeRequest) ProtoMessage() {}
+
+func (x *PlanChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanChangeRequest.ProtoReflect.Descriptor instead.
+func (*PlanChangeRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PlanChangeRequest) GetKinds() []*KindManifest {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *PlanChangeRequest) GetResources() []*ApplyResourceRequest {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PlanChangeRequest) GetPreviewTimeoutSeconds() int32 {
+	if x != nil {
+		return x.PreviewTimeoutSeconds
+	}
+	return 0
+}
+
+type PlanChangeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Fences an apply of the same documents: ApplyKind, ApplyResource and
+	// ApplyResources with this plan_id are refused if anything the plan
+	// depended on changed since (the documents, the resources and statuses
+	// it read, the kind manifests, the composites' children). Valid for an
+	// hour.
+	PlanId string `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// The dry-run answers, one per kind, in request order.
+	Kinds []*ApplyKindResponse `protobuf:"bytes,2,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// The dry-run answer for the resources; unset when there are none.
+	Resources *ApplyResourcesResponse `protobuf:"bytes,3,opt,name=resources,proto3" json:"resources,omitempty"`
+	// One per composite among the resources, in request order.
+	Composites    []*CompositePlan `protobuf:"bytes,4,rep,name=composites,proto3" json:"composites,omitempty"`
+	Totals        *PlanTotals      `protobuf:"bytes,5,opt,name=totals,proto3" json:"totals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanChangeResponse) Reset() {
+	*x = PlanChangeResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanChangeResponse) ProtoMessage() {}
+
+func (x *PlanChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanChangeResponse.ProtoReflect.Descriptor instead.
+func (*PlanChangeResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PlanChangeResponse) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *PlanChangeResponse) GetKinds() []*ApplyKindResponse {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *PlanChangeResponse) GetResources() *ApplyResourcesResponse {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PlanChangeResponse) GetComposites() []*CompositePlan {
+	if x != nil {
+		return x.Composites
+	}
+	return nil
+}
+
+func (x *PlanChangeResponse) GetTotals() *PlanTotals {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+// What a composite's composer would now make, against what it has.
+type CompositePlan struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Composite   *ResourceRef           `protobuf:"bytes,1,opt,name=composite,proto3" json:"composite,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	// The composer reaction (specChange, emits children).
+	Reaction string `protobuf:"bytes,3,opt,name=reaction,proto3" json:"reaction,omitempty"`
+	// Who composed the preview, e.g. "worker host-123".
+	Composer string `protobuf:"bytes,4,opt,name=composer,proto3" json:"composer,omitempty"`
+	// Set when the children could not be previewed, saying why (no
+	// connected worker serves the reaction, it timed out, it failed).
+	NotPreviewed string          `protobuf:"bytes,5,opt,name=not_previewed,json=notPreviewed,proto3" json:"not_previewed,omitempty"`
+	Children     []*PlannedChild `protobuf:"bytes,6,rep,name=children,proto3" json:"children,omitempty"`
+	EdgesAdded   []*PlannedEdge  `protobuf:"bytes,7,rep,name=edges_added,json=edgesAdded,proto3" json:"edges_added,omitempty"`
+	EdgesRemoved []*PlannedEdge  `protobuf:"bytes,8,rep,name=edges_removed,json=edgesRemoved,proto3" json:"edges_removed,omitempty"`
+	// The composite's own status the composer would report; unset for none.
+	Status        *structpb.Struct `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompositePlan) Reset() {
+	*x = CompositePlan{}
+	mi := &file_converge_v1_control_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompositePlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompositePlan) ProtoMessage() {}
+
+func (x *CompositePlan) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompositePlan.ProtoReflect.Descriptor instead.
+func (*CompositePlan) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CompositePlan) GetComposite() *ResourceRef {
+	if x != nil {
+		return x.Composite
+	}
+	return nil
+}
+
+func (x *CompositePlan) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *CompositePlan) GetReaction() string {
+	if x != nil {
+		return x.Reaction
+	}
+	return ""
+}
+
+func (x *CompositePlan) GetComposer() string {
+	if x != nil {
+		return x.Composer
+	}
+	return ""
+}
+
+func (x *CompositePlan) GetNotPreviewed() string {
+	if x != nil {
+		return x.NotPreviewed
+	}
+	return ""
+}
+
+func (x *CompositePlan) GetChildren() []*PlannedChild {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *CompositePlan) GetEdgesAdded() []*PlannedEdge {
+	if x != nil {
+		return x.EdgesAdded
+	}
+	return nil
+}
+
+func (x *CompositePlan) GetEdgesRemoved() []*PlannedEdge {
+	if x != nil {
+		return x.EdgesRemoved
+	}
+	return nil
+}
+
+func (x *CompositePlan) GetStatus() *structpb.Struct {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type PlannedChild struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Kind        string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	KindVersion int32                  `protobuf:"varint,2,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
+	Name        string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// "create", "update", "unchanged", "prune" (deleted at once) or
+	// "orphan" (kept for the kind's orphan grace, then deleted).
+	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	// The spec it has now; unset for a create.
+	SpecBefore *structpb.Struct `protobuf:"bytes,5,opt,name=spec_before,json=specBefore,proto3" json:"spec_before,omitempty"`
+	// The spec it would have, with the values that flow along its edges
+	// from the current statuses written in; unset for a prune or orphan.
+	SpecAfter *structpb.Struct `protobuf:"bytes,6,opt,name=spec_after,json=specAfter,proto3" json:"spec_after,omitempty"`
+	// Why it would wait instead of reconciling (a dependency not synced, a
+	// value not there yet), as the dependency gate says it; empty when not.
+	Waiting       string `protobuf:"bytes,7,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlannedChild) Reset() {
+	*x = PlannedChild{}
+	mi := &file_converge_v1_control_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlannedChild) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlannedChild) ProtoMessage() {}
+
+func (x *PlannedChild) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlannedChild.ProtoReflect.Descriptor instead.
+func (*PlannedChild) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PlannedChild) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PlannedChild) GetKindVersion() int32 {
+	if x != nil {
+		return x.KindVersion
+	}
+	return 0
+}
+
+func (x *PlannedChild) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PlannedChild) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *PlannedChild) GetSpecBefore() *structpb.Struct {
+	if x != nil {
+		return x.SpecBefore
+	}
+	return nil
+}
+
+func (x *PlannedChild) GetSpecAfter() *structpb.Struct {
+	if x != nil {
+		return x.SpecAfter
+	}
+	return nil
+}
+
+func (x *PlannedChild) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
+type PlannedEdge struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dependent     *ResourceRef           `protobuf:"bytes,1,opt,name=dependent,proto3" json:"dependent,omitempty"`
+	Dependency    *ResourceRef           `protobuf:"bytes,2,opt,name=dependency,proto3" json:"dependency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlannedEdge) Reset() {
+	*x = PlannedEdge{}
+	mi := &file_converge_v1_control_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlannedEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlannedEdge) ProtoMessage() {}
+
+func (x *PlannedEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlannedEdge.ProtoReflect.Descriptor instead.
+func (*PlannedEdge) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PlannedEdge) GetDependent() *ResourceRef {
+	if x != nil {
+		return x.Dependent
+	}
+	return nil
+}
+
+func (x *PlannedEdge) GetDependency() *ResourceRef {
+	if x != nil {
+		return x.Dependency
+	}
+	return nil
+}
+
+type PlanTotals struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Create        int32                  `protobuf:"varint,1,opt,name=create,proto3" json:"create,omitempty"`
+	Update        int32                  `protobuf:"varint,2,opt,name=update,proto3" json:"update,omitempty"`
+	Unchanged     int32                  `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Prune         int32                  `protobuf:"varint,4,opt,name=prune,proto3" json:"prune,omitempty"`
+	Orphan        int32                  `protobuf:"varint,5,opt,name=orphan,proto3" json:"orphan,omitempty"`
+	Composites    int32                  `protobuf:"varint,6,opt,name=composites,proto3" json:"composites,omitempty"`
+	NotPreviewed  int32                  `protobuf:"varint,7,opt,name=not_previewed,json=notPreviewed,proto3" json:"not_previewed,omitempty"`
+	EdgesAdded    int32                  `protobuf:"varint,8,opt,name=edges_added,json=edgesAdded,proto3" json:"edges_added,omitempty"`
+	EdgesRemoved  int32                  `protobuf:"varint,9,opt,name=edges_removed,json=edgesRemoved,proto3" json:"edges_removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanTotals) Reset() {
+	*x = PlanTotals{}
+	mi := &file_converge_v1_control_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanTotals) ProtoMessage() {}
+
+func (x *PlanTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanTotals.ProtoReflect.Descriptor instead.
+func (*PlanTotals) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PlanTotals) GetCreate() int32 {
+	if x != nil {
+		return x.Create
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetUpdate() int32 {
+	if x != nil {
+		return x.Update
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetUnchanged() int32 {
+	if x != nil {
+		return x.Unchanged
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetPrune() int32 {
+	if x != nil {
+		return x.Prune
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetOrphan() int32 {
+	if x != nil {
+		return x.Orphan
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetComposites() int32 {
+	if x != nil {
+		return x.Composites
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetNotPreviewed() int32 {
+	if x != nil {
+		return x.NotPreviewed
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetEdgesAdded() int32 {
+	if x != nil {
+		return x.EdgesAdded
+	}
+	return 0
+}
+
+func (x *PlanTotals) GetEdgesRemoved() int32 {
+	if x != nil {
+		return x.EdgesRemoved
+	}
+	return 0
+}
+
 type GetResourceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -813,7 +1365,7 @@ type GetResourceRequest struct {
 
 func (x *GetResourceRequest) Reset() {
 	*x = GetResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[13]
+	mi := &file_converge_v1_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +1377,7 @@ func (x *GetResourceRequest) String() string {
 func (*GetResourceRequest) ProtoMessage() {}
 
 func (x *GetResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[13]
+	mi := &file_converge_v1_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +1390,7 @@ func (x *GetResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{13}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetResourceRequest) GetNamespace() string {
@@ -871,7 +1423,7 @@ type GetResourceResponse struct {
 
 func (x *GetResourceResponse) Reset() {
 	*x = GetResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[14]
+	mi := &file_converge_v1_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1435,7 @@ func (x *GetResourceResponse) String() string {
 func (*GetResourceResponse) ProtoMessage() {}
 
 func (x *GetResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[14]
+	mi := &file_converge_v1_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1448,7 @@ func (x *GetResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{14}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetResourceResponse) GetResource() *Resource {
@@ -931,7 +1483,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[15]
+	mi := &file_converge_v1_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1495,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[15]
+	mi := &file_converge_v1_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1508,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{15}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListResourcesRequest) GetNamespace() string {
@@ -1035,7 +1587,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[16]
+	mi := &file_converge_v1_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1599,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[16]
+	mi := &file_converge_v1_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1612,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{16}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -1107,7 +1659,7 @@ type DeleteResourceRequest struct {
 
 func (x *DeleteResourceRequest) Reset() {
 	*x = DeleteResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[17]
+	mi := &file_converge_v1_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1671,7 @@ func (x *DeleteResourceRequest) String() string {
 func (*DeleteResourceRequest) ProtoMessage() {}
 
 func (x *DeleteResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[17]
+	mi := &file_converge_v1_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1684,7 @@ func (x *DeleteResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{17}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteResourceRequest) GetNamespace() string {
@@ -1199,7 +1751,7 @@ type DeleteResourceResponse struct {
 
 func (x *DeleteResourceResponse) Reset() {
 	*x = DeleteResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[18]
+	mi := &file_converge_v1_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1763,7 @@ func (x *DeleteResourceResponse) String() string {
 func (*DeleteResourceResponse) ProtoMessage() {}
 
 func (x *DeleteResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[18]
+	mi := &file_converge_v1_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1776,7 @@ func (x *DeleteResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{18}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteResourceResponse) GetResource() *Resource {
@@ -1262,7 +1814,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[19]
+	mi := &file_converge_v1_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1826,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[19]
+	mi := &file_converge_v1_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1839,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{19}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListEventsRequest) GetNamespace() string {
@@ -1335,7 +1887,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[20]
+	mi := &file_converge_v1_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1899,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[20]
+	mi := &file_converge_v1_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1912,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{20}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -1393,7 +1945,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[21]
+	mi := &file_converge_v1_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1957,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[21]
+	mi := &file_converge_v1_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1970,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{21}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchRequest) GetNamespace() string {
@@ -1463,7 +2015,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[22]
+	mi := &file_converge_v1_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +2027,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[22]
+	mi := &file_converge_v1_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +2040,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{22}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchResponse) GetChanges() []*Change {
@@ -1527,7 +2079,7 @@ type GetResourceTreeRequest struct {
 
 func (x *GetResourceTreeRequest) Reset() {
 	*x = GetResourceTreeRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[23]
+	mi := &file_converge_v1_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +2091,7 @@ func (x *GetResourceTreeRequest) String() string {
 func (*GetResourceTreeRequest) ProtoMessage() {}
 
 func (x *GetResourceTreeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[23]
+	mi := &file_converge_v1_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +2104,7 @@ func (x *GetResourceTreeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceTreeRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceTreeRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{23}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetResourceTreeRequest) GetNamespace() string {
@@ -1599,7 +2151,7 @@ type GetResourceTreeResponse struct {
 
 func (x *GetResourceTreeResponse) Reset() {
 	*x = GetResourceTreeResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[24]
+	mi := &file_converge_v1_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +2163,7 @@ func (x *GetResourceTreeResponse) String() string {
 func (*GetResourceTreeResponse) ProtoMessage() {}
 
 func (x *GetResourceTreeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[24]
+	mi := &file_converge_v1_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +2176,7 @@ func (x *GetResourceTreeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceTreeResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceTreeResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{24}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetResourceTreeResponse) GetRoot() *TreeNode {
@@ -1654,7 +2206,7 @@ type TreeNode struct {
 
 func (x *TreeNode) Reset() {
 	*x = TreeNode{}
-	mi := &file_converge_v1_control_proto_msgTypes[25]
+	mi := &file_converge_v1_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1666,7 +2218,7 @@ func (x *TreeNode) String() string {
 func (*TreeNode) ProtoMessage() {}
 
 func (x *TreeNode) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[25]
+	mi := &file_converge_v1_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1679,7 +2231,7 @@ func (x *TreeNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeNode.ProtoReflect.Descriptor instead.
 func (*TreeNode) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{25}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TreeNode) GetResource() *ResourceRef {
@@ -1751,7 +2303,7 @@ type ExplainResourceRequest struct {
 
 func (x *ExplainResourceRequest) Reset() {
 	*x = ExplainResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[26]
+	mi := &file_converge_v1_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +2315,7 @@ func (x *ExplainResourceRequest) String() string {
 func (*ExplainResourceRequest) ProtoMessage() {}
 
 func (x *ExplainResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[26]
+	mi := &file_converge_v1_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +2328,7 @@ func (x *ExplainResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResourceRequest.ProtoReflect.Descriptor instead.
 func (*ExplainResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{26}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExplainResourceRequest) GetNamespace() string {
@@ -1821,7 +2373,7 @@ type ExplainResourceResponse struct {
 
 func (x *ExplainResourceResponse) Reset() {
 	*x = ExplainResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[27]
+	mi := &file_converge_v1_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +2385,7 @@ func (x *ExplainResourceResponse) String() string {
 func (*ExplainResourceResponse) ProtoMessage() {}
 
 func (x *ExplainResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[27]
+	mi := &file_converge_v1_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +2398,7 @@ func (x *ExplainResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResourceResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{27}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExplainResourceResponse) GetResource() *ResourceRef {
@@ -1907,7 +2459,7 @@ type Cause struct {
 
 func (x *Cause) Reset() {
 	*x = Cause{}
-	mi := &file_converge_v1_control_proto_msgTypes[28]
+	mi := &file_converge_v1_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2471,7 @@ func (x *Cause) String() string {
 func (*Cause) ProtoMessage() {}
 
 func (x *Cause) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[28]
+	mi := &file_converge_v1_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2484,7 @@ func (x *Cause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cause.ProtoReflect.Descriptor instead.
 func (*Cause) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{28}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Cause) GetResource() *ResourceRef {
@@ -2011,7 +2563,7 @@ type GetResourceGraphRequest struct {
 
 func (x *GetResourceGraphRequest) Reset() {
 	*x = GetResourceGraphRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[29]
+	mi := &file_converge_v1_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2575,7 @@ func (x *GetResourceGraphRequest) String() string {
 func (*GetResourceGraphRequest) ProtoMessage() {}
 
 func (x *GetResourceGraphRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[29]
+	mi := &file_converge_v1_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2588,7 @@ func (x *GetResourceGraphRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceGraphRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceGraphRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{29}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetResourceGraphRequest) GetNamespace() string {
@@ -2082,7 +2634,7 @@ type GetResourceGraphResponse struct {
 
 func (x *GetResourceGraphResponse) Reset() {
 	*x = GetResourceGraphResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[30]
+	mi := &file_converge_v1_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2646,7 @@ func (x *GetResourceGraphResponse) String() string {
 func (*GetResourceGraphResponse) ProtoMessage() {}
 
 func (x *GetResourceGraphResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[30]
+	mi := &file_converge_v1_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2659,7 @@ func (x *GetResourceGraphResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceGraphResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceGraphResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{30}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetResourceGraphResponse) GetNodes() []*GraphNode {
@@ -2152,7 +2704,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_converge_v1_control_proto_msgTypes[31]
+	mi := &file_converge_v1_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2716,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[31]
+	mi := &file_converge_v1_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2729,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{31}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GraphNode) GetResource() *ResourceRef {
@@ -2228,7 +2780,7 @@ type GraphEdge struct {
 
 func (x *GraphEdge) Reset() {
 	*x = GraphEdge{}
-	mi := &file_converge_v1_control_proto_msgTypes[32]
+	mi := &file_converge_v1_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2240,7 +2792,7 @@ func (x *GraphEdge) String() string {
 func (*GraphEdge) ProtoMessage() {}
 
 func (x *GraphEdge) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[32]
+	mi := &file_converge_v1_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2253,7 +2805,7 @@ func (x *GraphEdge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphEdge.ProtoReflect.Descriptor instead.
 func (*GraphEdge) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{32}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GraphEdge) GetDependent() *ResourceRef {
@@ -2295,7 +2847,7 @@ type GraphFlow struct {
 
 func (x *GraphFlow) Reset() {
 	*x = GraphFlow{}
-	mi := &file_converge_v1_control_proto_msgTypes[33]
+	mi := &file_converge_v1_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2859,7 @@ func (x *GraphFlow) String() string {
 func (*GraphFlow) ProtoMessage() {}
 
 func (x *GraphFlow) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[33]
+	mi := &file_converge_v1_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2872,7 @@ func (x *GraphFlow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphFlow.ProtoReflect.Descriptor instead.
 func (*GraphFlow) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{33}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GraphFlow) GetFrom() string {
@@ -2360,7 +2912,7 @@ type UpdateKindPolicyRequest struct {
 
 func (x *UpdateKindPolicyRequest) Reset() {
 	*x = UpdateKindPolicyRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[34]
+	mi := &file_converge_v1_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2924,7 @@ func (x *UpdateKindPolicyRequest) String() string {
 func (*UpdateKindPolicyRequest) ProtoMessage() {}
 
 func (x *UpdateKindPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[34]
+	mi := &file_converge_v1_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2937,7 @@ func (x *UpdateKindPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateKindPolicyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateKindPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{34}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UpdateKindPolicyRequest) GetKind() string {
@@ -2434,7 +2986,7 @@ type UpdateKindPolicyResponse struct {
 
 func (x *UpdateKindPolicyResponse) Reset() {
 	*x = UpdateKindPolicyResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[35]
+	mi := &file_converge_v1_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2998,7 @@ func (x *UpdateKindPolicyResponse) String() string {
 func (*UpdateKindPolicyResponse) ProtoMessage() {}
 
 func (x *UpdateKindPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[35]
+	mi := &file_converge_v1_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +3011,7 @@ func (x *UpdateKindPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateKindPolicyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateKindPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{35}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UpdateKindPolicyResponse) GetManifest() *KindManifest {
@@ -2488,7 +3040,7 @@ type ApplyProviderConfigRequest struct {
 
 func (x *ApplyProviderConfigRequest) Reset() {
 	*x = ApplyProviderConfigRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[36]
+	mi := &file_converge_v1_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +3052,7 @@ func (x *ApplyProviderConfigRequest) String() string {
 func (*ApplyProviderConfigRequest) ProtoMessage() {}
 
 func (x *ApplyProviderConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[36]
+	mi := &file_converge_v1_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +3065,7 @@ func (x *ApplyProviderConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyProviderConfigRequest.ProtoReflect.Descriptor instead.
 func (*ApplyProviderConfigRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{36}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ApplyProviderConfigRequest) GetConfig() *ProviderConfig {
@@ -2543,7 +3095,7 @@ type ApplyProviderConfigResponse struct {
 
 func (x *ApplyProviderConfigResponse) Reset() {
 	*x = ApplyProviderConfigResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[37]
+	mi := &file_converge_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +3107,7 @@ func (x *ApplyProviderConfigResponse) String() string {
 func (*ApplyProviderConfigResponse) ProtoMessage() {}
 
 func (x *ApplyProviderConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[37]
+	mi := &file_converge_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +3120,7 @@ func (x *ApplyProviderConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyProviderConfigResponse.ProtoReflect.Descriptor instead.
 func (*ApplyProviderConfigResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{37}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ApplyProviderConfigResponse) GetConfig() *ProviderConfig {
@@ -2603,7 +3155,7 @@ type GetProviderConfigRequest struct {
 
 func (x *GetProviderConfigRequest) Reset() {
 	*x = GetProviderConfigRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[38]
+	mi := &file_converge_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +3167,7 @@ func (x *GetProviderConfigRequest) String() string {
 func (*GetProviderConfigRequest) ProtoMessage() {}
 
 func (x *GetProviderConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[38]
+	mi := &file_converge_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +3180,7 @@ func (x *GetProviderConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProviderConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetProviderConfigRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{38}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetProviderConfigRequest) GetKind() string {
@@ -2661,7 +3213,7 @@ type GetProviderConfigResponse struct {
 
 func (x *GetProviderConfigResponse) Reset() {
 	*x = GetProviderConfigResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[39]
+	mi := &file_converge_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +3225,7 @@ func (x *GetProviderConfigResponse) String() string {
 func (*GetProviderConfigResponse) ProtoMessage() {}
 
 func (x *GetProviderConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[39]
+	mi := &file_converge_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +3238,7 @@ func (x *GetProviderConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProviderConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetProviderConfigResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{39}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetProviderConfigResponse) GetConfig() *ProviderConfig {
@@ -2706,7 +3258,7 @@ type ListProviderConfigsRequest struct {
 
 func (x *ListProviderConfigsRequest) Reset() {
 	*x = ListProviderConfigsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[40]
+	mi := &file_converge_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +3270,7 @@ func (x *ListProviderConfigsRequest) String() string {
 func (*ListProviderConfigsRequest) ProtoMessage() {}
 
 func (x *ListProviderConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[40]
+	mi := &file_converge_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +3283,7 @@ func (x *ListProviderConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProviderConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListProviderConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{40}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListProviderConfigsRequest) GetKind() string {
@@ -2757,7 +3309,7 @@ type ListProviderConfigsResponse struct {
 
 func (x *ListProviderConfigsResponse) Reset() {
 	*x = ListProviderConfigsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[41]
+	mi := &file_converge_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +3321,7 @@ func (x *ListProviderConfigsResponse) String() string {
 func (*ListProviderConfigsResponse) ProtoMessage() {}
 
 func (x *ListProviderConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[41]
+	mi := &file_converge_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +3334,7 @@ func (x *ListProviderConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProviderConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListProviderConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{41}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListProviderConfigsResponse) GetConfigs() []*ProviderConfig {
@@ -2806,7 +3358,7 @@ type DeleteProviderConfigRequest struct {
 
 func (x *DeleteProviderConfigRequest) Reset() {
 	*x = DeleteProviderConfigRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[42]
+	mi := &file_converge_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2818,7 +3370,7 @@ func (x *DeleteProviderConfigRequest) String() string {
 func (*DeleteProviderConfigRequest) ProtoMessage() {}
 
 func (x *DeleteProviderConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[42]
+	mi := &file_converge_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2831,7 +3383,7 @@ func (x *DeleteProviderConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteProviderConfigRequest.ProtoReflect.Descriptor instead.
 func (*DeleteProviderConfigRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DeleteProviderConfigRequest) GetKind() string {
@@ -2872,7 +3424,7 @@ type DeleteProviderConfigResponse struct {
 
 func (x *DeleteProviderConfigResponse) Reset() {
 	*x = DeleteProviderConfigResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[43]
+	mi := &file_converge_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +3436,7 @@ func (x *DeleteProviderConfigResponse) String() string {
 func (*DeleteProviderConfigResponse) ProtoMessage() {}
 
 func (x *DeleteProviderConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[43]
+	mi := &file_converge_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +3449,7 @@ func (x *DeleteProviderConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteProviderConfigResponse.ProtoReflect.Descriptor instead.
 func (*DeleteProviderConfigResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DeleteProviderConfigResponse) GetDryRun() *DryRunReport {
@@ -2919,7 +3471,7 @@ type ApplyReactorBindingRequest struct {
 
 func (x *ApplyReactorBindingRequest) Reset() {
 	*x = ApplyReactorBindingRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[44]
+	mi := &file_converge_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3483,7 @@ func (x *ApplyReactorBindingRequest) String() string {
 func (*ApplyReactorBindingRequest) ProtoMessage() {}
 
 func (x *ApplyReactorBindingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[44]
+	mi := &file_converge_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3496,7 @@ func (x *ApplyReactorBindingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyReactorBindingRequest.ProtoReflect.Descriptor instead.
 func (*ApplyReactorBindingRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ApplyReactorBindingRequest) GetBinding() *ReactorBinding {
@@ -2973,7 +3525,7 @@ type ApplyReactorBindingResponse struct {
 
 func (x *ApplyReactorBindingResponse) Reset() {
 	*x = ApplyReactorBindingResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[45]
+	mi := &file_converge_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2985,7 +3537,7 @@ func (x *ApplyReactorBindingResponse) String() string {
 func (*ApplyReactorBindingResponse) ProtoMessage() {}
 
 func (x *ApplyReactorBindingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[45]
+	mi := &file_converge_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2998,7 +3550,7 @@ func (x *ApplyReactorBindingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyReactorBindingResponse.ProtoReflect.Descriptor instead.
 func (*ApplyReactorBindingResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ApplyReactorBindingResponse) GetBinding() *ReactorBinding {
@@ -3031,7 +3583,7 @@ type GetReactorBindingRequest struct {
 
 func (x *GetReactorBindingRequest) Reset() {
 	*x = GetReactorBindingRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[46]
+	mi := &file_converge_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3595,7 @@ func (x *GetReactorBindingRequest) String() string {
 func (*GetReactorBindingRequest) ProtoMessage() {}
 
 func (x *GetReactorBindingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[46]
+	mi := &file_converge_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3608,7 @@ func (x *GetReactorBindingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReactorBindingRequest.ProtoReflect.Descriptor instead.
 func (*GetReactorBindingRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetReactorBindingRequest) GetName() string {
@@ -3075,7 +3627,7 @@ type GetReactorBindingResponse struct {
 
 func (x *GetReactorBindingResponse) Reset() {
 	*x = GetReactorBindingResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[47]
+	mi := &file_converge_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3087,7 +3639,7 @@ func (x *GetReactorBindingResponse) String() string {
 func (*GetReactorBindingResponse) ProtoMessage() {}
 
 func (x *GetReactorBindingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[47]
+	mi := &file_converge_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3100,7 +3652,7 @@ func (x *GetReactorBindingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReactorBindingResponse.ProtoReflect.Descriptor instead.
 func (*GetReactorBindingResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetReactorBindingResponse) GetBinding() *ReactorBinding {
@@ -3119,7 +3671,7 @@ type ListReactorBindingsRequest struct {
 
 func (x *ListReactorBindingsRequest) Reset() {
 	*x = ListReactorBindingsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[48]
+	mi := &file_converge_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +3683,7 @@ func (x *ListReactorBindingsRequest) String() string {
 func (*ListReactorBindingsRequest) ProtoMessage() {}
 
 func (x *ListReactorBindingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[48]
+	mi := &file_converge_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +3696,7 @@ func (x *ListReactorBindingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReactorBindingsRequest.ProtoReflect.Descriptor instead.
 func (*ListReactorBindingsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListReactorBindingsRequest) GetWatchKind() string {
@@ -3163,7 +3715,7 @@ type ListReactorBindingsResponse struct {
 
 func (x *ListReactorBindingsResponse) Reset() {
 	*x = ListReactorBindingsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[49]
+	mi := &file_converge_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3727,7 @@ func (x *ListReactorBindingsResponse) String() string {
 func (*ListReactorBindingsResponse) ProtoMessage() {}
 
 func (x *ListReactorBindingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[49]
+	mi := &file_converge_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3740,7 @@ func (x *ListReactorBindingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReactorBindingsResponse.ProtoReflect.Descriptor instead.
 func (*ListReactorBindingsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListReactorBindingsResponse) GetBindings() []*ReactorBinding {
@@ -3210,7 +3762,7 @@ type DeleteReactorBindingRequest struct {
 
 func (x *DeleteReactorBindingRequest) Reset() {
 	*x = DeleteReactorBindingRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[50]
+	mi := &file_converge_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3222,7 +3774,7 @@ func (x *DeleteReactorBindingRequest) String() string {
 func (*DeleteReactorBindingRequest) ProtoMessage() {}
 
 func (x *DeleteReactorBindingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[50]
+	mi := &file_converge_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3235,7 +3787,7 @@ func (x *DeleteReactorBindingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReactorBindingRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReactorBindingRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DeleteReactorBindingRequest) GetName() string {
@@ -3262,7 +3814,7 @@ type DeleteReactorBindingResponse struct {
 
 func (x *DeleteReactorBindingResponse) Reset() {
 	*x = DeleteReactorBindingResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[51]
+	mi := &file_converge_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3826,7 @@ func (x *DeleteReactorBindingResponse) String() string {
 func (*DeleteReactorBindingResponse) ProtoMessage() {}
 
 func (x *DeleteReactorBindingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[51]
+	mi := &file_converge_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3839,7 @@ func (x *DeleteReactorBindingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReactorBindingResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReactorBindingResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DeleteReactorBindingResponse) GetDryRun() *DryRunReport {
@@ -3311,7 +3863,7 @@ type GetResourceHistoryRequest struct {
 
 func (x *GetResourceHistoryRequest) Reset() {
 	*x = GetResourceHistoryRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[52]
+	mi := &file_converge_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3323,7 +3875,7 @@ func (x *GetResourceHistoryRequest) String() string {
 func (*GetResourceHistoryRequest) ProtoMessage() {}
 
 func (x *GetResourceHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[52]
+	mi := &file_converge_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3336,7 +3888,7 @@ func (x *GetResourceHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetResourceHistoryRequest) GetNamespace() string {
@@ -3387,7 +3939,7 @@ type GetResourceHistoryResponse struct {
 
 func (x *GetResourceHistoryResponse) Reset() {
 	*x = GetResourceHistoryResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[53]
+	mi := &file_converge_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3951,7 @@ func (x *GetResourceHistoryResponse) String() string {
 func (*GetResourceHistoryResponse) ProtoMessage() {}
 
 func (x *GetResourceHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[53]
+	mi := &file_converge_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3964,7 @@ func (x *GetResourceHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetResourceHistoryResponse) GetRevisions() []*Revision {
@@ -3450,7 +4002,7 @@ type ListTaskRecordsRequest struct {
 
 func (x *ListTaskRecordsRequest) Reset() {
 	*x = ListTaskRecordsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[54]
+	mi := &file_converge_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +4014,7 @@ func (x *ListTaskRecordsRequest) String() string {
 func (*ListTaskRecordsRequest) ProtoMessage() {}
 
 func (x *ListTaskRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[54]
+	mi := &file_converge_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +4027,7 @@ func (x *ListTaskRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTaskRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ListTaskRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListTaskRecordsRequest) GetNamespace() string {
@@ -3524,7 +4076,7 @@ type ListTaskRecordsResponse struct {
 
 func (x *ListTaskRecordsResponse) Reset() {
 	*x = ListTaskRecordsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[55]
+	mi := &file_converge_v1_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3536,7 +4088,7 @@ func (x *ListTaskRecordsResponse) String() string {
 func (*ListTaskRecordsResponse) ProtoMessage() {}
 
 func (x *ListTaskRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[55]
+	mi := &file_converge_v1_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3549,7 +4101,7 @@ func (x *ListTaskRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTaskRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ListTaskRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListTaskRecordsResponse) GetRecords() []*TaskRecord {
@@ -3575,7 +4127,7 @@ type GetTaskRecordRequest struct {
 
 func (x *GetTaskRecordRequest) Reset() {
 	*x = GetTaskRecordRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[56]
+	mi := &file_converge_v1_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3587,7 +4139,7 @@ func (x *GetTaskRecordRequest) String() string {
 func (*GetTaskRecordRequest) ProtoMessage() {}
 
 func (x *GetTaskRecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[56]
+	mi := &file_converge_v1_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3600,7 +4152,7 @@ func (x *GetTaskRecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRecordRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRecordRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetTaskRecordRequest) GetId() int64 {
@@ -3619,7 +4171,7 @@ type GetTaskRecordResponse struct {
 
 func (x *GetTaskRecordResponse) Reset() {
 	*x = GetTaskRecordResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[57]
+	mi := &file_converge_v1_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +4183,7 @@ func (x *GetTaskRecordResponse) String() string {
 func (*GetTaskRecordResponse) ProtoMessage() {}
 
 func (x *GetTaskRecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[57]
+	mi := &file_converge_v1_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +4196,7 @@ func (x *GetTaskRecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRecordResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskRecordResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetTaskRecordResponse) GetRecord() *TaskRecord {
@@ -3701,7 +4253,7 @@ type TaskRecord struct {
 
 func (x *TaskRecord) Reset() {
 	*x = TaskRecord{}
-	mi := &file_converge_v1_control_proto_msgTypes[58]
+	mi := &file_converge_v1_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3713,7 +4265,7 @@ func (x *TaskRecord) String() string {
 func (*TaskRecord) ProtoMessage() {}
 
 func (x *TaskRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[58]
+	mi := &file_converge_v1_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3726,7 +4278,7 @@ func (x *TaskRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRecord.ProtoReflect.Descriptor instead.
 func (*TaskRecord) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{58}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *TaskRecord) GetId() int64 {
@@ -3893,7 +4445,7 @@ type RollbackResourceRequest struct {
 
 func (x *RollbackResourceRequest) Reset() {
 	*x = RollbackResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[59]
+	mi := &file_converge_v1_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3905,7 +4457,7 @@ func (x *RollbackResourceRequest) String() string {
 func (*RollbackResourceRequest) ProtoMessage() {}
 
 func (x *RollbackResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[59]
+	mi := &file_converge_v1_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +4470,7 @@ func (x *RollbackResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResourceRequest.ProtoReflect.Descriptor instead.
 func (*RollbackResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{59}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RollbackResourceRequest) GetNamespace() string {
@@ -3974,7 +4526,7 @@ type RollbackResourceResponse struct {
 
 func (x *RollbackResourceResponse) Reset() {
 	*x = RollbackResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[60]
+	mi := &file_converge_v1_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3986,7 +4538,7 @@ func (x *RollbackResourceResponse) String() string {
 func (*RollbackResourceResponse) ProtoMessage() {}
 
 func (x *RollbackResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[60]
+	mi := &file_converge_v1_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +4551,7 @@ func (x *RollbackResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResourceResponse.ProtoReflect.Descriptor instead.
 func (*RollbackResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{60}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RollbackResourceResponse) GetResource() *Resource {
@@ -4031,7 +4583,7 @@ type QuarantineResourceRequest struct {
 
 func (x *QuarantineResourceRequest) Reset() {
 	*x = QuarantineResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[61]
+	mi := &file_converge_v1_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4043,7 +4595,7 @@ func (x *QuarantineResourceRequest) String() string {
 func (*QuarantineResourceRequest) ProtoMessage() {}
 
 func (x *QuarantineResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[61]
+	mi := &file_converge_v1_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4056,7 +4608,7 @@ func (x *QuarantineResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantineResourceRequest.ProtoReflect.Descriptor instead.
 func (*QuarantineResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{61}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *QuarantineResourceRequest) GetNamespace() string {
@@ -4105,7 +4657,7 @@ type QuarantineResourceResponse struct {
 
 func (x *QuarantineResourceResponse) Reset() {
 	*x = QuarantineResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[62]
+	mi := &file_converge_v1_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4117,7 +4669,7 @@ func (x *QuarantineResourceResponse) String() string {
 func (*QuarantineResourceResponse) ProtoMessage() {}
 
 func (x *QuarantineResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[62]
+	mi := &file_converge_v1_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4130,7 +4682,7 @@ func (x *QuarantineResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantineResourceResponse.ProtoReflect.Descriptor instead.
 func (*QuarantineResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{62}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *QuarantineResourceResponse) GetResource() *Resource {
@@ -4162,7 +4714,7 @@ type UnquarantineResourceRequest struct {
 
 func (x *UnquarantineResourceRequest) Reset() {
 	*x = UnquarantineResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[63]
+	mi := &file_converge_v1_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4174,7 +4726,7 @@ func (x *UnquarantineResourceRequest) String() string {
 func (*UnquarantineResourceRequest) ProtoMessage() {}
 
 func (x *UnquarantineResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[63]
+	mi := &file_converge_v1_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4187,7 +4739,7 @@ func (x *UnquarantineResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnquarantineResourceRequest.ProtoReflect.Descriptor instead.
 func (*UnquarantineResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{63}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *UnquarantineResourceRequest) GetNamespace() string {
@@ -4236,7 +4788,7 @@ type UnquarantineResourceResponse struct {
 
 func (x *UnquarantineResourceResponse) Reset() {
 	*x = UnquarantineResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[64]
+	mi := &file_converge_v1_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4248,7 +4800,7 @@ func (x *UnquarantineResourceResponse) String() string {
 func (*UnquarantineResourceResponse) ProtoMessage() {}
 
 func (x *UnquarantineResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[64]
+	mi := &file_converge_v1_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4261,7 +4813,7 @@ func (x *UnquarantineResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnquarantineResourceResponse.ProtoReflect.Descriptor instead.
 func (*UnquarantineResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{64}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *UnquarantineResourceResponse) GetResource() *Resource {
@@ -4293,7 +4845,7 @@ type ReconcileResourceRequest struct {
 
 func (x *ReconcileResourceRequest) Reset() {
 	*x = ReconcileResourceRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[65]
+	mi := &file_converge_v1_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4305,7 +4857,7 @@ func (x *ReconcileResourceRequest) String() string {
 func (*ReconcileResourceRequest) ProtoMessage() {}
 
 func (x *ReconcileResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[65]
+	mi := &file_converge_v1_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4318,7 +4870,7 @@ func (x *ReconcileResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileResourceRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{65}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReconcileResourceRequest) GetNamespace() string {
@@ -4367,7 +4919,7 @@ type ReconcileResourceResponse struct {
 
 func (x *ReconcileResourceResponse) Reset() {
 	*x = ReconcileResourceResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[66]
+	mi := &file_converge_v1_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4379,7 +4931,7 @@ func (x *ReconcileResourceResponse) String() string {
 func (*ReconcileResourceResponse) ProtoMessage() {}
 
 func (x *ReconcileResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[66]
+	mi := &file_converge_v1_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4392,7 +4944,7 @@ func (x *ReconcileResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResourceResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{66}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ReconcileResourceResponse) GetResource() *Resource {
@@ -4424,7 +4976,7 @@ type InvokeOperationRequest struct {
 
 func (x *InvokeOperationRequest) Reset() {
 	*x = InvokeOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[67]
+	mi := &file_converge_v1_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4436,7 +4988,7 @@ func (x *InvokeOperationRequest) String() string {
 func (*InvokeOperationRequest) ProtoMessage() {}
 
 func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[67]
+	mi := &file_converge_v1_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4449,7 +5001,7 @@ func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationRequest.ProtoReflect.Descriptor instead.
 func (*InvokeOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{67}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *InvokeOperationRequest) GetNamespace() string {
@@ -4503,7 +5055,7 @@ type InvokeOperationResponse struct {
 
 func (x *InvokeOperationResponse) Reset() {
 	*x = InvokeOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[68]
+	mi := &file_converge_v1_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4515,7 +5067,7 @@ func (x *InvokeOperationResponse) String() string {
 func (*InvokeOperationResponse) ProtoMessage() {}
 
 func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[68]
+	mi := &file_converge_v1_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4528,7 +5080,7 @@ func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationResponse.ProtoReflect.Descriptor instead.
 func (*InvokeOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{68}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *InvokeOperationResponse) GetOperation() *Operation {
@@ -4547,7 +5099,7 @@ type GetOperationRequest struct {
 
 func (x *GetOperationRequest) Reset() {
 	*x = GetOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[69]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4559,7 +5111,7 @@ func (x *GetOperationRequest) String() string {
 func (*GetOperationRequest) ProtoMessage() {}
 
 func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[69]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4572,7 +5124,7 @@ func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
 func (*GetOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{69}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetOperationRequest) GetId() string {
@@ -4591,7 +5143,7 @@ type GetOperationResponse struct {
 
 func (x *GetOperationResponse) Reset() {
 	*x = GetOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[70]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4603,7 +5155,7 @@ func (x *GetOperationResponse) String() string {
 func (*GetOperationResponse) ProtoMessage() {}
 
 func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[70]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4616,7 +5168,7 @@ func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationResponse.ProtoReflect.Descriptor instead.
 func (*GetOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{70}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetOperationResponse) GetOperation() *Operation {
@@ -4637,7 +5189,7 @@ type ListOperationsRequest struct {
 
 func (x *ListOperationsRequest) Reset() {
 	*x = ListOperationsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[71]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4649,7 +5201,7 @@ func (x *ListOperationsRequest) String() string {
 func (*ListOperationsRequest) ProtoMessage() {}
 
 func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[71]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4662,7 +5214,7 @@ func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
 func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{71}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListOperationsRequest) GetNamespace() string {
@@ -4696,7 +5248,7 @@ type ListOperationsResponse struct {
 
 func (x *ListOperationsResponse) Reset() {
 	*x = ListOperationsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[72]
+	mi := &file_converge_v1_control_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4708,7 +5260,7 @@ func (x *ListOperationsResponse) String() string {
 func (*ListOperationsResponse) ProtoMessage() {}
 
 func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[72]
+	mi := &file_converge_v1_control_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4721,7 +5273,7 @@ func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
 func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{72}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListOperationsResponse) GetOperations() []*Operation {
@@ -4748,7 +5300,7 @@ type CountResourcesRequest struct {
 
 func (x *CountResourcesRequest) Reset() {
 	*x = CountResourcesRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[73]
+	mi := &file_converge_v1_control_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4760,7 +5312,7 @@ func (x *CountResourcesRequest) String() string {
 func (*CountResourcesRequest) ProtoMessage() {}
 
 func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[73]
+	mi := &file_converge_v1_control_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4773,7 +5325,7 @@ func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesRequest.ProtoReflect.Descriptor instead.
 func (*CountResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{73}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *CountResourcesRequest) GetNamespace() string {
@@ -4822,7 +5374,7 @@ type CountResourcesResponse struct {
 
 func (x *CountResourcesResponse) Reset() {
 	*x = CountResourcesResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4834,7 +5386,7 @@ func (x *CountResourcesResponse) String() string {
 func (*CountResourcesResponse) ProtoMessage() {}
 
 func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4847,7 +5399,7 @@ func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesResponse.ProtoReflect.Descriptor instead.
 func (*CountResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CountResourcesResponse) GetPhases() map[string]int64 {
@@ -4872,7 +5424,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4884,7 +5436,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4897,7 +5449,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{81}
 }
 
 type WhoAmIResponse struct {
@@ -4920,7 +5472,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[76]
+	mi := &file_converge_v1_control_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4932,7 +5484,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[76]
+	mi := &file_converge_v1_control_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4945,7 +5497,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{76}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *WhoAmIResponse) GetIdentity() string {
@@ -4991,7 +5543,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[77]
+	mi := &file_converge_v1_control_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5003,7 +5555,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[77]
+	mi := &file_converge_v1_control_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5016,7 +5568,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{77}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{83}
 }
 
 type GetClusterResponse struct {
@@ -5037,7 +5589,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[78]
+	mi := &file_converge_v1_control_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5049,7 +5601,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[78]
+	mi := &file_converge_v1_control_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5062,7 +5614,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{78}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *GetClusterResponse) GetMembers() []*ClusterMember {
@@ -5110,7 +5662,7 @@ type SetLogLevelRequest struct {
 
 func (x *SetLogLevelRequest) Reset() {
 	*x = SetLogLevelRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[79]
+	mi := &file_converge_v1_control_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5122,7 +5674,7 @@ func (x *SetLogLevelRequest) String() string {
 func (*SetLogLevelRequest) ProtoMessage() {}
 
 func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[79]
+	mi := &file_converge_v1_control_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5135,7 +5687,7 @@ func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelRequest.ProtoReflect.Descriptor instead.
 func (*SetLogLevelRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{79}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *SetLogLevelRequest) GetLevel() string {
@@ -5157,7 +5709,7 @@ type SetLogLevelResponse struct {
 
 func (x *SetLogLevelResponse) Reset() {
 	*x = SetLogLevelResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[80]
+	mi := &file_converge_v1_control_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5169,7 +5721,7 @@ func (x *SetLogLevelResponse) String() string {
 func (*SetLogLevelResponse) ProtoMessage() {}
 
 func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[80]
+	mi := &file_converge_v1_control_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5182,7 +5734,7 @@ func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelResponse.ProtoReflect.Descriptor instead.
 func (*SetLogLevelResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{80}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *SetLogLevelResponse) GetLevel() string {
@@ -5217,7 +5769,7 @@ type ClusterMember struct {
 
 func (x *ClusterMember) Reset() {
 	*x = ClusterMember{}
-	mi := &file_converge_v1_control_proto_msgTypes[81]
+	mi := &file_converge_v1_control_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5229,7 +5781,7 @@ func (x *ClusterMember) String() string {
 func (*ClusterMember) ProtoMessage() {}
 
 func (x *ClusterMember) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[81]
+	mi := &file_converge_v1_control_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5242,7 +5794,7 @@ func (x *ClusterMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterMember.ProtoReflect.Descriptor instead.
 func (*ClusterMember) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{81}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ClusterMember) GetId() string {
@@ -5321,7 +5873,7 @@ type ServedReaction struct {
 
 func (x *ServedReaction) Reset() {
 	*x = ServedReaction{}
-	mi := &file_converge_v1_control_proto_msgTypes[82]
+	mi := &file_converge_v1_control_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5333,7 +5885,7 @@ func (x *ServedReaction) String() string {
 func (*ServedReaction) ProtoMessage() {}
 
 func (x *ServedReaction) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[82]
+	mi := &file_converge_v1_control_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5346,7 +5898,7 @@ func (x *ServedReaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServedReaction.ProtoReflect.Descriptor instead.
 func (*ServedReaction) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{82}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ServedReaction) GetKind() string {
@@ -5421,7 +5973,7 @@ type RolloutWaveSpec struct {
 
 func (x *RolloutWaveSpec) Reset() {
 	*x = RolloutWaveSpec{}
-	mi := &file_converge_v1_control_proto_msgTypes[83]
+	mi := &file_converge_v1_control_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5433,7 +5985,7 @@ func (x *RolloutWaveSpec) String() string {
 func (*RolloutWaveSpec) ProtoMessage() {}
 
 func (x *RolloutWaveSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[83]
+	mi := &file_converge_v1_control_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5446,7 +5998,7 @@ func (x *RolloutWaveSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWaveSpec.ProtoReflect.Descriptor instead.
 func (*RolloutWaveSpec) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{83}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RolloutWaveSpec) GetSize() isRolloutWaveSpec_Size {
@@ -5543,7 +6095,7 @@ type StartRolloutRequest struct {
 
 func (x *StartRolloutRequest) Reset() {
 	*x = StartRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[84]
+	mi := &file_converge_v1_control_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5555,7 +6107,7 @@ func (x *StartRolloutRequest) String() string {
 func (*StartRolloutRequest) ProtoMessage() {}
 
 func (x *StartRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[84]
+	mi := &file_converge_v1_control_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5568,7 +6120,7 @@ func (x *StartRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRolloutRequest.ProtoReflect.Descriptor instead.
 func (*StartRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{84}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *StartRolloutRequest) GetKind() string {
@@ -5673,7 +6225,7 @@ type StartRolloutResponse struct {
 
 func (x *StartRolloutResponse) Reset() {
 	*x = StartRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[85]
+	mi := &file_converge_v1_control_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5685,7 +6237,7 @@ func (x *StartRolloutResponse) String() string {
 func (*StartRolloutResponse) ProtoMessage() {}
 
 func (x *StartRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[85]
+	mi := &file_converge_v1_control_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5698,7 +6250,7 @@ func (x *StartRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRolloutResponse.ProtoReflect.Descriptor instead.
 func (*StartRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{85}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *StartRolloutResponse) GetRollout() *Rollout {
@@ -5754,7 +6306,7 @@ type Rollout struct {
 
 func (x *Rollout) Reset() {
 	*x = Rollout{}
-	mi := &file_converge_v1_control_proto_msgTypes[86]
+	mi := &file_converge_v1_control_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5766,7 +6318,7 @@ func (x *Rollout) String() string {
 func (*Rollout) ProtoMessage() {}
 
 func (x *Rollout) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[86]
+	mi := &file_converge_v1_control_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5779,7 +6331,7 @@ func (x *Rollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollout.ProtoReflect.Descriptor instead.
 func (*Rollout) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{86}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Rollout) GetId() int64 {
@@ -5942,7 +6494,7 @@ type RolloutWave struct {
 
 func (x *RolloutWave) Reset() {
 	*x = RolloutWave{}
-	mi := &file_converge_v1_control_proto_msgTypes[87]
+	mi := &file_converge_v1_control_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5954,7 +6506,7 @@ func (x *RolloutWave) String() string {
 func (*RolloutWave) ProtoMessage() {}
 
 func (x *RolloutWave) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[87]
+	mi := &file_converge_v1_control_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5967,7 +6519,7 @@ func (x *RolloutWave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWave.ProtoReflect.Descriptor instead.
 func (*RolloutWave) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{87}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *RolloutWave) GetIndex() int32 {
@@ -6042,7 +6594,7 @@ type RolloutCounts struct {
 
 func (x *RolloutCounts) Reset() {
 	*x = RolloutCounts{}
-	mi := &file_converge_v1_control_proto_msgTypes[88]
+	mi := &file_converge_v1_control_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6054,7 +6606,7 @@ func (x *RolloutCounts) String() string {
 func (*RolloutCounts) ProtoMessage() {}
 
 func (x *RolloutCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[88]
+	mi := &file_converge_v1_control_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6067,7 +6619,7 @@ func (x *RolloutCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutCounts.ProtoReflect.Descriptor instead.
 func (*RolloutCounts) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{88}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *RolloutCounts) GetTotal() int32 {
@@ -6130,7 +6682,7 @@ type RolloutFailure struct {
 
 func (x *RolloutFailure) Reset() {
 	*x = RolloutFailure{}
-	mi := &file_converge_v1_control_proto_msgTypes[89]
+	mi := &file_converge_v1_control_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6142,7 +6694,7 @@ func (x *RolloutFailure) String() string {
 func (*RolloutFailure) ProtoMessage() {}
 
 func (x *RolloutFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[89]
+	mi := &file_converge_v1_control_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6155,7 +6707,7 @@ func (x *RolloutFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutFailure.ProtoReflect.Descriptor instead.
 func (*RolloutFailure) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{89}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *RolloutFailure) GetWave() int32 {
@@ -6188,7 +6740,7 @@ type GetRolloutRequest struct {
 
 func (x *GetRolloutRequest) Reset() {
 	*x = GetRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[90]
+	mi := &file_converge_v1_control_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6200,7 +6752,7 @@ func (x *GetRolloutRequest) String() string {
 func (*GetRolloutRequest) ProtoMessage() {}
 
 func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[90]
+	mi := &file_converge_v1_control_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6213,7 +6765,7 @@ func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolloutRequest.ProtoReflect.Descriptor instead.
 func (*GetRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{90}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *GetRolloutRequest) GetRolloutId() int64 {
@@ -6232,7 +6784,7 @@ type GetRolloutResponse struct {
 
 func (x *GetRolloutResponse) Reset() {
 	*x = GetRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[91]
+	mi := &file_converge_v1_control_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6244,7 +6796,7 @@ func (x *GetRolloutResponse) String() string {
 func (*GetRolloutResponse) ProtoMessage() {}
 
 func (x *GetRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[91]
+	mi := &file_converge_v1_control_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6257,7 +6809,7 @@ func (x *GetRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolloutResponse.ProtoReflect.Descriptor instead.
 func (*GetRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{91}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GetRolloutResponse) GetRollout() *Rollout {
@@ -6279,7 +6831,7 @@ type ListRolloutsRequest struct {
 
 func (x *ListRolloutsRequest) Reset() {
 	*x = ListRolloutsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[92]
+	mi := &file_converge_v1_control_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6291,7 +6843,7 @@ func (x *ListRolloutsRequest) String() string {
 func (*ListRolloutsRequest) ProtoMessage() {}
 
 func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[92]
+	mi := &file_converge_v1_control_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6304,7 +6856,7 @@ func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{92}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListRolloutsRequest) GetKind() string {
@@ -6331,7 +6883,7 @@ type ListRolloutsResponse struct {
 
 func (x *ListRolloutsResponse) Reset() {
 	*x = ListRolloutsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[93]
+	mi := &file_converge_v1_control_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6343,7 +6895,7 @@ func (x *ListRolloutsResponse) String() string {
 func (*ListRolloutsResponse) ProtoMessage() {}
 
 func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[93]
+	mi := &file_converge_v1_control_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6356,7 +6908,7 @@ func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{93}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListRolloutsResponse) GetRollouts() []*Rollout {
@@ -6379,7 +6931,7 @@ type PauseRolloutRequest struct {
 
 func (x *PauseRolloutRequest) Reset() {
 	*x = PauseRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[94]
+	mi := &file_converge_v1_control_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6391,7 +6943,7 @@ func (x *PauseRolloutRequest) String() string {
 func (*PauseRolloutRequest) ProtoMessage() {}
 
 func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[94]
+	mi := &file_converge_v1_control_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6404,7 +6956,7 @@ func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
 func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{94}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *PauseRolloutRequest) GetRolloutId() int64 {
@@ -6439,7 +6991,7 @@ type PauseRolloutResponse struct {
 
 func (x *PauseRolloutResponse) Reset() {
 	*x = PauseRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[95]
+	mi := &file_converge_v1_control_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6451,7 +7003,7 @@ func (x *PauseRolloutResponse) String() string {
 func (*PauseRolloutResponse) ProtoMessage() {}
 
 func (x *PauseRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[95]
+	mi := &file_converge_v1_control_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6464,7 +7016,7 @@ func (x *PauseRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRolloutResponse.ProtoReflect.Descriptor instead.
 func (*PauseRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{95}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PauseRolloutResponse) GetRollout() *Rollout {
@@ -6494,7 +7046,7 @@ type ResumeRolloutRequest struct {
 
 func (x *ResumeRolloutRequest) Reset() {
 	*x = ResumeRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[96]
+	mi := &file_converge_v1_control_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6506,7 +7058,7 @@ func (x *ResumeRolloutRequest) String() string {
 func (*ResumeRolloutRequest) ProtoMessage() {}
 
 func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[96]
+	mi := &file_converge_v1_control_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6519,7 +7071,7 @@ func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{96}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ResumeRolloutRequest) GetRolloutId() int64 {
@@ -6554,7 +7106,7 @@ type ResumeRolloutResponse struct {
 
 func (x *ResumeRolloutResponse) Reset() {
 	*x = ResumeRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[97]
+	mi := &file_converge_v1_control_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6566,7 +7118,7 @@ func (x *ResumeRolloutResponse) String() string {
 func (*ResumeRolloutResponse) ProtoMessage() {}
 
 func (x *ResumeRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[97]
+	mi := &file_converge_v1_control_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6579,7 +7131,7 @@ func (x *ResumeRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRolloutResponse.ProtoReflect.Descriptor instead.
 func (*ResumeRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{97}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ResumeRolloutResponse) GetRollout() *Rollout {
@@ -6609,7 +7161,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[98]
+	mi := &file_converge_v1_control_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6621,7 +7173,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[98]
+	mi := &file_converge_v1_control_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6634,7 +7186,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{98}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *AbortRolloutRequest) GetRolloutId() int64 {
@@ -6669,7 +7221,7 @@ type AbortRolloutResponse struct {
 
 func (x *AbortRolloutResponse) Reset() {
 	*x = AbortRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[99]
+	mi := &file_converge_v1_control_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6681,7 +7233,7 @@ func (x *AbortRolloutResponse) String() string {
 func (*AbortRolloutResponse) ProtoMessage() {}
 
 func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[99]
+	mi := &file_converge_v1_control_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6694,7 +7246,7 @@ func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutResponse.ProtoReflect.Descriptor instead.
 func (*AbortRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{99}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *AbortRolloutResponse) GetRollout() *Rollout {
@@ -6724,7 +7276,7 @@ type RollbackRolloutRequest struct {
 
 func (x *RollbackRolloutRequest) Reset() {
 	*x = RollbackRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[100]
+	mi := &file_converge_v1_control_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6736,7 +7288,7 @@ func (x *RollbackRolloutRequest) String() string {
 func (*RollbackRolloutRequest) ProtoMessage() {}
 
 func (x *RollbackRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[100]
+	mi := &file_converge_v1_control_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6749,7 +7301,7 @@ func (x *RollbackRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRolloutRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{100}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *RollbackRolloutRequest) GetRolloutId() int64 {
@@ -6784,7 +7336,7 @@ type RollbackRolloutResponse struct {
 
 func (x *RollbackRolloutResponse) Reset() {
 	*x = RollbackRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[101]
+	mi := &file_converge_v1_control_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6796,7 +7348,7 @@ func (x *RollbackRolloutResponse) String() string {
 func (*RollbackRolloutResponse) ProtoMessage() {}
 
 func (x *RollbackRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[101]
+	mi := &file_converge_v1_control_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6809,7 +7361,7 @@ func (x *RollbackRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRolloutResponse.ProtoReflect.Descriptor instead.
 func (*RollbackRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{101}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RollbackRolloutResponse) GetRollout() *Rollout {
@@ -6830,10 +7382,11 @@ var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
-	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"j\n" +
+	"\x19converge/v1/control.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/rules.proto\x1a\x17converge/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8c\x01\n" +
 	"\x10ApplyKindRequest\x12=\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestB\x06\xbaH\x03\xc8\x01\x01R\bmanifest\x12\x17\n" +
-	"\adry_run\x182 \x01(\bR\x06dryRun\"\x96\x01\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\x12 \n" +
+	"\aplan_id\x183 \x01(\tB\a\xbaH\x04r\x02\x18@R\x06planId\"\x96\x01\n" +
 	"\x11ApplyKindResponse\x125\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x19.converge.v1.KindManifestR\bmanifest\x12\x16\n" +
 	"\x06result\x18\x02 \x01(\tR\x06result\x122\n" +
@@ -6853,7 +7406,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12\x17\n" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\"H\n" +
 	"\x12DeleteKindResponse\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xb9\x04\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xdb\x04\n" +
 	"\x14ApplyResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -6865,17 +7418,19 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x04spec\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12@\n" +
 	"\x0fdeletion_policy\x18\a \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x120\n" +
 	"\x0fprovider_config\x18\b \x01(\tB\a\xbaH\x04r\x02\x18?R\x0eproviderConfig\x12\x17\n" +
-	"\adry_run\x182 \x01(\bR\x06dryRun\x1a9\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\x12 \n" +
+	"\aplan_id\x183 \x01(\tB\a\xbaH\x04r\x02\x18@R\x06planId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x01\n" +
 	"\x15ApplyResourceResponse\x121\n" +
 	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06result\x18\x02 \x01(\tR\x06result\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"~\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xa0\x01\n" +
 	"\x15ApplyResourcesRequest\x12L\n" +
 	"\tresources\x18\x01 \x03(\v2!.converge.v1.ApplyResourceRequestB\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\tresources\x12\x17\n" +
-	"\adry_run\x182 \x01(\bR\x06dryRun\"\x80\x01\n" +
+	"\adry_run\x182 \x01(\bR\x06dryRun\x12 \n" +
+	"\aplan_id\x183 \x01(\tB\a\xbaH\x04r\x02\x18@R\x06planId\"\x80\x01\n" +
 	"\x16ApplyResourcesResponse\x122\n" +
 	"\aresults\x18\x01 \x03(\v2\x18.converge.v1.ApplyResultR\aresults\x122\n" +
 	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\x9d\x01\n" +
@@ -6887,7 +7442,59 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x05 \x01(\x03R\n" +
 	"generation\x12\x16\n" +
-	"\x06result\x18\x06 \x01(\tR\x06result\"\x83\x01\n" +
+	"\x06result\x18\x06 \x01(\tR\x06result\"\xdd\x01\n" +
+	"\x11PlanChangeRequest\x129\n" +
+	"\x05kinds\x18\x01 \x03(\v2\x19.converge.v1.KindManifestB\b\xbaH\x05\x92\x01\x02\x10dR\x05kinds\x12J\n" +
+	"\tresources\x18\x02 \x03(\v2!.converge.v1.ApplyResourceRequestB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\tresources\x12A\n" +
+	"\x17preview_timeout_seconds\x18\x03 \x01(\x05B\t\xbaH\x06\x1a\x04\x18x(\x00R\x15previewTimeoutSeconds\"\x93\x02\n" +
+	"\x12PlanChangeResponse\x12\x17\n" +
+	"\aplan_id\x18\x01 \x01(\tR\x06planId\x124\n" +
+	"\x05kinds\x18\x02 \x03(\v2\x1e.converge.v1.ApplyKindResponseR\x05kinds\x12A\n" +
+	"\tresources\x18\x03 \x01(\v2#.converge.v1.ApplyResourcesResponseR\tresources\x12:\n" +
+	"\n" +
+	"composites\x18\x04 \x03(\v2\x1a.converge.v1.CompositePlanR\n" +
+	"composites\x12/\n" +
+	"\x06totals\x18\x05 \x01(\v2\x17.converge.v1.PlanTotalsR\x06totals\"\xa9\x03\n" +
+	"\rCompositePlan\x126\n" +
+	"\tcomposite\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\tcomposite\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12\x1a\n" +
+	"\breaction\x18\x03 \x01(\tR\breaction\x12\x1a\n" +
+	"\bcomposer\x18\x04 \x01(\tR\bcomposer\x12#\n" +
+	"\rnot_previewed\x18\x05 \x01(\tR\fnotPreviewed\x125\n" +
+	"\bchildren\x18\x06 \x03(\v2\x19.converge.v1.PlannedChildR\bchildren\x129\n" +
+	"\vedges_added\x18\a \x03(\v2\x18.converge.v1.PlannedEdgeR\n" +
+	"edgesAdded\x12=\n" +
+	"\redges_removed\x18\b \x03(\v2\x18.converge.v1.PlannedEdgeR\fedgesRemoved\x12/\n" +
+	"\x06status\x18\t \x01(\v2\x17.google.protobuf.StructR\x06status\"\xfd\x01\n" +
+	"\fPlannedChild\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
+	"\fkind_version\x18\x02 \x01(\x05R\vkindVersion\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x128\n" +
+	"\vspec_before\x18\x05 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"specBefore\x126\n" +
+	"\n" +
+	"spec_after\x18\x06 \x01(\v2\x17.google.protobuf.StructR\tspecAfter\x12\x18\n" +
+	"\awaiting\x18\a \x01(\tR\awaiting\"\x7f\n" +
+	"\vPlannedEdge\x126\n" +
+	"\tdependent\x18\x01 \x01(\v2\x18.converge.v1.ResourceRefR\tdependent\x128\n" +
+	"\n" +
+	"dependency\x18\x02 \x01(\v2\x18.converge.v1.ResourceRefR\n" +
+	"dependency\"\x93\x02\n" +
+	"\n" +
+	"PlanTotals\x12\x16\n" +
+	"\x06create\x18\x01 \x01(\x05R\x06create\x12\x16\n" +
+	"\x06update\x18\x02 \x01(\x05R\x06update\x12\x1c\n" +
+	"\tunchanged\x18\x03 \x01(\x05R\tunchanged\x12\x14\n" +
+	"\x05prune\x18\x04 \x01(\x05R\x05prune\x12\x16\n" +
+	"\x06orphan\x18\x05 \x01(\x05R\x06orphan\x12\x1e\n" +
+	"\n" +
+	"composites\x18\x06 \x01(\x05R\n" +
+	"composites\x12#\n" +
+	"\rnot_previewed\x18\a \x01(\x05R\fnotPreviewed\x12\x1f\n" +
+	"\vedges_added\x18\b \x01(\x05R\n" +
+	"edgesAdded\x12#\n" +
+	"\redges_removed\x18\t \x01(\x05R\fedgesRemoved\"\x83\x01\n" +
 	"\x12GetResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -7386,7 +7993,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\"}\n" +
 	"\x17RollbackRolloutResponse\x12.\n" +
 	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun2\xb60\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun2\x9f1\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -7403,7 +8010,9 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x13ListReactorBindings\x12'.converge.v1.ListReactorBindingsRequest\x1a(.converge.v1.ListReactorBindingsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/reactorbindings\x12\x93\x01\n" +
 	"\x14DeleteReactorBinding\x12(.converge.v1.DeleteReactorBindingRequest\x1a).converge.v1.DeleteReactorBindingResponse\"&\x82\xd3\xe4\x93\x02 *\x1e/api/v1/reactorbindings/{name}\x12t\n" +
 	"\rApplyResource\x12!.converge.v1.ApplyResourceRequest\x1a\".converge.v1.ApplyResourceResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/resources\x12\x82\x01\n" +
-	"\x0eApplyResources\x12\".converge.v1.ApplyResourcesRequest\x1a#.converge.v1.ApplyResourcesResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/api/v1/resources:batchApply\x12\x90\x01\n" +
+	"\x0eApplyResources\x12\".converge.v1.ApplyResourcesRequest\x1a#.converge.v1.ApplyResourcesResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/api/v1/resources:batchApply\x12g\n" +
+	"\n" +
+	"PlanChange\x12\x1e.converge.v1.PlanChangeRequest\x1a\x1f.converge.v1.PlanChangeResponse\"\x18\x82\xd3\xe4\x93\x02\x12:\x01*\"\r/api/v1/plans\x12\x90\x01\n" +
 	"\vGetResource\x12\x1f.converge.v1.GetResourceRequest\x1a .converge.v1.GetResourceResponse\">\x82\xd3\xe4\x93\x028\x126/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12q\n" +
 	"\rListResources\x12!.converge.v1.ListResourcesRequest\x1a\".converge.v1.ListResourcesResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/resources\x12\x99\x01\n" +
 	"\x0eDeleteResource\x12\".converge.v1.DeleteResourceRequest\x1a#.converge.v1.DeleteResourceResponse\">\x82\xd3\xe4\x93\x028*6/api/v1/namespaces/{namespace}/resources/{kind}/{name}\x12\xa1\x01\n" +
@@ -7450,7 +8059,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -7465,311 +8074,334 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyResourcesRequest)(nil),        // 10: converge.v1.ApplyResourcesRequest
 	(*ApplyResourcesResponse)(nil),       // 11: converge.v1.ApplyResourcesResponse
 	(*ApplyResult)(nil),                  // 12: converge.v1.ApplyResult
-	(*GetResourceRequest)(nil),           // 13: converge.v1.GetResourceRequest
-	(*GetResourceResponse)(nil),          // 14: converge.v1.GetResourceResponse
-	(*ListResourcesRequest)(nil),         // 15: converge.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),        // 16: converge.v1.ListResourcesResponse
-	(*DeleteResourceRequest)(nil),        // 17: converge.v1.DeleteResourceRequest
-	(*DeleteResourceResponse)(nil),       // 18: converge.v1.DeleteResourceResponse
-	(*ListEventsRequest)(nil),            // 19: converge.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),           // 20: converge.v1.ListEventsResponse
-	(*WatchRequest)(nil),                 // 21: converge.v1.WatchRequest
-	(*WatchResponse)(nil),                // 22: converge.v1.WatchResponse
-	(*GetResourceTreeRequest)(nil),       // 23: converge.v1.GetResourceTreeRequest
-	(*GetResourceTreeResponse)(nil),      // 24: converge.v1.GetResourceTreeResponse
-	(*TreeNode)(nil),                     // 25: converge.v1.TreeNode
-	(*ExplainResourceRequest)(nil),       // 26: converge.v1.ExplainResourceRequest
-	(*ExplainResourceResponse)(nil),      // 27: converge.v1.ExplainResourceResponse
-	(*Cause)(nil),                        // 28: converge.v1.Cause
-	(*GetResourceGraphRequest)(nil),      // 29: converge.v1.GetResourceGraphRequest
-	(*GetResourceGraphResponse)(nil),     // 30: converge.v1.GetResourceGraphResponse
-	(*GraphNode)(nil),                    // 31: converge.v1.GraphNode
-	(*GraphEdge)(nil),                    // 32: converge.v1.GraphEdge
-	(*GraphFlow)(nil),                    // 33: converge.v1.GraphFlow
-	(*UpdateKindPolicyRequest)(nil),      // 34: converge.v1.UpdateKindPolicyRequest
-	(*UpdateKindPolicyResponse)(nil),     // 35: converge.v1.UpdateKindPolicyResponse
-	(*ApplyProviderConfigRequest)(nil),   // 36: converge.v1.ApplyProviderConfigRequest
-	(*ApplyProviderConfigResponse)(nil),  // 37: converge.v1.ApplyProviderConfigResponse
-	(*GetProviderConfigRequest)(nil),     // 38: converge.v1.GetProviderConfigRequest
-	(*GetProviderConfigResponse)(nil),    // 39: converge.v1.GetProviderConfigResponse
-	(*ListProviderConfigsRequest)(nil),   // 40: converge.v1.ListProviderConfigsRequest
-	(*ListProviderConfigsResponse)(nil),  // 41: converge.v1.ListProviderConfigsResponse
-	(*DeleteProviderConfigRequest)(nil),  // 42: converge.v1.DeleteProviderConfigRequest
-	(*DeleteProviderConfigResponse)(nil), // 43: converge.v1.DeleteProviderConfigResponse
-	(*ApplyReactorBindingRequest)(nil),   // 44: converge.v1.ApplyReactorBindingRequest
-	(*ApplyReactorBindingResponse)(nil),  // 45: converge.v1.ApplyReactorBindingResponse
-	(*GetReactorBindingRequest)(nil),     // 46: converge.v1.GetReactorBindingRequest
-	(*GetReactorBindingResponse)(nil),    // 47: converge.v1.GetReactorBindingResponse
-	(*ListReactorBindingsRequest)(nil),   // 48: converge.v1.ListReactorBindingsRequest
-	(*ListReactorBindingsResponse)(nil),  // 49: converge.v1.ListReactorBindingsResponse
-	(*DeleteReactorBindingRequest)(nil),  // 50: converge.v1.DeleteReactorBindingRequest
-	(*DeleteReactorBindingResponse)(nil), // 51: converge.v1.DeleteReactorBindingResponse
-	(*GetResourceHistoryRequest)(nil),    // 52: converge.v1.GetResourceHistoryRequest
-	(*GetResourceHistoryResponse)(nil),   // 53: converge.v1.GetResourceHistoryResponse
-	(*ListTaskRecordsRequest)(nil),       // 54: converge.v1.ListTaskRecordsRequest
-	(*ListTaskRecordsResponse)(nil),      // 55: converge.v1.ListTaskRecordsResponse
-	(*GetTaskRecordRequest)(nil),         // 56: converge.v1.GetTaskRecordRequest
-	(*GetTaskRecordResponse)(nil),        // 57: converge.v1.GetTaskRecordResponse
-	(*TaskRecord)(nil),                   // 58: converge.v1.TaskRecord
-	(*RollbackResourceRequest)(nil),      // 59: converge.v1.RollbackResourceRequest
-	(*RollbackResourceResponse)(nil),     // 60: converge.v1.RollbackResourceResponse
-	(*QuarantineResourceRequest)(nil),    // 61: converge.v1.QuarantineResourceRequest
-	(*QuarantineResourceResponse)(nil),   // 62: converge.v1.QuarantineResourceResponse
-	(*UnquarantineResourceRequest)(nil),  // 63: converge.v1.UnquarantineResourceRequest
-	(*UnquarantineResourceResponse)(nil), // 64: converge.v1.UnquarantineResourceResponse
-	(*ReconcileResourceRequest)(nil),     // 65: converge.v1.ReconcileResourceRequest
-	(*ReconcileResourceResponse)(nil),    // 66: converge.v1.ReconcileResourceResponse
-	(*InvokeOperationRequest)(nil),       // 67: converge.v1.InvokeOperationRequest
-	(*InvokeOperationResponse)(nil),      // 68: converge.v1.InvokeOperationResponse
-	(*GetOperationRequest)(nil),          // 69: converge.v1.GetOperationRequest
-	(*GetOperationResponse)(nil),         // 70: converge.v1.GetOperationResponse
-	(*ListOperationsRequest)(nil),        // 71: converge.v1.ListOperationsRequest
-	(*ListOperationsResponse)(nil),       // 72: converge.v1.ListOperationsResponse
-	(*CountResourcesRequest)(nil),        // 73: converge.v1.CountResourcesRequest
-	(*CountResourcesResponse)(nil),       // 74: converge.v1.CountResourcesResponse
-	(*WhoAmIRequest)(nil),                // 75: converge.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 76: converge.v1.WhoAmIResponse
-	(*GetClusterRequest)(nil),            // 77: converge.v1.GetClusterRequest
-	(*GetClusterResponse)(nil),           // 78: converge.v1.GetClusterResponse
-	(*SetLogLevelRequest)(nil),           // 79: converge.v1.SetLogLevelRequest
-	(*SetLogLevelResponse)(nil),          // 80: converge.v1.SetLogLevelResponse
-	(*ClusterMember)(nil),                // 81: converge.v1.ClusterMember
-	(*ServedReaction)(nil),               // 82: converge.v1.ServedReaction
-	(*RolloutWaveSpec)(nil),              // 83: converge.v1.RolloutWaveSpec
-	(*StartRolloutRequest)(nil),          // 84: converge.v1.StartRolloutRequest
-	(*StartRolloutResponse)(nil),         // 85: converge.v1.StartRolloutResponse
-	(*Rollout)(nil),                      // 86: converge.v1.Rollout
-	(*RolloutWave)(nil),                  // 87: converge.v1.RolloutWave
-	(*RolloutCounts)(nil),                // 88: converge.v1.RolloutCounts
-	(*RolloutFailure)(nil),               // 89: converge.v1.RolloutFailure
-	(*GetRolloutRequest)(nil),            // 90: converge.v1.GetRolloutRequest
-	(*GetRolloutResponse)(nil),           // 91: converge.v1.GetRolloutResponse
-	(*ListRolloutsRequest)(nil),          // 92: converge.v1.ListRolloutsRequest
-	(*ListRolloutsResponse)(nil),         // 93: converge.v1.ListRolloutsResponse
-	(*PauseRolloutRequest)(nil),          // 94: converge.v1.PauseRolloutRequest
-	(*PauseRolloutResponse)(nil),         // 95: converge.v1.PauseRolloutResponse
-	(*ResumeRolloutRequest)(nil),         // 96: converge.v1.ResumeRolloutRequest
-	(*ResumeRolloutResponse)(nil),        // 97: converge.v1.ResumeRolloutResponse
-	(*AbortRolloutRequest)(nil),          // 98: converge.v1.AbortRolloutRequest
-	(*AbortRolloutResponse)(nil),         // 99: converge.v1.AbortRolloutResponse
-	(*RollbackRolloutRequest)(nil),       // 100: converge.v1.RollbackRolloutRequest
-	(*RollbackRolloutResponse)(nil),      // 101: converge.v1.RollbackRolloutResponse
-	nil,                                  // 102: converge.v1.ApplyResourceRequest.LabelsEntry
-	nil,                                  // 103: converge.v1.CountResourcesResponse.PhasesEntry
-	(*KindManifest)(nil),                 // 104: converge.v1.KindManifest
-	(*DryRunReport)(nil),                 // 105: converge.v1.DryRunReport
-	(*structpb.Struct)(nil),              // 106: google.protobuf.Struct
-	(*Resource)(nil),                     // 107: converge.v1.Resource
-	(*ResourceRef)(nil),                  // 108: converge.v1.ResourceRef
-	(*Event)(nil),                        // 109: converge.v1.Event
-	(*Change)(nil),                       // 110: converge.v1.Change
-	(*Rollup)(nil),                       // 111: converge.v1.Rollup
-	(*timestamppb.Timestamp)(nil),        // 112: google.protobuf.Timestamp
-	(*Culprit)(nil),                      // 113: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 114: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 115: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 116: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 117: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 118: converge.v1.Revision
-	(*Operation)(nil),                    // 119: converge.v1.Operation
+	(*PlanChangeRequest)(nil),            // 13: converge.v1.PlanChangeRequest
+	(*PlanChangeResponse)(nil),           // 14: converge.v1.PlanChangeResponse
+	(*CompositePlan)(nil),                // 15: converge.v1.CompositePlan
+	(*PlannedChild)(nil),                 // 16: converge.v1.PlannedChild
+	(*PlannedEdge)(nil),                  // 17: converge.v1.PlannedEdge
+	(*PlanTotals)(nil),                   // 18: converge.v1.PlanTotals
+	(*GetResourceRequest)(nil),           // 19: converge.v1.GetResourceRequest
+	(*GetResourceResponse)(nil),          // 20: converge.v1.GetResourceResponse
+	(*ListResourcesRequest)(nil),         // 21: converge.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),        // 22: converge.v1.ListResourcesResponse
+	(*DeleteResourceRequest)(nil),        // 23: converge.v1.DeleteResourceRequest
+	(*DeleteResourceResponse)(nil),       // 24: converge.v1.DeleteResourceResponse
+	(*ListEventsRequest)(nil),            // 25: converge.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),           // 26: converge.v1.ListEventsResponse
+	(*WatchRequest)(nil),                 // 27: converge.v1.WatchRequest
+	(*WatchResponse)(nil),                // 28: converge.v1.WatchResponse
+	(*GetResourceTreeRequest)(nil),       // 29: converge.v1.GetResourceTreeRequest
+	(*GetResourceTreeResponse)(nil),      // 30: converge.v1.GetResourceTreeResponse
+	(*TreeNode)(nil),                     // 31: converge.v1.TreeNode
+	(*ExplainResourceRequest)(nil),       // 32: converge.v1.ExplainResourceRequest
+	(*ExplainResourceResponse)(nil),      // 33: converge.v1.ExplainResourceResponse
+	(*Cause)(nil),                        // 34: converge.v1.Cause
+	(*GetResourceGraphRequest)(nil),      // 35: converge.v1.GetResourceGraphRequest
+	(*GetResourceGraphResponse)(nil),     // 36: converge.v1.GetResourceGraphResponse
+	(*GraphNode)(nil),                    // 37: converge.v1.GraphNode
+	(*GraphEdge)(nil),                    // 38: converge.v1.GraphEdge
+	(*GraphFlow)(nil),                    // 39: converge.v1.GraphFlow
+	(*UpdateKindPolicyRequest)(nil),      // 40: converge.v1.UpdateKindPolicyRequest
+	(*UpdateKindPolicyResponse)(nil),     // 41: converge.v1.UpdateKindPolicyResponse
+	(*ApplyProviderConfigRequest)(nil),   // 42: converge.v1.ApplyProviderConfigRequest
+	(*ApplyProviderConfigResponse)(nil),  // 43: converge.v1.ApplyProviderConfigResponse
+	(*GetProviderConfigRequest)(nil),     // 44: converge.v1.GetProviderConfigRequest
+	(*GetProviderConfigResponse)(nil),    // 45: converge.v1.GetProviderConfigResponse
+	(*ListProviderConfigsRequest)(nil),   // 46: converge.v1.ListProviderConfigsRequest
+	(*ListProviderConfigsResponse)(nil),  // 47: converge.v1.ListProviderConfigsResponse
+	(*DeleteProviderConfigRequest)(nil),  // 48: converge.v1.DeleteProviderConfigRequest
+	(*DeleteProviderConfigResponse)(nil), // 49: converge.v1.DeleteProviderConfigResponse
+	(*ApplyReactorBindingRequest)(nil),   // 50: converge.v1.ApplyReactorBindingRequest
+	(*ApplyReactorBindingResponse)(nil),  // 51: converge.v1.ApplyReactorBindingResponse
+	(*GetReactorBindingRequest)(nil),     // 52: converge.v1.GetReactorBindingRequest
+	(*GetReactorBindingResponse)(nil),    // 53: converge.v1.GetReactorBindingResponse
+	(*ListReactorBindingsRequest)(nil),   // 54: converge.v1.ListReactorBindingsRequest
+	(*ListReactorBindingsResponse)(nil),  // 55: converge.v1.ListReactorBindingsResponse
+	(*DeleteReactorBindingRequest)(nil),  // 56: converge.v1.DeleteReactorBindingRequest
+	(*DeleteReactorBindingResponse)(nil), // 57: converge.v1.DeleteReactorBindingResponse
+	(*GetResourceHistoryRequest)(nil),    // 58: converge.v1.GetResourceHistoryRequest
+	(*GetResourceHistoryResponse)(nil),   // 59: converge.v1.GetResourceHistoryResponse
+	(*ListTaskRecordsRequest)(nil),       // 60: converge.v1.ListTaskRecordsRequest
+	(*ListTaskRecordsResponse)(nil),      // 61: converge.v1.ListTaskRecordsResponse
+	(*GetTaskRecordRequest)(nil),         // 62: converge.v1.GetTaskRecordRequest
+	(*GetTaskRecordResponse)(nil),        // 63: converge.v1.GetTaskRecordResponse
+	(*TaskRecord)(nil),                   // 64: converge.v1.TaskRecord
+	(*RollbackResourceRequest)(nil),      // 65: converge.v1.RollbackResourceRequest
+	(*RollbackResourceResponse)(nil),     // 66: converge.v1.RollbackResourceResponse
+	(*QuarantineResourceRequest)(nil),    // 67: converge.v1.QuarantineResourceRequest
+	(*QuarantineResourceResponse)(nil),   // 68: converge.v1.QuarantineResourceResponse
+	(*UnquarantineResourceRequest)(nil),  // 69: converge.v1.UnquarantineResourceRequest
+	(*UnquarantineResourceResponse)(nil), // 70: converge.v1.UnquarantineResourceResponse
+	(*ReconcileResourceRequest)(nil),     // 71: converge.v1.ReconcileResourceRequest
+	(*ReconcileResourceResponse)(nil),    // 72: converge.v1.ReconcileResourceResponse
+	(*InvokeOperationRequest)(nil),       // 73: converge.v1.InvokeOperationRequest
+	(*InvokeOperationResponse)(nil),      // 74: converge.v1.InvokeOperationResponse
+	(*GetOperationRequest)(nil),          // 75: converge.v1.GetOperationRequest
+	(*GetOperationResponse)(nil),         // 76: converge.v1.GetOperationResponse
+	(*ListOperationsRequest)(nil),        // 77: converge.v1.ListOperationsRequest
+	(*ListOperationsResponse)(nil),       // 78: converge.v1.ListOperationsResponse
+	(*CountResourcesRequest)(nil),        // 79: converge.v1.CountResourcesRequest
+	(*CountResourcesResponse)(nil),       // 80: converge.v1.CountResourcesResponse
+	(*WhoAmIRequest)(nil),                // 81: converge.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 82: converge.v1.WhoAmIResponse
+	(*GetClusterRequest)(nil),            // 83: converge.v1.GetClusterRequest
+	(*GetClusterResponse)(nil),           // 84: converge.v1.GetClusterResponse
+	(*SetLogLevelRequest)(nil),           // 85: converge.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 86: converge.v1.SetLogLevelResponse
+	(*ClusterMember)(nil),                // 87: converge.v1.ClusterMember
+	(*ServedReaction)(nil),               // 88: converge.v1.ServedReaction
+	(*RolloutWaveSpec)(nil),              // 89: converge.v1.RolloutWaveSpec
+	(*StartRolloutRequest)(nil),          // 90: converge.v1.StartRolloutRequest
+	(*StartRolloutResponse)(nil),         // 91: converge.v1.StartRolloutResponse
+	(*Rollout)(nil),                      // 92: converge.v1.Rollout
+	(*RolloutWave)(nil),                  // 93: converge.v1.RolloutWave
+	(*RolloutCounts)(nil),                // 94: converge.v1.RolloutCounts
+	(*RolloutFailure)(nil),               // 95: converge.v1.RolloutFailure
+	(*GetRolloutRequest)(nil),            // 96: converge.v1.GetRolloutRequest
+	(*GetRolloutResponse)(nil),           // 97: converge.v1.GetRolloutResponse
+	(*ListRolloutsRequest)(nil),          // 98: converge.v1.ListRolloutsRequest
+	(*ListRolloutsResponse)(nil),         // 99: converge.v1.ListRolloutsResponse
+	(*PauseRolloutRequest)(nil),          // 100: converge.v1.PauseRolloutRequest
+	(*PauseRolloutResponse)(nil),         // 101: converge.v1.PauseRolloutResponse
+	(*ResumeRolloutRequest)(nil),         // 102: converge.v1.ResumeRolloutRequest
+	(*ResumeRolloutResponse)(nil),        // 103: converge.v1.ResumeRolloutResponse
+	(*AbortRolloutRequest)(nil),          // 104: converge.v1.AbortRolloutRequest
+	(*AbortRolloutResponse)(nil),         // 105: converge.v1.AbortRolloutResponse
+	(*RollbackRolloutRequest)(nil),       // 106: converge.v1.RollbackRolloutRequest
+	(*RollbackRolloutResponse)(nil),      // 107: converge.v1.RollbackRolloutResponse
+	nil,                                  // 108: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 109: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 110: converge.v1.KindManifest
+	(*DryRunReport)(nil),                 // 111: converge.v1.DryRunReport
+	(*structpb.Struct)(nil),              // 112: google.protobuf.Struct
+	(*Resource)(nil),                     // 113: converge.v1.Resource
+	(*ResourceRef)(nil),                  // 114: converge.v1.ResourceRef
+	(*Event)(nil),                        // 115: converge.v1.Event
+	(*Change)(nil),                       // 116: converge.v1.Change
+	(*Rollup)(nil),                       // 117: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 118: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 119: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 120: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 121: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 122: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 123: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 124: converge.v1.Revision
+	(*Operation)(nil),                    // 125: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	104, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	104, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	105, // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	104, // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	104, // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	105, // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	102, // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	106, // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	107, // 8: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
-	105, // 9: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	110, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	110, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	111, // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	110, // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	110, // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	111, // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	108, // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	112, // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	113, // 8: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	111, // 9: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
 	8,   // 10: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12,  // 11: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	105, // 12: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
-	107, // 13: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	107, // 14: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	107, // 15: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	108, // 16: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
-	105, // 17: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	109, // 18: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	110, // 19: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
-	25,  // 20: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	108, // 21: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	111, // 22: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
-	25,  // 23: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	108, // 24: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
-	28,  // 25: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	108, // 26: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	108, // 27: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	112, // 28: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
-	31,  // 29: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
-	32,  // 30: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	113, // 31: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	108, // 32: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	108, // 33: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	108, // 34: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
-	33,  // 35: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	114, // 36: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	115, // 37: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	104, // 38: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	105, // 39: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
-	116, // 40: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	116, // 41: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	105, // 42: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	116, // 43: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	116, // 44: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	105, // 45: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	117, // 46: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	117, // 47: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	105, // 48: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	117, // 49: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	117, // 50: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	105, // 51: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	118, // 52: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	58,  // 53: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
-	58,  // 54: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
-	108, // 55: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
-	112, // 56: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
-	112, // 57: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	112, // 58: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
-	106, // 59: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
-	106, // 60: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
-	107, // 61: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	105, // 62: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	107, // 63: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	105, // 64: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	107, // 65: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	105, // 66: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	107, // 67: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	105, // 68: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	106, // 69: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	119, // 70: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	119, // 71: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	119, // 72: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	103, // 73: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
-	81,  // 74: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	112, // 75: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
-	112, // 76: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	112, // 77: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
-	82,  // 78: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	83,  // 79: converge.v1.StartRolloutRequest.waves:type_name -> converge.v1.RolloutWaveSpec
-	86,  // 80: converge.v1.StartRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	105, // 81: converge.v1.StartRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	87,  // 82: converge.v1.Rollout.waves:type_name -> converge.v1.RolloutWave
-	88,  // 83: converge.v1.Rollout.counts:type_name -> converge.v1.RolloutCounts
-	89,  // 84: converge.v1.Rollout.failures:type_name -> converge.v1.RolloutFailure
-	112, // 85: converge.v1.Rollout.created_at:type_name -> google.protobuf.Timestamp
-	112, // 86: converge.v1.Rollout.updated_at:type_name -> google.protobuf.Timestamp
-	112, // 87: converge.v1.Rollout.finished_at:type_name -> google.protobuf.Timestamp
-	88,  // 88: converge.v1.RolloutWave.counts:type_name -> converge.v1.RolloutCounts
-	112, // 89: converge.v1.RolloutWave.started_at:type_name -> google.protobuf.Timestamp
-	112, // 90: converge.v1.RolloutWave.finished_at:type_name -> google.protobuf.Timestamp
-	112, // 91: converge.v1.RolloutWave.not_before:type_name -> google.protobuf.Timestamp
-	108, // 92: converge.v1.RolloutFailure.resource:type_name -> converge.v1.ResourceRef
-	86,  // 93: converge.v1.GetRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	86,  // 94: converge.v1.ListRolloutsResponse.rollouts:type_name -> converge.v1.Rollout
-	86,  // 95: converge.v1.PauseRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	105, // 96: converge.v1.PauseRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	86,  // 97: converge.v1.ResumeRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	105, // 98: converge.v1.ResumeRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	86,  // 99: converge.v1.AbortRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	105, // 100: converge.v1.AbortRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	86,  // 101: converge.v1.RollbackRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	105, // 102: converge.v1.RollbackRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	0,   // 103: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,   // 104: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,   // 105: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,   // 106: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	34,  // 107: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	36,  // 108: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	38,  // 109: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	40,  // 110: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	42,  // 111: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	44,  // 112: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	46,  // 113: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	48,  // 114: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	50,  // 115: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,   // 116: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10,  // 117: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13,  // 118: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	15,  // 119: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	17,  // 120: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	23,  // 121: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	26,  // 122: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	29,  // 123: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	52,  // 124: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	54,  // 125: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
-	56,  // 126: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
-	59,  // 127: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	61,  // 128: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	63,  // 129: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	65,  // 130: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	67,  // 131: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	69,  // 132: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	71,  // 133: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	19,  // 134: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	21,  // 135: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	73,  // 136: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	75,  // 137: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	77,  // 138: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	79,  // 139: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
-	84,  // 140: converge.v1.ControlService.StartRollout:input_type -> converge.v1.StartRolloutRequest
-	90,  // 141: converge.v1.ControlService.GetRollout:input_type -> converge.v1.GetRolloutRequest
-	92,  // 142: converge.v1.ControlService.ListRollouts:input_type -> converge.v1.ListRolloutsRequest
-	94,  // 143: converge.v1.ControlService.PauseRollout:input_type -> converge.v1.PauseRolloutRequest
-	96,  // 144: converge.v1.ControlService.ResumeRollout:input_type -> converge.v1.ResumeRolloutRequest
-	98,  // 145: converge.v1.ControlService.AbortRollout:input_type -> converge.v1.AbortRolloutRequest
-	100, // 146: converge.v1.ControlService.RollbackRollout:input_type -> converge.v1.RollbackRolloutRequest
-	1,   // 147: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,   // 148: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,   // 149: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,   // 150: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	35,  // 151: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	37,  // 152: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	39,  // 153: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	41,  // 154: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	43,  // 155: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	45,  // 156: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	47,  // 157: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	49,  // 158: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	51,  // 159: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,   // 160: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11,  // 161: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14,  // 162: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	16,  // 163: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	18,  // 164: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	24,  // 165: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	27,  // 166: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	30,  // 167: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	53,  // 168: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	55,  // 169: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
-	57,  // 170: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
-	60,  // 171: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	62,  // 172: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	64,  // 173: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	66,  // 174: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	68,  // 175: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	70,  // 176: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	72,  // 177: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	20,  // 178: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	22,  // 179: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	74,  // 180: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	76,  // 181: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	78,  // 182: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	80,  // 183: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
-	85,  // 184: converge.v1.ControlService.StartRollout:output_type -> converge.v1.StartRolloutResponse
-	91,  // 185: converge.v1.ControlService.GetRollout:output_type -> converge.v1.GetRolloutResponse
-	93,  // 186: converge.v1.ControlService.ListRollouts:output_type -> converge.v1.ListRolloutsResponse
-	95,  // 187: converge.v1.ControlService.PauseRollout:output_type -> converge.v1.PauseRolloutResponse
-	97,  // 188: converge.v1.ControlService.ResumeRollout:output_type -> converge.v1.ResumeRolloutResponse
-	99,  // 189: converge.v1.ControlService.AbortRollout:output_type -> converge.v1.AbortRolloutResponse
-	101, // 190: converge.v1.ControlService.RollbackRollout:output_type -> converge.v1.RollbackRolloutResponse
-	147, // [147:191] is the sub-list for method output_type
-	103, // [103:147] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	111, // 12: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
+	110, // 13: converge.v1.PlanChangeRequest.kinds:type_name -> converge.v1.KindManifest
+	8,   // 14: converge.v1.PlanChangeRequest.resources:type_name -> converge.v1.ApplyResourceRequest
+	1,   // 15: converge.v1.PlanChangeResponse.kinds:type_name -> converge.v1.ApplyKindResponse
+	11,  // 16: converge.v1.PlanChangeResponse.resources:type_name -> converge.v1.ApplyResourcesResponse
+	15,  // 17: converge.v1.PlanChangeResponse.composites:type_name -> converge.v1.CompositePlan
+	18,  // 18: converge.v1.PlanChangeResponse.totals:type_name -> converge.v1.PlanTotals
+	114, // 19: converge.v1.CompositePlan.composite:type_name -> converge.v1.ResourceRef
+	16,  // 20: converge.v1.CompositePlan.children:type_name -> converge.v1.PlannedChild
+	17,  // 21: converge.v1.CompositePlan.edges_added:type_name -> converge.v1.PlannedEdge
+	17,  // 22: converge.v1.CompositePlan.edges_removed:type_name -> converge.v1.PlannedEdge
+	112, // 23: converge.v1.CompositePlan.status:type_name -> google.protobuf.Struct
+	112, // 24: converge.v1.PlannedChild.spec_before:type_name -> google.protobuf.Struct
+	112, // 25: converge.v1.PlannedChild.spec_after:type_name -> google.protobuf.Struct
+	114, // 26: converge.v1.PlannedEdge.dependent:type_name -> converge.v1.ResourceRef
+	114, // 27: converge.v1.PlannedEdge.dependency:type_name -> converge.v1.ResourceRef
+	113, // 28: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	113, // 29: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	113, // 30: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	114, // 31: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
+	111, // 32: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	115, // 33: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	116, // 34: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	31,  // 35: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
+	114, // 36: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	117, // 37: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	31,  // 38: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
+	114, // 39: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	34,  // 40: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
+	114, // 41: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	114, // 42: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	118, // 43: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	37,  // 44: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
+	38,  // 45: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
+	119, // 46: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	114, // 47: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	114, // 48: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	114, // 49: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	39,  // 50: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
+	120, // 51: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	121, // 52: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	110, // 53: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	111, // 54: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
+	122, // 55: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	122, // 56: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	111, // 57: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	122, // 58: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	122, // 59: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	111, // 60: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	123, // 61: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	123, // 62: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	111, // 63: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	123, // 64: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	123, // 65: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	111, // 66: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	124, // 67: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	64,  // 68: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
+	64,  // 69: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
+	114, // 70: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
+	118, // 71: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
+	118, // 72: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	118, // 73: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
+	112, // 74: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
+	112, // 75: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
+	113, // 76: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	111, // 77: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	113, // 78: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	111, // 79: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	113, // 80: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	111, // 81: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	113, // 82: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	111, // 83: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	112, // 84: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	125, // 85: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	125, // 86: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	125, // 87: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	109, // 88: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	87,  // 89: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	118, // 90: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	118, // 91: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	118, // 92: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	88,  // 93: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	89,  // 94: converge.v1.StartRolloutRequest.waves:type_name -> converge.v1.RolloutWaveSpec
+	92,  // 95: converge.v1.StartRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	111, // 96: converge.v1.StartRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	93,  // 97: converge.v1.Rollout.waves:type_name -> converge.v1.RolloutWave
+	94,  // 98: converge.v1.Rollout.counts:type_name -> converge.v1.RolloutCounts
+	95,  // 99: converge.v1.Rollout.failures:type_name -> converge.v1.RolloutFailure
+	118, // 100: converge.v1.Rollout.created_at:type_name -> google.protobuf.Timestamp
+	118, // 101: converge.v1.Rollout.updated_at:type_name -> google.protobuf.Timestamp
+	118, // 102: converge.v1.Rollout.finished_at:type_name -> google.protobuf.Timestamp
+	94,  // 103: converge.v1.RolloutWave.counts:type_name -> converge.v1.RolloutCounts
+	118, // 104: converge.v1.RolloutWave.started_at:type_name -> google.protobuf.Timestamp
+	118, // 105: converge.v1.RolloutWave.finished_at:type_name -> google.protobuf.Timestamp
+	118, // 106: converge.v1.RolloutWave.not_before:type_name -> google.protobuf.Timestamp
+	114, // 107: converge.v1.RolloutFailure.resource:type_name -> converge.v1.ResourceRef
+	92,  // 108: converge.v1.GetRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	92,  // 109: converge.v1.ListRolloutsResponse.rollouts:type_name -> converge.v1.Rollout
+	92,  // 110: converge.v1.PauseRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	111, // 111: converge.v1.PauseRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	92,  // 112: converge.v1.ResumeRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	111, // 113: converge.v1.ResumeRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	92,  // 114: converge.v1.AbortRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	111, // 115: converge.v1.AbortRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	92,  // 116: converge.v1.RollbackRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	111, // 117: converge.v1.RollbackRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	0,   // 118: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,   // 119: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,   // 120: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,   // 121: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	40,  // 122: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	42,  // 123: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	44,  // 124: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	46,  // 125: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	48,  // 126: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	50,  // 127: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	52,  // 128: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	54,  // 129: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	56,  // 130: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,   // 131: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10,  // 132: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13,  // 133: converge.v1.ControlService.PlanChange:input_type -> converge.v1.PlanChangeRequest
+	19,  // 134: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	21,  // 135: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	23,  // 136: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	29,  // 137: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	32,  // 138: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	35,  // 139: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	58,  // 140: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	60,  // 141: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
+	62,  // 142: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
+	65,  // 143: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	67,  // 144: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	69,  // 145: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	71,  // 146: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	73,  // 147: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	75,  // 148: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	77,  // 149: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	25,  // 150: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	27,  // 151: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	79,  // 152: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	81,  // 153: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	83,  // 154: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	85,  // 155: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	90,  // 156: converge.v1.ControlService.StartRollout:input_type -> converge.v1.StartRolloutRequest
+	96,  // 157: converge.v1.ControlService.GetRollout:input_type -> converge.v1.GetRolloutRequest
+	98,  // 158: converge.v1.ControlService.ListRollouts:input_type -> converge.v1.ListRolloutsRequest
+	100, // 159: converge.v1.ControlService.PauseRollout:input_type -> converge.v1.PauseRolloutRequest
+	102, // 160: converge.v1.ControlService.ResumeRollout:input_type -> converge.v1.ResumeRolloutRequest
+	104, // 161: converge.v1.ControlService.AbortRollout:input_type -> converge.v1.AbortRolloutRequest
+	106, // 162: converge.v1.ControlService.RollbackRollout:input_type -> converge.v1.RollbackRolloutRequest
+	1,   // 163: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,   // 164: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,   // 165: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,   // 166: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	41,  // 167: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	43,  // 168: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	45,  // 169: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	47,  // 170: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	49,  // 171: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	51,  // 172: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	53,  // 173: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	55,  // 174: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	57,  // 175: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,   // 176: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11,  // 177: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14,  // 178: converge.v1.ControlService.PlanChange:output_type -> converge.v1.PlanChangeResponse
+	20,  // 179: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	22,  // 180: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	24,  // 181: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	30,  // 182: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	33,  // 183: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	36,  // 184: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	59,  // 185: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	61,  // 186: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
+	63,  // 187: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
+	66,  // 188: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	68,  // 189: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	70,  // 190: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	72,  // 191: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	74,  // 192: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	76,  // 193: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	78,  // 194: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	26,  // 195: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	28,  // 196: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	80,  // 197: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	82,  // 198: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	84,  // 199: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	86,  // 200: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	91,  // 201: converge.v1.ControlService.StartRollout:output_type -> converge.v1.StartRolloutResponse
+	97,  // 202: converge.v1.ControlService.GetRollout:output_type -> converge.v1.GetRolloutResponse
+	99,  // 203: converge.v1.ControlService.ListRollouts:output_type -> converge.v1.ListRolloutsResponse
+	101, // 204: converge.v1.ControlService.PauseRollout:output_type -> converge.v1.PauseRolloutResponse
+	103, // 205: converge.v1.ControlService.ResumeRollout:output_type -> converge.v1.ResumeRolloutResponse
+	105, // 206: converge.v1.ControlService.AbortRollout:output_type -> converge.v1.AbortRolloutResponse
+	107, // 207: converge.v1.ControlService.RollbackRollout:output_type -> converge.v1.RollbackRolloutResponse
+	163, // [163:208] is the sub-list for method output_type
+	118, // [118:163] is the sub-list for method input_type
+	118, // [118:118] is the sub-list for extension type_name
+	118, // [118:118] is the sub-list for extension extendee
+	0,   // [0:118] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -7779,7 +8411,7 @@ func file_converge_v1_control_proto_init() {
 	}
 	file_converge_v1_rules_proto_init()
 	file_converge_v1_types_proto_init()
-	file_converge_v1_control_proto_msgTypes[83].OneofWrappers = []any{
+	file_converge_v1_control_proto_msgTypes[89].OneofWrappers = []any{
 		(*RolloutWaveSpec_Count)(nil),
 		(*RolloutWaveSpec_Percent)(nil),
 		(*RolloutWaveSpec_LabelSelector)(nil),
@@ -7790,7 +8422,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   104,
+			NumMessages:   110,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1768,7 +1768,12 @@ type Task struct {
 	// The W3C traceparent of the server's span for this task, when the
 	// change that queued it was traced and sampled; empty otherwise. The
 	// SDKs start the handler's span as its child.
-	Traceparent   string `protobuf:"bytes,15,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,15,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// A preview for a plan (PlanChange): the handler runs as it would for
+	// real, on the spec the change would give the resource, and its result
+	// is never applied (it goes back to the plan only). A handler with side
+	// effects must skip them when this is set; a composer just composes.
+	Preview       bool `protobuf:"varint,16,opt,name=preview,proto3" json:"preview,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1906,6 +1911,13 @@ func (x *Task) GetTraceparent() string {
 		return x.Traceparent
 	}
 	return ""
+}
+
+func (x *Task) GetPreview() bool {
+	if x != nil {
+		return x.Preview
+	}
+	return false
 }
 
 type OperationTask struct {
@@ -2410,7 +2422,7 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\x12,\n" +
 	"\aadopted\x18\x05 \x03(\v2\x12.converge.v1.LeaseR\aadopted\x12&\n" +
 	"\x04lost\x18\x06 \x03(\v2\x12.converge.v1.LeaseR\x04lost\x12\x1a\n" +
-	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xc9\x04\n" +
+	"\bwarnings\x18\a \x03(\tR\bwarnings\"\xe3\x04\n" +
 	"\x04Task\x12(\n" +
 	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseR\x05lease\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -2428,7 +2440,8 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x06config\x18\f \x01(\fR\x06config\x128\n" +
 	"\toperation\x18\r \x01(\v2\x1a.converge.v1.OperationTaskR\toperation\x122\n" +
 	"\areactor\x18\x0e \x01(\v2\x18.converge.v1.ReactorTaskR\areactor\x12 \n" +
-	"\vtraceparent\x18\x0f \x01(\tR\vtraceparent\"I\n" +
+	"\vtraceparent\x18\x0f \x01(\tR\vtraceparent\x12\x18\n" +
+	"\apreview\x18\x10 \x01(\bR\apreview\"I\n" +
 	"\rOperationTask\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04verb\x18\x02 \x01(\tR\x04verb\x12\x14\n" +

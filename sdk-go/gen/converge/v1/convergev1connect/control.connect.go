@@ -77,6 +77,9 @@ const (
 	// ControlServiceApplyResourcesProcedure is the fully-qualified name of the ControlService's
 	// ApplyResources RPC.
 	ControlServiceApplyResourcesProcedure = "/converge.v1.ControlService/ApplyResources"
+	// ControlServicePlanChangeProcedure is the fully-qualified name of the ControlService's PlanChange
+	// RPC.
+	ControlServicePlanChangeProcedure = "/converge.v1.ControlService/PlanChange"
 	// ControlServiceGetResourceProcedure is the fully-qualified name of the ControlService's
 	// GetResource RPC.
 	ControlServiceGetResourceProcedure = "/converge.v1.ControlService/GetResource"
@@ -189,6 +192,11 @@ type ControlServiceClient interface {
 	ApplyResource(context.Context, *v1.ApplyResourceRequest) (*v1.ApplyResourceResponse, error)
 	// Create or update up to 1,000 resources in one transaction: all or none.
 	ApplyResources(context.Context, *v1.ApplyResourcesRequest) (*v1.ApplyResourcesResponse, error)
+	// Plan a change: apply its kinds and resources as a dry run, then, for
+	// each composite it touches, ask a connected worker serving the
+	// composer to compose it as a preview, and answer the children it would
+	// now make against the children it has. Nothing is stored or applied.
+	PlanChange(context.Context, *v1.PlanChangeRequest) (*v1.PlanChangeResponse, error)
 	GetResource(context.Context, *v1.GetResourceRequest) (*v1.GetResourceResponse, error)
 	ListResources(context.Context, *v1.ListResourcesRequest) (*v1.ListResourcesResponse, error)
 	// Request deletion. The resource shows phase Deleting until it is gone.
@@ -353,6 +361,12 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			httpClient,
 			baseURL+ControlServiceApplyResourcesProcedure,
 			connect.WithSchema(controlServiceMethods.ByName("ApplyResources")),
+			connect.WithClientOptions(opts...),
+		),
+		planChange: connect.NewClient[v1.PlanChangeRequest, v1.PlanChangeResponse](
+			httpClient,
+			baseURL+ControlServicePlanChangeProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("PlanChange")),
 			connect.WithClientOptions(opts...),
 		),
 		getResource: connect.NewClient[v1.GetResourceRequest, v1.GetResourceResponse](
@@ -549,6 +563,7 @@ type controlServiceClient struct {
 	deleteReactorBinding *connect.Client[v1.DeleteReactorBindingRequest, v1.DeleteReactorBindingResponse]
 	applyResource        *connect.Client[v1.ApplyResourceRequest, v1.ApplyResourceResponse]
 	applyResources       *connect.Client[v1.ApplyResourcesRequest, v1.ApplyResourcesResponse]
+	planChange           *connect.Client[v1.PlanChangeRequest, v1.PlanChangeResponse]
 	getResource          *connect.Client[v1.GetResourceRequest, v1.GetResourceResponse]
 	listResources        *connect.Client[v1.ListResourcesRequest, v1.ListResourcesResponse]
 	deleteResource       *connect.Client[v1.DeleteResourceRequest, v1.DeleteResourceResponse]
@@ -709,6 +724,15 @@ func (c *controlServiceClient) ApplyResource(ctx context.Context, req *v1.ApplyR
 // ApplyResources calls converge.v1.ControlService.ApplyResources.
 func (c *controlServiceClient) ApplyResources(ctx context.Context, req *v1.ApplyResourcesRequest) (*v1.ApplyResourcesResponse, error) {
 	response, err := c.applyResources.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// PlanChange calls converge.v1.ControlService.PlanChange.
+func (c *controlServiceClient) PlanChange(ctx context.Context, req *v1.PlanChangeRequest) (*v1.PlanChangeResponse, error) {
+	response, err := c.planChange.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -997,6 +1021,11 @@ type ControlServiceHandler interface {
 	ApplyResource(context.Context, *v1.ApplyResourceRequest) (*v1.ApplyResourceResponse, error)
 	// Create or update up to 1,000 resources in one transaction: all or none.
 	ApplyResources(context.Context, *v1.ApplyResourcesRequest) (*v1.ApplyResourcesResponse, error)
+	// Plan a change: apply its kinds and resources as a dry run, then, for
+	// each composite it touches, ask a connected worker serving the
+	// composer to compose it as a preview, and answer the children it would
+	// now make against the children it has. Nothing is stored or applied.
+	PlanChange(context.Context, *v1.PlanChangeRequest) (*v1.PlanChangeResponse, error)
 	GetResource(context.Context, *v1.GetResourceRequest) (*v1.GetResourceResponse, error)
 	ListResources(context.Context, *v1.ListResourcesRequest) (*v1.ListResourcesResponse, error)
 	// Request deletion. The resource shows phase Deleting until it is gone.
@@ -1157,6 +1186,12 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		ControlServiceApplyResourcesProcedure,
 		svc.ApplyResources,
 		connect.WithSchema(controlServiceMethods.ByName("ApplyResources")),
+		connect.WithHandlerOptions(opts...),
+	)
+	controlServicePlanChangeHandler := connect.NewUnaryHandlerSimple(
+		ControlServicePlanChangeProcedure,
+		svc.PlanChange,
+		connect.WithSchema(controlServiceMethods.ByName("PlanChange")),
 		connect.WithHandlerOptions(opts...),
 	)
 	controlServiceGetResourceHandler := connect.NewUnaryHandlerSimple(
@@ -1365,6 +1400,8 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceApplyResourceHandler.ServeHTTP(w, r)
 		case ControlServiceApplyResourcesProcedure:
 			controlServiceApplyResourcesHandler.ServeHTTP(w, r)
+		case ControlServicePlanChangeProcedure:
+			controlServicePlanChangeHandler.ServeHTTP(w, r)
 		case ControlServiceGetResourceProcedure:
 			controlServiceGetResourceHandler.ServeHTTP(w, r)
 		case ControlServiceListResourcesProcedure:
@@ -1490,6 +1527,10 @@ func (UnimplementedControlServiceHandler) ApplyResource(context.Context, *v1.App
 
 func (UnimplementedControlServiceHandler) ApplyResources(context.Context, *v1.ApplyResourcesRequest) (*v1.ApplyResourcesResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ApplyResources is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) PlanChange(context.Context, *v1.PlanChangeRequest) (*v1.PlanChangeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.PlanChange is not implemented"))
 }
 
 func (UnimplementedControlServiceHandler) GetResource(context.Context, *v1.GetResourceRequest) (*v1.GetResourceResponse, error) {
