@@ -83,6 +83,8 @@ export const quarantine = (ref, reason) => call(`${resourcePath(ref)}/quarantine
 export const unquarantine = (ref, reason) =>
   call(`${resourcePath(ref)}/unquarantine`, { method: 'POST', body: { reason } });
 export const reconcile = (ref, reason) => call(`${resourcePath(ref)}/reconcile`, { method: 'POST', body: { reason } });
+export const planChange = (change) => call('/plans', { method: 'POST', body: change });
+export const applyResource = (req) => call('/resources', { method: 'POST', body: req });
 export const listKinds = () => call('/kinds').then((r) => r.manifests || []);
 export const getKind = (kind, version) =>
   call(`/kinds/${seg(kind)}/versions/${seg(version)}`).then((r) => r.manifest);
