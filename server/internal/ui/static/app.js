@@ -23,6 +23,13 @@ export const session = {
     if (roles.includes('admin') || roles.includes('writer')) return true;
     return !!owner && (me.teams || []).includes(owner);
   },
+  /** canOwn reports whether the caller may change a kind owned by owner (its policy, its rollouts). */
+  canOwn(owner) {
+    const me = this.me;
+    if (!me) return false;
+    if (!me.authorization_enabled || (me.roles || []).includes('admin')) return true;
+    return !!owner && (me.teams || []).includes(owner);
+  },
 };
 
 const routes = [
