@@ -181,3 +181,24 @@ test('the list follows the Watch stream without a reload', async () => {
   assert.equal(navigations, 0, 'the page was not reloaded');
   await shot('08-live');
 });
+
+test('a spec change is planned down to the children, then applied as planned', async () => {
+  await page.goto(`${base}/resources/default/landingzone/demo`);
+  await page.waitForFunction(() => /ui\/admin · admin/.test(document.querySelector('#whoami').textContent));
+  await page.locator('[data-field="phase"]').waitFor();
+  const gen = Number((await page.locator('[data-field="generation"]').textContent()).split(' ')[0]);
+  await page.click('#change-spec summary');
+  await page.waitForFunction(() => /"accounts": 3/.test(document.querySelector('textarea.spec-edit').value));
+  await page.fill('textarea.spec-edit', JSON.stringify({ prefix: 'demo', accounts: 4 }, null, 2));
+  await page.click('button[data-action="plan"]');
+  // The landing zone's composer (a Go worker) previewed the change.
+  await page.locator('[data-plan-composite="landingzone/demo"] li[data-child="account/demo-acct-3"][data-action="create"]').waitFor();
+  assert.equal(await page.locator('[data-plan-composite="landingzone/demo"] li[data-child="account/demo-acct-0"]').getAttribute('data-action'), 'unchanged');
+  assert.match(await page.locator('[data-field="plan-totals"]').textContent(), /Plan: 3 to create, 0 to update, 0 to prune/);
+  // Nothing changed yet.
+  assert.equal(Number((await page.locator('[data-field="generation"]').textContent()).split(' ')[0]), gen);
+  await shot('09-plan');
+  await page.click('button[data-action="apply-plan"]');
+  await page.locator('.plan-out .ok').waitFor();
+  await page.waitForFunction((g) => Number(document.querySelector('[data-field="generation"]')?.textContent.split(' ')[0]) === g + 1, gen);
+});

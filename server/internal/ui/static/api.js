@@ -83,6 +83,15 @@ export const quarantine = (ref, reason) => call(`${resourcePath(ref)}/quarantine
 export const unquarantine = (ref, reason) =>
   call(`${resourcePath(ref)}/unquarantine`, { method: 'POST', body: { reason } });
 export const reconcile = (ref, reason) => call(`${resourcePath(ref)}/reconcile`, { method: 'POST', body: { reason } });
+export const planChange = (change) => call('/plans', { method: 'POST', body: change });
+export const applyResource = (req) => call('/resources', { method: 'POST', body: req });
+export const listRollouts = (kind) => call('/rollouts', { query: { kind } }).then((r) => r.rollouts || []);
+export const getRollout = (id) => call(`/rollouts/${seg(String(id))}`).then((r) => r.rollout);
+const rolloutAction = (what) => (id, reason) => call(`/rollouts/${seg(String(id))}/${what}`, { method: 'POST', body: { reason } }).then((r) => r.rollout);
+export const pauseRollout = rolloutAction('pause');
+export const resumeRollout = rolloutAction('resume');
+export const abortRollout = rolloutAction('abort');
+export const rollbackRollout = rolloutAction('rollback');
 export const listKinds = () => call('/kinds').then((r) => r.manifests || []);
 export const getKind = (kind, version) =>
   call(`/kinds/${seg(kind)}/versions/${seg(version)}`).then((r) => r.manifest);

@@ -32,6 +32,13 @@ export const session = {
         p.endsWith('*') ? (namespace || '').startsWith(p.slice(0, -1)) : p === namespace);
     });
   },
+  /** canOwn reports whether the caller may change a kind owned by owner (its policy, its rollouts). */
+  canOwn(owner) {
+    const me = this.me;
+    if (!me) return false;
+    if (!me.authorization_enabled || (me.roles || []).includes('admin')) return true;
+    return !!owner && (me.teams || []).includes(owner);
+  },
 };
 
 const routes = [

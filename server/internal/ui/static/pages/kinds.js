@@ -1,10 +1,12 @@
 // Kinds: every kind version, and one version in full: schemas rendered as
-// tables, reactions, policy, provider configs and the workers serving it.
+// tables, reactions, policy, rollouts, provider configs and the workers
+// serving it.
 
 import * as api from '../api.js';
 import { errorBox, h, link, replace, time } from '../dom.js';
 import { pretty } from '../diff.js';
 import { schemaRows } from '../schema.js';
+import { rolloutsSection } from './rollouts.js';
 
 const kindHref = (k, v) => `/kinds/${encodeURIComponent(k)}/${v}`;
 
@@ -60,7 +62,7 @@ function schemaTable(title, schema) {
   ];
 }
 
-export function kindPage(root, { params }) {
+export function kindPage(root, { params, session }) {
   const body = h('div', {}, 'Loading…');
   replace(root, h('div', { class: 'page-head' }, h('h1', {}, `${params.kind} v${params.version}`)), body);
   Promise.all([
@@ -97,6 +99,7 @@ export function kindPage(root, { params }) {
         ['deletion_policy', p.deletion_policy || 'delete'],
         ['retired', p.retired ? 'yes' : 'no'],
       ].map(([kk, v]) => [h('dt', {}, kk), h('dd', {}, String(v))])),
+      rolloutsSection({ kind: params.kind, version: params.version, canAct: () => session.canOwn(k.owner) }),
       h('h2', {}, 'Schemas'),
       schemaTable('Spec', k.spec_schema),
       schemaTable('Status', k.status_schema),

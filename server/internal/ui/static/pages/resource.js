@@ -1,6 +1,6 @@
 // One resource: header and actions, culprits, dependency graph,
-// conditions, spec and status, events, spec history with rollback and the
-// task timeline.
+// conditions, spec and status, a planned spec change, events, spec history
+// with rollback and the task timeline.
 
 import * as api from '../api.js';
 import { debounce, errorBox, h, link, phaseBadge, replace, time } from '../dom.js';
@@ -9,6 +9,7 @@ import { drawGraph } from '../graph.js';
 import { refId } from '../graphmodel.js';
 import { resourceHref } from './resources.js';
 import { taskTimeline } from './tasks.js';
+import { specEditor } from './plan.js';
 
 export function resourcePage(root, { params, navigate, session }) {
   const ref = { namespace: params.namespace, kind: params.kind, name: params.name };
@@ -25,12 +26,13 @@ export function resourcePage(root, { params, navigate, session }) {
     h('summary', {}, 'Spec history'), historyBody);
   const tasks = taskTimeline(ref);
   const liveEl = h('span', { class: 'live' }, 'connecting…');
-  replace(root,
-    h('div', { class: 'page-head' }, h('h1', {}, `${ref.kind}/${ref.name}`), liveEl),
-    head, actions, notice, culpritsEl, graphEl, overview, historyEl, tasks.el, eventsEl);
-
   let current = null;
   let owner = '';
+  const editor = specEditor({ get: () => current, canWrite: () => session.canWrite(owner), onApplied: () => loadAll() });
+  replace(root,
+    h('div', { class: 'page-head' }, h('h1', {}, `${ref.kind}/${ref.name}`), liveEl),
+    head, actions, notice, culpritsEl, graphEl, overview, editor, historyEl, tasks.el, eventsEl);
+
   let graphIds = new Set([id]);
   const reasonInput = h('input', { class: 'reason', placeholder: 'reason (recorded in events)', 'aria-label': 'reason' });
 
