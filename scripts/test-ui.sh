@@ -103,6 +103,19 @@ if zone ', vpc_cidr: 10.1.0.0/16' | conctl apply -f - --wait --timeout 60s; then
   exit 1
 fi
 
+# A kind that moves to v2 in a staged rollout. No worker serves it, so the
+# moved resources stay Reconciling and the rollout stays on its first wave
+# until the browser test acts on it.
+note() {
+  printf 'type: manifest\nkind: note\nkind_version: %s\nspec_schema: {type: object, properties: {%s: {type: string}}}\nreactions: [{name: reconcile, trigger: specChange, emits: [status]}]\n%s\n' "$@"
+}
+note 1 text '' | conctl apply -f -
+for i in 1 2 3 4; do
+  printf 'type: resource\nkind: note\nkind_version: 1\nname: note-%s\nspec: {text: "note %s"}\n' "$i" "$i" | conctl apply -f -
+done
+note 2 body 'conversion: {expr: "{\"body\": spec.?text.orValue(\"\")}"}' | conctl apply -f -
+conctl rollout start note --to-version 2 --waves 2 --ready-timeout 1h --reason "ui test"
+
 mkdir -p "$artifacts"
 echo "test-ui: running the browser tests (screenshots in $artifacts)" >&2
 status=0

@@ -202,3 +202,16 @@ test('a spec change is planned down to the children, then applied as planned', a
   await page.locator('.plan-out .ok').waitFor();
   await page.waitForFunction((g) => Number(document.querySelector('[data-field="generation"]')?.textContent.split(' ')[0]) === g + 1, gen);
 });
+
+test('a kind version shows its rollout, wave by wave, and an owner pauses it', async () => {
+  await page.goto(`${base}/kinds/note/2`);
+  const rollout = page.locator('.rollout[data-state="running"]');
+  await rollout.waitFor();
+  assert.equal(await rollout.locator('tr[data-wave]').count(), 2, 'two waves');
+  await rollout.locator('tr[data-wave="1"][data-state="moving"]').waitFor();
+  assert.match(await rollout.locator('tr[data-wave="1"]').textContent(), /0\/2 ready.*2 moving/);
+  assert.equal(await rollout.locator('tr[data-wave="2"]').getAttribute('data-state'), 'pending');
+  await shot('10-rollout');
+  await rollout.locator('button[data-rollout-action="pause"]').click();
+  await page.locator('.rollout[data-state="paused"]').waitFor();
+});

@@ -28,7 +28,7 @@ export function resourcePage(root, { params, navigate, session }) {
   const liveEl = h('span', { class: 'live' }, 'connecting…');
   let current = null;
   let owner = '';
-  const editor = specEditor({ get: () => current, canWrite: () => session.canWrite(owner), onApplied: () => loadAll() });
+  const editor = specEditor({ get: () => current, canWrite: () => session.canWrite(owner, ref.namespace), onApplied: () => loadAll() });
   replace(root,
     h('div', { class: 'page-head' }, h('h1', {}, `${ref.kind}/${ref.name}`), liveEl),
     head, actions, notice, culpritsEl, graphEl, overview, editor, historyEl, tasks.el, eventsEl);
