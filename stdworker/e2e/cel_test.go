@@ -265,3 +265,48 @@ func celWaitExists(t *testing.T, d *dev, kind, name string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestCelGraphChangeHeldForARollout: with recompose: rollout, a changed
+// graph leaves its instances' children as they were until a staged
+// rollout recomposes them; and a graph change keeps the policy set live
+// on the kind it defines.
+func TestCelGraphChangeHeldForARollout(t *testing.T) {
+	d, _ := celExample(t)
+	held := func(replicas int) string {
+		return strings.Replace(gatedGraph(replicas), "  kind: gated\n", "  kind: gated\n  recompose: rollout\n", 1)
+	}
+	d.apply(t, held(1))
+	d.waitPhase(t, "std.graph", "gated", client.PhaseReady, time.Minute)
+	d.apply(t, "type: resource\nkind: gated\nkind_version: 1\nname: g1\nspec: {port: 5432}\n")
+	d.waitPhase(t, "gated", "g1", client.PhaseReady, time.Minute)
+	if res := d.conctl(t, "", "kind", "policy", "gated/1", "--set", "max_inflight=7"); res.code != 0 {
+		t.Fatalf("%s", res)
+	}
+
+	d.apply(t, held(4))
+	graph := d.waitFor(t, "std.graph", "gated", "Ready at generation 2", time.Minute, func(r *convergev1.Resource) bool {
+		return r.GetGeneration() == 2 && r.GetSyncedGeneration() == 2 && r.GetPhase() == client.PhaseReady
+	})
+	// stdcel asks for the instances' reconciles before the graph's result
+	// is applied, so by now such a request would be among its events.
+	events, err := d.api.ListEvents(t.Context(), &convergev1.ListEventsRequest{Namespace: "default", Kind: "gated", Name: "g1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.GetEvents() {
+		if strings.Contains(e.GetMessage(), "reconcile forced") {
+			t.Fatalf("the graph change (graph %s) forced a reconcile of the held instance: %v", show(graph), e)
+		}
+	}
+	k, err := d.api.GetKind(t.Context(), &convergev1.GetKindRequest{Kind: "gated", KindVersion: 1})
+	if err != nil || k.GetManifest().GetPolicy().GetMaxInflight() != 7 {
+		t.Fatalf("after the graph changed the kind's policy is %v (%v), want max_inflight 7 kept", k.GetManifest().GetPolicy(), err)
+	}
+
+	if res := d.conctl(t, "", "rollout", "start", "gated", "--to-version", "1", "--recompose", "--waves", "1"); res.code != 0 {
+		t.Fatalf("%s", res)
+	}
+	d.waitFor(t, "demo.service", "g1-app", "replicas 4 from the rollout", time.Minute, func(r *convergev1.Resource) bool {
+		return r.GetSpec().GetFields()["replicas"].GetNumberValue() == 4 && r.GetPhase() == client.PhaseReady
+	})
+}

@@ -27,7 +27,18 @@ type Definition struct {
 	// Status projects expressions onto the instance's status: a JSON
 	// object whose strings may hold `${...}` expressions.
 	Status map[string]any `json:"status,omitempty"`
+	// Recompose says what a change of the graph does to the instances
+	// composed from the old one: RecomposeAll (the default) composes them
+	// all again at once; RecomposeRollout leaves them to a staged rollout
+	// (conctl rollout start KIND --recompose) or to their own next change.
+	Recompose string `json:"recompose,omitempty"`
 }
+
+// What a graph change does to existing instances (Definition.Recompose).
+const (
+	RecomposeAll     = "all"
+	RecomposeRollout = "rollout"
+)
 
 // Resource is one node of the graph: a template for one child (or, with
 // ForEach, one child per item).
@@ -71,6 +82,9 @@ func DecodeDefinition(raw []byte) (*Definition, error) {
 	var d Definition
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
+	}
+	if d.Recompose != "" && d.Recompose != RecomposeAll && d.Recompose != RecomposeRollout {
+		return nil, fmt.Errorf("spec.recompose: %q: must be %q or %q", d.Recompose, RecomposeAll, RecomposeRollout)
 	}
 	return &d, nil
 }

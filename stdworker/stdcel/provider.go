@@ -156,9 +156,10 @@ func (p *Provider) compile(env provider.Env) converge.HandlerFunc {
 		if err := p.serve(env, owner, t.Generation, g, m); err != nil {
 			return nil, err
 		}
-		if t.Generation > 1 {
+		if t.Generation > 1 && def.Recompose != RecomposeRollout {
 			// The graph changed: instances composed from the old one
-			// compose again.
+			// compose again (with recompose: rollout, a staged rollout
+			// takes them in waves instead).
 			if err := reconcileInstances(ctx, env.Control, g, fmt.Sprintf("%s changed (generation %d)", owner, t.Generation)); err != nil {
 				return nil, err
 			}
@@ -310,6 +311,10 @@ func applyKind(ctx context.Context, c *client.Client, g *Graph, owner string) (*
 			g.Kind, g.Version, cur.GetManifest().GetOwner()))
 	case err != nil && connect.CodeOf(err) != connect.CodeNotFound:
 		return nil, err
+	case err == nil && m.GetPolicy() == nil:
+		// A graph declares no policy, so the kind's is whatever its
+		// owners set live (conctl kind policy): a graph change keeps it.
+		m.Policy = cur.GetManifest().GetPolicy()
 	}
 	res, err := c.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: m})
 	if err != nil {

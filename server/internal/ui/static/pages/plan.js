@@ -10,7 +10,8 @@ import { diffLines, pretty } from '../diff.js';
 const marks = { create: '+', update: '~', prune: '-', orphan: '-', unchanged: ' ' };
 
 function diffPre(before, after) {
-  const lines = diffLines(before === undefined ? '' : pretty(before), after === undefined ? '' : pretty(after));
+  // An absent side (a create, a prune) is empty, not the JSON null.
+  const lines = diffLines(before == null ? '' : pretty(before), after == null ? '' : pretty(after));
   return h('pre', { class: 'diff' }, lines.map((l) => h('span', { class: l.op === '+' ? 'add' : l.op === '-' ? 'del' : 'same' }, `${l.op} ${l.text}\n`)));
 }
 
