@@ -146,15 +146,7 @@ func (d *Driver) moveWave(ctx context.Context, st store.RolloutStep, actor strin
 		o := &outcomes[i]
 		o.ResourceID, o.State = m.ResourceID, "skipped"
 		id := fmt.Sprintf("%s/%s/%s", m.Namespace, st.Kind, m.Name)
-		switch {
-		case m.Gone:
-			o.Reason = id + " was deleted before its wave"
-			continue
-		case m.Deleting:
-			o.Reason = id + " is being deleted"
-			continue
-		case m.KindVersion != st.From:
-			o.Reason = fmt.Sprintf("%s is at v%d, not v%d, by its wave", id, m.KindVersion, st.From)
+		if o.Reason = skipReason(m, id, st.From); o.Reason != "" {
 			continue
 		}
 		o.State = "failed"
@@ -215,6 +207,21 @@ func Exceeded(r store.Rollout, c store.RolloutCounts) string {
 	if r.MaxFailurePercent > 0 && c.Failed*100 > r.MaxFailurePercent*c.Total {
 		return fmt.Sprintf("wave failures passed the threshold: %d of %d failed, more than max_failure_percent %d%%",
 			c.Failed, c.Total, r.MaxFailurePercent)
+	}
+	return ""
+}
+
+// skipReason says why a wave leaves a member alone (it is gone, being
+// deleted, or no longer at the version the wave takes it from); "" when
+// the wave takes it. id names it in the reason.
+func skipReason(m store.RolloutMember, id string, version int32) string {
+	switch {
+	case m.Gone:
+		return id + " was deleted before its wave"
+	case m.Deleting:
+		return id + " is being deleted"
+	case m.KindVersion != version:
+		return fmt.Sprintf("%s is at v%d, not v%d, by its wave", id, m.KindVersion, version)
 	}
 	return ""
 }

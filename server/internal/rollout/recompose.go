@@ -24,15 +24,7 @@ func (d *Driver) recomposeWave(ctx context.Context, st store.RolloutStep, actor 
 		o := &outcomes[i]
 		o.ResourceID, o.State = m.ResourceID, "skipped"
 		id := fmt.Sprintf("%s/%s/%s", m.Namespace, st.Kind, m.Name)
-		switch {
-		case m.Gone:
-			o.Reason = id + " was deleted before its wave"
-			continue
-		case m.Deleting:
-			o.Reason = id + " is being deleted"
-			continue
-		case m.KindVersion != st.To:
-			o.Reason = fmt.Sprintf("%s is at v%d, not v%d, by its wave", id, m.KindVersion, st.To)
+		if o.Reason = skipReason(m, id, st.To); o.Reason != "" {
 			continue
 		}
 		_, err := d.store.ReconcileResource(ctx, actor, store.ResourceKey{Namespace: m.Namespace, Kind: st.Kind, Name: m.Name}, reason)

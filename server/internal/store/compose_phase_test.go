@@ -49,6 +49,13 @@ func settleParts(t *testing.T, s *store.Store) {
 // runRollups runs the queued rollup tasks until none is left.
 func runRollups(t *testing.T, s *store.Store) {
 	t.Helper()
+	runRollupsOf(t, s, false)
+}
+
+// runRollupsOf is runRollups for composites whose kind has (settled) or
+// has not a childrenSettled reaction.
+func runRollupsOf(t *testing.T, s *store.Store, settled bool) {
+	t.Helper()
 	ctx := context.Background()
 	for range 10 {
 		tasks, err := s.ClaimInternal(ctx, "m1", time.Minute, 100)
@@ -59,7 +66,7 @@ func runRollups(t *testing.T, s *store.Store) {
 		for _, tk := range tasks {
 			if tk.Trigger == trigger.Rollup {
 				n++
-				if err := s.Rollup(ctx, tk, false); err != nil {
+				if err := s.Rollup(ctx, tk, settled); err != nil {
 					t.Fatal(err)
 				}
 			}

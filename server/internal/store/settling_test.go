@@ -10,32 +10,6 @@ import (
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
-// rollupsSettling runs the queued rollups for a composite kind with a
-// childrenSettled reaction.
-func rollupsSettling(t *testing.T, s *store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	for range 10 {
-		tasks, err := s.ClaimInternal(ctx, "m1", time.Minute, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, tk := range tasks {
-			if tk.Trigger == trigger.Rollup {
-				n++
-				if err := s.Rollup(ctx, tk, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if n == 0 {
-			return
-		}
-	}
-	t.Fatal("rollups kept coming")
-}
-
 // claimSettled claims the stack's childrenSettled task.
 func claimSettled(t *testing.T, s *store.Store) store.Claimed {
 	t.Helper()
@@ -61,7 +35,7 @@ func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
 
 	composeAs(t, s, partRev, "s-a", "s-b")
 	settleKind(t, s, "part")
-	rollupsSettling(t, s)
+	runRollupsOf(t, s, true)
 	if p := getKind(t, s, "stack", "s").Phase; p != "Reconciling" {
 		t.Fatalf("settled children, childrenSettled not run: the composite is %s, want Reconciling", p)
 	}
@@ -69,7 +43,7 @@ func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `SELECT converge_wake(ARRAY[id], 'rollup') FROM resources WHERE name = 's'`); err != nil {
 		t.Fatal(err)
 	}
-	rollupsSettling(t, s)
+	runRollupsOf(t, s, true)
 	c := claimSettled(t, s)
 	var counts store.RollupCounts
 	if err := json.Unmarshal(c.Rollup, &counts); err != nil || counts.Ready != 2 {
@@ -86,7 +60,7 @@ func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `SELECT converge_wake(ARRAY[id], 'rollup') FROM resources WHERE name = 's'`); err != nil {
 		t.Fatal(err)
 	}
-	rollupsSettling(t, s)
+	runRollupsOf(t, s, true)
 	if p := getKind(t, s, "stack", "s").Phase; p != "Ready" {
 		t.Fatalf("a rollup with unchanged counts made the settled composite %s", p)
 	}
@@ -100,7 +74,7 @@ func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
 	}
 	composeAs(t, s, partRev, "s-a", "s-b", "s-c")
 	settleKind(t, s, "part")
-	rollupsSettling(t, s)
+	runRollupsOf(t, s, true)
 	if p := getKind(t, s, "stack", "s").Phase; p != "Reconciling" {
 		t.Fatalf("a third child settled: the composite is %s, want Reconciling", p)
 	}
