@@ -12,6 +12,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 COPY sdk-go/go.mod sdk-go/go.sum ./sdk-go/
 RUN go mod download
+COPY internal ./internal
 COPY migrations ./migrations
 COPY sdk-go ./sdk-go
 COPY server ./server

@@ -13,7 +13,11 @@ COPY go.mod go.sum ./
 COPY sdk-go/go.mod sdk-go/go.sum ./sdk-go/
 RUN go mod download
 COPY catalog ./catalog
+COPY internal ./internal
 COPY sdk-go ./sdk-go
+# stdworker checks generated kinds with the server's manifest and
+# stability rules (server/kindcheck).
+COPY server ./server
 COPY stdworker ./stdworker
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/stdworker ./stdworker/cmd/stdworker
 
