@@ -95,6 +95,15 @@ func (s *Service) GetRollout(ctx context.Context, req *convergev1.GetRolloutRequ
 	if err != nil {
 		return nil, storeError(err)
 	}
+	// A rollout is the kind's, readable by every reader; its failures
+	// name resources, shown only where the caller may read them.
+	readable, kept := s.readable(ctx), r.Failures[:0]
+	for _, f := range r.Failures {
+		if readable(f.Namespace, r.Kind) {
+			kept = append(kept, f)
+		}
+	}
+	r.Failures = kept
 	return &convergev1.GetRolloutResponse{Rollout: toRollout(r)}, nil
 }
 

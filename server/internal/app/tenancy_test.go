@@ -308,3 +308,57 @@ func ndjsonWatch(t *testing.T, ctx context.Context, base, token string) *bufio.S
 	}
 	return sc
 }
+
+// TestRolloutFailuresInNamespaces: a rollout belongs to its kind and
+// every reader sees it, but the failures it lists name resources, and a
+// tenant sees only those of namespaces it may read.
+func TestRolloutFailuresInNamespaces(t *testing.T) {
+	_, client := tenantServer(t)
+	ctx := context.Background()
+	admin, alice := client("tok-admin"), client("tok-alice")
+	if _, err := admin.ApplyKind(ctx, ownedKind(t, "", "v1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"team-a-1", "team-b"} {
+		if _, err := admin.ApplyResource(ctx, tenantResource(t, ns, "p")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2 := ownedKind(t, "", "v2")
+	v2.Manifest.KindVersion = 2
+	// Type-checks, and fails for every spec when it runs.
+	v2.Manifest.Conversion = &convergev1.Conversion{Expr: `{"n": string(1 / (size(spec) - size(spec)))}`}
+	if _, err := admin.ApplyKind(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	started, err := admin.StartRollout(ctx, &convergev1.StartRolloutRequest{Kind: "db.cluster", ToVersion: 2, WaveCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := started.GetRollout().GetId()
+	deadline := time.Now().Add(20 * time.Second)
+	var all *convergev1.Rollout
+	for {
+		res, err := admin.GetRollout(ctx, &convergev1.GetRolloutRequest{RolloutId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all = res.GetRollout(); all.GetState() == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rollout did not stop on its failing wave: %v", all)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(all.GetFailures()) != 2 {
+		t.Fatalf("admin sees failures %v, want both resources'", all.GetFailures())
+	}
+	res, err := alice.GetRollout(ctx, &convergev1.GetRolloutRequest{RolloutId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.GetRollout().GetFailures(); len(f) != 1 || f[0].GetResource().GetNamespace() != "team-a-1" {
+		t.Fatalf("a team-a tenant sees failures %v, want only team-a-1's", f)
+	}
+}
