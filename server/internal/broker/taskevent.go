@@ -25,8 +25,8 @@ func (b *Broker) onTaskEvent(s *session, e *convergev1.TaskEvent) {
 		b.log.Debug("dropping a preview's task event: a preview records nothing", "task", pl.GetTaskId(), "worker", s.name)
 		return
 	}
-	l := b.leases[pl.GetTaskId()]
-	if l == nil || l.Epoch != pl.GetEpoch() || l.done || l.session != s {
+	l := b.heldBy(s, pl)
+	if l == nil {
 		b.mu.Unlock()
 		b.log.Debug("dropping a task event: the lease is not current, or not this worker's",
 			"task", pl.GetTaskId(), "epoch", pl.GetEpoch(), "worker", s.name, "reason", e.GetReason())
