@@ -50,6 +50,7 @@ func (w *Worker) runner(ex *execution) {
 // handler goroutine, and later tasks start on others).
 func (w *Worker) execute(ex *execution) {
 	t := newTask(ex.task)
+	t.events = func(e Event) error { return w.ledger.queueEvent(ex, e) }
 	var res *Result
 	var err error
 	returned := false

@@ -76,6 +76,9 @@ type ledger struct {
 	// releases are leases to give back to the server on the live stream
 	// (see Release): tasks the worker will not finish.
 	releases []*convergev1.Lease
+	// events are task events waiting for a stream (event.go); they
+	// outlive a stream, as a running task's lease may.
+	events []*convergev1.TaskEvent
 
 	live     bool // a stream is subscribed and forwarding results
 	draining bool

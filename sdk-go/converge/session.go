@@ -205,8 +205,10 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 			}
 		}
 		reps, more := w.ledger.takeUnsent(sendBatch)
-		err = sendReports(send, reps)
-		if err != nil {
+		if err = sendEvents(send, w.ledger.takeEvents()); err != nil {
+			break
+		}
+		if err = sendReports(send, reps); err != nil {
 			break
 		}
 		if more {
@@ -228,6 +230,18 @@ func (w *Worker) sendLoop(ctx context.Context, cancel context.CancelFunc, st *st
 		return nil
 	}
 	return err
+}
+
+// sendEvents sends task events, one message each. An event whose send
+// fails is not sent again: events are best effort, and a new stream may
+// find the task's lease gone.
+func sendEvents(send func(*convergev1.WorkerMessage) error, evs []*convergev1.TaskEvent) error {
+	for _, e := range evs {
+		if err := send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_TaskEvent{TaskEvent: e}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sendReports sends finished tasks' reports: each composition's chunks, in

@@ -88,6 +88,9 @@ type Task struct {
 
 	// preview is set for a preview task (see [Task.Preview]).
 	preview bool
+	// events takes what [Task.Event] accepts: the worker's queue, a
+	// test's recorder, or nil for nothing.
+	events func(Event) error
 }
 
 // Preview reports whether the task is a preview for a plan (conctl plan,

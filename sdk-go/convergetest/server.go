@@ -66,6 +66,9 @@ type Report struct {
 	// sent before it.
 	Result *convergev1.TaskResult
 	Chunks []*convergev1.ComposeChunk
+	// Events are the task events the worker sent under the lease before
+	// the result, oldest first, as the real server would record them.
+	Events []converge.Event
 
 	consumed bool
 }
@@ -80,6 +83,7 @@ type dispatch struct {
 	cancelled bool
 	released  int // times the worker gave it back (a drain)
 	chunks    []*convergev1.ComposeChunk
+	events    []converge.Event
 }
 
 // ServerOption configures a [Server].
@@ -402,7 +406,7 @@ func (s *Server) dispatchLocked() {
 		d := s.queue[0]
 		s.queue = s.queue[1:]
 		d.epoch++
-		d.on, d.chunks = ss, nil
+		d.on, d.chunks, d.events = ss, nil, nil
 		ss.running++
 		batch = append(batch, wireTask(d))
 		if len(batch) == maxTaskBatch {

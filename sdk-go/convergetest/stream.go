@@ -243,6 +243,8 @@ func (s *Server) onMessage(ss *session, m *convergev1.WorkerMessage) {
 		s.onChunkLocked(msg.ComposeChunk)
 	case *convergev1.WorkerMessage_Release:
 		s.onReleaseLocked(ss, msg.Release.GetLeases())
+	case *convergev1.WorkerMessage_TaskEvent:
+		s.onEventLocked(ss, msg.TaskEvent)
 	case *convergev1.WorkerMessage_Results:
 		var acks []*convergev1.ResultAck
 		for _, r := range msg.Results.GetResults() {
@@ -275,6 +277,22 @@ func (s *Server) onChunkLocked(c *convergev1.ComposeChunk) {
 		s.problemLocked("compose chunk %d of task %d after %d chunks", c.GetIndex(), d.id, len(d.chunks))
 	}
 	d.chunks = append(d.chunks, c)
+}
+
+// onEventLocked keeps a task event with its task while the lease is the
+// stream's current one, as the real server records it (without its cap:
+// a test asserts what the handler sent). A preview's is a problem: the
+// worker never sends one.
+func (s *Server) onEventLocked(ss *session, e *convergev1.TaskEvent) {
+	d := s.current(e.GetLease())
+	if d == nil || d.done || d.on != ss {
+		return // stale: the real server drops it too
+	}
+	if d.task.Preview() {
+		s.problemLocked("task %d is a preview, but its handler's event %s was sent", d.id, e.GetReason())
+		return
+	}
+	d.events = append(d.events, converge.Event{Type: converge.EventType(e.GetType()), Reason: e.GetReason(), Message: e.GetMessage()})
 }
 
 // onReleaseLocked takes back the tasks a draining worker gives back, as
@@ -323,7 +341,7 @@ func (s *Server) onResultLocked(r *convergev1.TaskResult) *convergev1.ResultAck 
 		s.problemLocked("the result of task %d counts %d compose chunks; %d came before it", d.id, n, len(d.chunks))
 	}
 	out, err := wire.DecodeResult(r, d.chunks)
-	rep := &Report{Task: d.task, TaskID: d.id, Err: err, Result: r, Chunks: d.chunks}
+	rep := &Report{Task: d.task, TaskID: d.id, Err: err, Result: r, Chunks: d.chunks, Events: d.events}
 	if err == nil {
 		rep.Outcome = out.(*converge.Outcome)
 	}

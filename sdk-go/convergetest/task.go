@@ -204,7 +204,7 @@ func newTask(m *Manifest, reaction string, spec any, opts []TaskOption) (*conver
 	if s.preview {
 		task = task.AsPreview()
 	}
-	return task, nil
+	return recording(task), nil
 }
 
 func fillOperation(m *Manifest, verb string, s *taskSettings) error {

@@ -11,6 +11,7 @@ export {
   type ReactorEvent,
   Transition,
 } from "./task.js";
+export { EventType, type EventTypeName, type TaskEvent } from "./event.js";
 export { type Middleware } from "./run.js";
 export { defaultBaseUrl, serverEnv } from "./url.js";
 export { type Result, type Condition, type ConditionStatus } from "./result.js";

@@ -1,5 +1,7 @@
-import type { Lease, Task as TaskMessage } from "../gen/converge/v1/worker_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { TaskEventSchema, type Lease, type Task as TaskMessage, type TaskEvent as TaskEventMessage } from "../gen/converge/v1/worker_pb.js";
 import { messages, type Report } from "./chunk.js";
+import { eventQueueFull, maxQueuedEvents, type TaskEvent } from "./event.js";
 import type { Handler } from "./task.js";
 import { maxTimerMs } from "./wake.js";
 
@@ -61,6 +63,8 @@ export class Ledger {
   private seq = 0;
   /** Leases to give back on the live stream (Release): tasks the worker will not finish. */
   private releases: Lease[] = [];
+  /** Task events waiting for a stream; they outlive a stream, as a running task's lease may. */
+  private events: TaskEventMessage[] = [];
   private live = false;
   draining = false;
   /** Wakes the live stream's sender. */
@@ -280,6 +284,31 @@ export class Ledger {
     }
     this.unsent = i === this.unsent.length ? [] : this.unsent.slice(i);
     return { reps, more: this.unsent.length > 0 };
+  }
+
+  /**
+   * queueEvent queues a running task's event for the stream. An event of a
+   * task the worker no longer runs for the server (cancelled, its lease
+   * lost, given back) is dropped quietly: the server would drop it.
+   */
+  queueEvent(ex: Execution, e: TaskEvent): void {
+    if (ex.abandoned || this.running.get(ex.key) !== ex) {
+      return;
+    }
+    if (this.events.length >= maxQueuedEvents) {
+      throw new Error(eventQueueFull);
+    }
+    this.events.push(create(TaskEventSchema, { lease: ex.task.lease, ...e }));
+    this.kick?.();
+  }
+
+  /**
+   * takeEvents returns the queued events, oldest first, and forgets them.
+   * The sender takes them after the results it sends in the same round, so
+   * an event queued before its task's result goes out before it.
+   */
+  takeEvents(): TaskEventMessage[] {
+    return this.events.splice(0);
   }
 
   /**

@@ -186,6 +186,11 @@ async function* sendLoop(
         yield msg({ case: "release", value: create(ReleaseSchema, { leases }) });
       }
       const { reps, more } = h.ledger.takeUnsent(sendBatch);
+      // An event whose send fails is not sent again: events are best
+      // effort, and a new stream may find the task's lease gone.
+      for (const e of h.ledger.takeEvents()) {
+        yield msg({ case: "taskEvent", value: e });
+      }
       yield* reportMessages(reps);
       if (more) {
         wake.poke();

@@ -1,6 +1,7 @@
 import type { Task as TaskMessage } from "../gen/converge/v1/worker_pb.js";
 import type { ResourceRef, Rollup as RollupMessage } from "../gen/converge/v1/types_pb.js";
 import type { Ref } from "./compose.js";
+import { taskEvent, type EventTypeName, type TaskEvent } from "./event.js";
 import { decodeObject } from "./json.js";
 import type { Result } from "./result.js";
 
@@ -89,6 +90,21 @@ export interface Task<Spec = JsonObject, Status = JsonObject, Config = JsonObjec
    * report; a composer just composes.
    */
   preview: boolean;
+  /**
+   * event records an event on the task's resource now, while the task runs,
+   * rather than with its result: for what the resource's owner should see
+   * before the task ends, e.g. that the handler is about to replace an
+   * object. The server records it only while the task's lease is current,
+   * and at most 10 per attempt (one more, a Warning, says the rest were
+   * dropped); an event the server drops is not an error here.
+   *
+   * It does not wait for the server: it queues the event for the stream, in
+   * order before the task's result. It throws an Error for an invalid type,
+   * reason (UpperCamelCase, at most 63 characters) or message (at most 4,096
+   * characters), and when too many events wait for the stream already. A
+   * preview's events go nowhere; `taskFor`'s are kept for `eventsOf`.
+   */
+  event(type: EventTypeName, reason: string, message?: string): void;
 }
 
 /**
@@ -176,10 +192,11 @@ export interface ReactorEvent {
 }
 
 /**
- * newTask converts a wire task into the handler's view of it. It throws an
- * Error naming the field when the server sent JSON that does not parse.
+ * newTask converts a wire task into the handler's view of it; its events
+ * go to events. It throws an Error naming the field when the server sent
+ * JSON that does not parse.
  */
-export function newTask(m: TaskMessage, signal: AbortSignal): Task {
+export function newTask(m: TaskMessage, signal: AbortSignal, events?: (e: TaskEvent) => void): Task {
   const r = m.resource;
   const where = `${m.kind} ${r?.namespace ?? ""}/${r?.name ?? ""}`;
   const decode = (field: string, b: Uint8Array | undefined) => decodeObject(`converge: decode ${field} of ${where}`, b);
@@ -200,6 +217,7 @@ export function newTask(m: TaskMessage, signal: AbortSignal): Task {
     dedupToken: m.dedupToken,
     traceparent: m.traceparent || undefined,
     preview: m.preview,
+    event: taskEvent(where, m.preview, events),
     deadline: m.deadline ? new Date(Number(m.deadline.seconds) * 1000 + Math.floor(m.deadline.nanos / 1e6)) : undefined,
     signal,
     config: decode("config", m.config),

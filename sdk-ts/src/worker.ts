@@ -423,7 +423,7 @@ export class Worker {
 
   /** execute runs one handler and records its result; the worker goes on whatever it does. */
   private async execute(ex: Execution): Promise<void> {
-    const rep = await runTask(ex.task, ex.handler, () => newTask(ex.task, ex.controller.signal));
+    const rep = await runTask(ex.task, ex.handler, () => newTask(ex.task, ex.controller.signal, (e) => this.ledger.queueEvent(ex, e)));
     if (!ex.abandoned) {
       this.logFailure(ex.task, rep);
     }

@@ -32,8 +32,9 @@ spec: {}
 describe("taskFor", () => {
   it("fills every field of a task from the manifest, the spec and defaults", () => {
     const t = taskFor(manifests, "reconcile", { size: "small" }, { kind: "db" });
-    const { signal, ...rest } = t;
+    const { signal, event, ...rest } = t;
     assert.equal(signal.aborted, false);
+    assert.equal(typeof event, "function");
     assert.deepEqual(rest, {
       kind: "db",
       kindVersion: 2,
@@ -118,7 +119,9 @@ describe("taskFor", () => {
       taskFor(manifests, "settle", {}, { kind: "db", rollup: { culprits: [{ resource: { kind: "vpc", name: "v" }, phase: "Failed", message: "m", path: [{ namespace: "n", kind: "k", name: "p" }] }] } }),
       taskFor(manifests, "notify", undefined, { kind: "pager", reactor: { watchedStatus: { x: 1 } } }),
     ]) {
-      assert.deepEqual(newTask(wireTask(t, testLease(t)), t.signal), t);
+      // The event methods are closures of their own: compared by behaviour in events.test.ts.
+      const fields = (x: object) => Object.fromEntries(Object.entries(x).filter(([k]) => k !== "event"));
+      assert.deepEqual(fields(newTask(wireTask(t, testLease(t)), t.signal)), fields(t));
     }
   });
 });

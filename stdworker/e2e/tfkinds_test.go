@@ -192,6 +192,7 @@ spec: {rfc3339: yesterday}
 	if st := statusOf(t, r); st["year"] != float64(2027) {
 		t.Errorf("tf.time.static/launch after the replacement: year %v; want 2027", st["year"])
 	}
+	wantReplacingEvent(t, d, r)
 
 	// Drift: the state changed outside; the next resync finds and corrects it.
 	statePath, _ := strings.CutPrefix(statusOf(t, d.get(t, "tf.time.offset", "week"))["terraform"].(map[string]any)["state"].(string), "local ")
@@ -218,6 +219,39 @@ spec: {rfc3339: yesterday}
 		if n := stateResources(t, path); n != 0 {
 			t.Errorf("%s: the state after delete holds %d resources; want none (destroyed)", key, n)
 		}
+	}
+}
+
+// wantReplacingEvent checks that the worker said, in an event recorded
+// while the task ran, that it was replacing tf.time.static/launch and why:
+// at the replacing generation, after the spec change and before the
+// result turned the Replaced condition True.
+func wantReplacingEvent(t *testing.T, d *dev, r *convergev1.Resource) {
+	t.Helper()
+	events, err := d.api.ListEvents(t.Context(), &convergev1.ListEventsRequest{Namespace: "default", Kind: "tf.time.static", Name: "launch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replacing, specChanged *convergev1.Event
+	for _, e := range events.GetEvents() { // newest first
+		switch {
+		case replacing == nil && e.GetReason() == "Replacing":
+			replacing = e
+		case specChanged == nil && e.GetReason() == "SpecChanged" && e.GetGeneration() == r.GetGeneration():
+			specChanged = e
+		}
+	}
+	if replacing == nil || specChanged == nil {
+		t.Fatalf("events of tf.time.static/launch %v: want SpecChanged and Replacing at generation %d", events.GetEvents(), r.GetGeneration())
+	}
+	if replacing.GetType() != "Warning" || replacing.GetGeneration() != r.GetGeneration() || !strings.HasPrefix(replacing.GetActor(), "worker:") ||
+		!strings.Contains(replacing.GetMessage(), "time_static.this") || !strings.Contains(replacing.GetMessage(), "spec.rfc3339") {
+		t.Errorf("Replacing event %v: want a Warning by the worker at generation %d naming time_static.this and spec.rfc3339", replacing, r.GetGeneration())
+	}
+	applied := condition(r, "Replaced").GetLastTransitionTime().AsTime()
+	if replacing.GetId() < specChanged.GetId() || !replacing.GetTime().AsTime().Before(applied) {
+		t.Errorf("Replacing event (id %d at %s) is not between the spec change (id %d) and the applied result (Replaced True at %s)",
+			replacing.GetId(), replacing.GetTime().AsTime(), specChanged.GetId(), applied)
 	}
 }
 

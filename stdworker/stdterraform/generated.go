@@ -33,6 +33,9 @@ const (
 	condDrift    = "Drift"
 )
 
+// eventReplacing is the reason of the event that announces a replacement.
+const eventReplacing = "Replacing"
+
 // genMeta is the status field MetaField.
 type genMeta struct {
 	AppliedAt string `json:"applied_at"`
@@ -75,12 +78,10 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 			}
 			var why string
 			replaced, why = planReplaces(plan, h.binding.Address())
-			if replaced && h.binding.Replace == ReplaceForbid {
-				return nil, converge.Terminal(fmt.Errorf("replacement forbidden: the plan would destroy and re-create %s (%s), and the kind's spec_schema.%s.replace is %q; change the spec back, or delete and re-create the resource",
-					h.binding.Address(), why, BindingKeyword, ReplaceForbid))
-			}
 			if replaced {
-				h.log.Warn("the plan replaces the object; applying", "resource", t.Namespace+"/"+t.Name, "address", h.binding.Address(), "why", why)
+				if err := h.announceReplacement(ctx, t, why); err != nil {
+					return nil, err
+				}
 			}
 			conds = append(conds, replacedCondition(plan, h.binding.Address(), replaced, why))
 			if resync {
@@ -111,6 +112,28 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 		h.log.Info("applied", "resource", t.Namespace+"/"+t.Name, "generation", t.Generation, "changed", changed, "replaced", replaced, "state", r.where)
 		return &converge.Result{Status: status, Conditions: conds}, nil
 	}
+}
+
+// announceReplacement says, in a Warning event recorded before anything is
+// applied, that the plan destroys and re-creates the object and why: the
+// Replaced condition only arrives with the result, after the apply. With
+// replace: forbid it then refuses the plan, terminally.
+func (h *handler) announceReplacement(ctx context.Context, t *converge.Task, why string) error {
+	addr, forbid := h.binding.Address(), h.binding.Replace == ReplaceForbid
+	msg := fmt.Sprintf("the plan destroys and re-creates %s: %s; applying", addr, why)
+	if forbid {
+		msg = fmt.Sprintf("the plan would destroy and re-create %s: %s; not applied, the kind forbids replacement", addr, why)
+	}
+	if err := t.Event(ctx, converge.EventWarning, eventReplacing, msg); err != nil {
+		// The event is a courtesy: the condition and the log still say it.
+		h.log.Warn("could not record the Replacing event", "resource", t.Namespace+"/"+t.Name, "err", err)
+	}
+	if forbid {
+		return converge.Terminal(fmt.Errorf("replacement forbidden: the plan would destroy and re-create %s (%s), and the kind's spec_schema.%s.replace is %q; change the spec back, or delete and re-create the resource",
+			addr, why, BindingKeyword, ReplaceForbid))
+	}
+	h.log.Warn("the plan replaces the object; applying", "resource", t.Namespace+"/"+t.Name, "address", addr, "why", why)
+	return nil
 }
 
 // previousMeta is the run's report in the resource's status, zero before

@@ -126,12 +126,13 @@ func TestGeneratedStaticLifecycle(t *testing.T) {
 
 	previous, _ := json.Marshal(res.Status)
 	spec["rfc3339"] = "2025-01-02T03:04:05Z"
-	tk := task(t, "s", spec, nil)
+	tk, events := recordingTask(t, "s", spec)
 	tk.Status = previous
 	res, err = h.genApply(false)(testCtx(t), tk)
 	if err != nil {
 		t.Fatalf("apply of a new rfc3339: %v", err)
 	}
+	wantReplacing(t, *events, "applying")
 	if c := condition(res, condReplaced); c.Status != converge.ConditionTrue || !strings.Contains(c.Message, "spec.rfc3339") {
 		t.Errorf("Replaced condition %+v: want True naming spec.rfc3339", c)
 	}
@@ -156,10 +157,29 @@ func TestGeneratedForbidReplace(t *testing.T) {
 		t.Fatalf("apply: %v", err)
 	}
 	spec["rfc3339"] = "2025-01-02T03:04:05Z"
-	_, err := h.genApply(false)(testCtx(t), task(t, "f", spec, nil))
+	tk, events := recordingTask(t, "f", spec)
+	_, err := h.genApply(false)(testCtx(t), tk)
 	t.Logf("refusal: %v", err)
 	if !converge.IsTerminal(err) || !strings.Contains(err.Error(), "replacement forbidden") || !strings.Contains(err.Error(), "spec.rfc3339") {
 		t.Fatalf("apply that replaces: %v; want a terminal refusal naming spec.rfc3339", err)
+	}
+	wantReplacing(t, *events, "not applied")
+}
+
+// recordingTask is task's, keeping the events the handler records.
+func recordingTask(t *testing.T, name string, spec any) (*converge.Task, *[]converge.Event) {
+	var events []converge.Event
+	return task(t, name, spec, nil).WithEventRecorder(func(e converge.Event) { events = append(events, e) }), &events
+}
+
+// wantReplacing checks that the handler announced the replacement of
+// time_static.this forced by spec.rfc3339, and what it did about it.
+func wantReplacing(t *testing.T, events []converge.Event, says string) {
+	t.Helper()
+	if len(events) != 1 || events[0].Type != converge.EventWarning || events[0].Reason != eventReplacing ||
+		!strings.Contains(events[0].Message, "time_static.this") || !strings.Contains(events[0].Message, "spec.rfc3339") ||
+		!strings.Contains(events[0].Message, says) {
+		t.Errorf("events %+v; want one Warning Replacing naming time_static.this and spec.rfc3339, saying %q", events, says)
 	}
 }
 

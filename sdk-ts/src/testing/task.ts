@@ -9,6 +9,7 @@ import { parseDocuments, toDocument } from "../documents.js";
 import { messageOf } from "../errors.js";
 import { encodeObject } from "../json.js";
 import { checkKind, checkKindVersion } from "../names.js";
+import type { TaskEvent } from "../event.js";
 import { newTask, type JsonObject, type ReactorEvent, type Rollup, type Task } from "../task.js";
 
 /**
@@ -97,7 +98,7 @@ export function taskFor<Spec = JsonObject, Status = JsonObject, Config = JsonObj
   const name = o.name ?? "test";
   const generation = o.generation ?? 1;
   const reactor = trigger === "reactor";
-  const draft: Task = {
+  const draft: Omit<Task, "event"> = {
     kind: m.kind,
     kindVersion: m.kindVersion,
     reaction,
@@ -142,7 +143,23 @@ export function taskFor<Spec = JsonObject, Status = JsonObject, Config = JsonObj
     throw new Error("converge: taskFor: a reactor task carries no resource, so no spec: pass undefined and set options.reactor");
   }
   const wire = wireTask(draft, testLease(draft), "converge: taskFor");
-  return newTask(wire, draft.signal) as Task<SpecOf<Spec>, Status, Config>;
+  const events: TaskEvent[] = [];
+  const task = newTask(wire, draft.signal, (e) => events.push(e));
+  recorded.set(task, events);
+  return task as Task<SpecOf<Spec>, Status, Config>;
+}
+
+/** The events of the tasks taskFor built, by task. */
+const recorded = new WeakMap<Task, TaskEvent[]>();
+
+/**
+ * eventsOf returns the events a handler recorded with `task.event` on a
+ * task {@link taskFor} built, oldest first, as the worker would have sent
+ * them (a preview's record nothing); an empty list for any other task. A
+ * worker run against a FakeServer sends them as taskEvent messages.
+ */
+export function eventsOf(task: Task): TaskEvent[] {
+  return [...(recorded.get(task) ?? [])];
 }
 
 function pickManifest(input: ManifestInput, o: TaskOptions<unknown, unknown>): KindManifest {
@@ -187,7 +204,7 @@ export function testLease(t: Pick<Task, "generation">, taskId = 1n): Lease {
  * inverse of the worker's reading of it. It throws an Error starting with
  * where for a spec, status or config that is not a JSON object.
  */
-export function wireTask(t: Task, lease: Lease, where = "converge: task"): TaskMessage {
+export function wireTask(t: Omit<Task, "event">, lease: Lease, where = "converge: task"): TaskMessage {
   const enc = (field: string, v: unknown) => {
     try {
       return encodeObject(v, Number.MAX_SAFE_INTEGER);

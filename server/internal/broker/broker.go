@@ -165,6 +165,8 @@ type lease struct {
 	parts        []*convergev1.Composition
 	partChildren int
 	overflow     bool
+	// events counts the task events this attempt reported (taskevent.go).
+	events int
 	// rec is the task's record being filled; nil when records are off.
 	rec *taskrec.Pending
 	// span is the task's trace span (trace.go); nil when untraced.

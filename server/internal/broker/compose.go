@@ -22,8 +22,8 @@ func (b *Broker) onChunk(s *session, c *convergev1.ComposeChunk) {
 	pl := c.GetLease()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	l := b.leases[pl.GetTaskId()]
-	if l == nil || l.Epoch != pl.GetEpoch() || l.done || l.session != s {
+	l := b.heldBy(s, pl)
+	if l == nil {
 		return // the result, if it comes, is refused the same way
 	}
 	if int(c.GetIndex()) != len(l.parts) {

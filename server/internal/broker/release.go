@@ -24,8 +24,8 @@ func (b *Broker) onRelease(s *session, r *convergev1.Release) {
 			previews = append(previews, p.id)
 			continue
 		}
-		l := b.leases[pl.GetTaskId()]
-		if l == nil || l.Epoch != pl.GetEpoch() || l.session != s || l.done {
+		l := b.heldBy(s, pl)
+		if l == nil {
 			continue
 		}
 		delete(b.leases, l.TaskID)

@@ -39,8 +39,8 @@ func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
 	}
 	pl := r.GetLease()
 	b.mu.Lock()
-	l := b.leases[pl.GetTaskId()]
-	if l == nil || l.Epoch != pl.GetEpoch() || l.done || l.session != s {
+	l := b.heldBy(s, pl)
+	if l == nil {
 		b.mu.Unlock()
 		s.send(ack(pl, false, "the lease is not current, or not this worker's: the task was reassigned, finished or never given to it"))
 		return
@@ -68,6 +68,17 @@ func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
 	out, comp := b.outcome(s, l, e, r)
 	l.rec.Returned(r, comp)
 	b.results <- &result{lease: l, session: s, echo: pl, out: out, comp: comp}
+}
+
+// heldBy returns the lease pl names if it is current and s runs it: not
+// reassigned, not finished, not another worker's. Only such a lease's
+// messages count. Callers hold b.mu.
+func (b *Broker) heldBy(s *session, pl *convergev1.Lease) *lease {
+	l := b.leases[pl.GetTaskId()]
+	if l == nil || l.Epoch != pl.GetEpoch() || l.done || l.session != s {
+		return nil
+	}
+	return l
 }
 
 // forget drops a lease and gives its task back to the queue at once.

@@ -194,6 +194,8 @@ func (b *Broker) read(s *session, stream *connect.BidiStream[convergev1.WorkerMe
 			b.onReadiness(s, msg.Readiness)
 		case *convergev1.WorkerMessage_Release:
 			b.onRelease(s, msg.Release)
+		case *convergev1.WorkerMessage_TaskEvent:
+			b.onTaskEvent(s, msg.TaskEvent)
 		case *convergev1.WorkerMessage_Drain:
 			b.mu.Lock()
 			s.draining = true

@@ -220,3 +220,11 @@ func (w *Worker) Close() {
 	_ = w.stream.CloseRequest()
 	_ = w.stream.CloseResponse()
 }
+
+// Event reports an event of the running task under lease l.
+func (w *Worker) Event(l *convergev1.Lease, typ, reason, message string) {
+	w.t.Helper()
+	w.Send(&convergev1.WorkerMessage{Msg: &convergev1.WorkerMessage_TaskEvent{TaskEvent: &convergev1.TaskEvent{
+		Lease: l, Type: typ, Reason: reason, Message: message,
+	}}})
+}

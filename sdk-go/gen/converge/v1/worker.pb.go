@@ -35,6 +35,7 @@ type WorkerMessage struct {
 	//	*WorkerMessage_ComposeChunk
 	//	*WorkerMessage_Readiness
 	//	*WorkerMessage_Release
+	//	*WorkerMessage_TaskEvent
 	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -140,6 +141,15 @@ func (x *WorkerMessage) GetRelease() *Release {
 	return nil
 }
 
+func (x *WorkerMessage) GetTaskEvent() *TaskEvent {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMessage_TaskEvent); ok {
+			return x.TaskEvent
+		}
+	}
+	return nil
+}
+
 type isWorkerMessage_Msg interface {
 	isWorkerMessage_Msg()
 }
@@ -180,6 +190,12 @@ type WorkerMessage_Release struct {
 	Release *Release `protobuf:"bytes,7,opt,name=release,proto3,oneof"`
 }
 
+type WorkerMessage_TaskEvent struct {
+	// Something a running task wants recorded as an event of its resource
+	// now, before its result (e.g. that it is about to replace an object).
+	TaskEvent *TaskEvent `protobuf:"bytes,8,opt,name=task_event,json=taskEvent,proto3,oneof"`
+}
+
 func (*WorkerMessage_Subscribe) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Results) isWorkerMessage_Msg() {}
@@ -194,6 +210,81 @@ func (*WorkerMessage_Readiness) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Release) isWorkerMessage_Msg() {}
 
+func (*WorkerMessage_TaskEvent) isWorkerMessage_Msg() {}
+
+// An event a task records on its resource while it runs. The server
+// records it only while the lease is current, at most a few per attempt
+// (docs/workers.md), and never for a preview; otherwise it is dropped
+// without an error.
+type TaskEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Lease *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Type  string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// A machine-readable cause, e.g. Replacing.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskEvent) Reset() {
+	*x = TaskEvent{}
+	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskEvent) ProtoMessage() {}
+
+func (x *TaskEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
+func (*TaskEvent) Descriptor() ([]byte, []int) {
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TaskEvent) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *TaskEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type Readiness struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reactions     []*ReactionReadiness   `protobuf:"bytes,1,rep,name=reactions,proto3" json:"reactions,omitempty"`
@@ -203,7 +294,7 @@ type Readiness struct {
 
 func (x *Readiness) Reset() {
 	*x = Readiness{}
-	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	mi := &file_converge_v1_worker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +306,7 @@ func (x *Readiness) String() string {
 func (*Readiness) ProtoMessage() {}
 
 func (x *Readiness) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[1]
+	mi := &file_converge_v1_worker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +319,7 @@ func (x *Readiness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Readiness.ProtoReflect.Descriptor instead.
 func (*Readiness) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Readiness) GetReactions() []*ReactionReadiness {
@@ -249,7 +340,7 @@ type ReactionReadiness struct {
 
 func (x *ReactionReadiness) Reset() {
 	*x = ReactionReadiness{}
-	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	mi := &file_converge_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +352,7 @@ func (x *ReactionReadiness) String() string {
 func (*ReactionReadiness) ProtoMessage() {}
 
 func (x *ReactionReadiness) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[2]
+	mi := &file_converge_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +365,7 @@ func (x *ReactionReadiness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactionReadiness.ProtoReflect.Descriptor instead.
 func (*ReactionReadiness) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReactionReadiness) GetReaction() *ReactionRef {
@@ -313,7 +404,7 @@ type ComposeChunk struct {
 
 func (x *ComposeChunk) Reset() {
 	*x = ComposeChunk{}
-	mi := &file_converge_v1_worker_proto_msgTypes[3]
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +416,7 @@ func (x *ComposeChunk) String() string {
 func (*ComposeChunk) ProtoMessage() {}
 
 func (x *ComposeChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[3]
+	mi := &file_converge_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +429,7 @@ func (x *ComposeChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeChunk.ProtoReflect.Descriptor instead.
 func (*ComposeChunk) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ComposeChunk) GetLease() *Lease {
@@ -380,7 +471,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +483,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[4]
+	mi := &file_converge_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +496,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Subscribe) GetWorkerName() string {
@@ -454,7 +545,7 @@ type ReactionRef struct {
 
 func (x *ReactionRef) Reset() {
 	*x = ReactionRef{}
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +557,7 @@ func (x *ReactionRef) String() string {
 func (*ReactionRef) ProtoMessage() {}
 
 func (x *ReactionRef) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[5]
+	mi := &file_converge_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +570,7 @@ func (x *ReactionRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactionRef.ProtoReflect.Descriptor instead.
 func (*ReactionRef) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReactionRef) GetKind() string {
@@ -518,7 +609,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +621,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[6]
+	mi := &file_converge_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +634,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Lease) GetTaskId() int64 {
@@ -578,7 +669,7 @@ type Results struct {
 
 func (x *Results) Reset() {
 	*x = Results{}
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +681,7 @@ func (x *Results) String() string {
 func (*Results) ProtoMessage() {}
 
 func (x *Results) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[7]
+	mi := &file_converge_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +694,7 @@ func (x *Results) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Results.ProtoReflect.Descriptor instead.
 func (*Results) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Results) GetResults() []*TaskResult {
@@ -627,7 +718,7 @@ type TaskResult struct {
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +730,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[8]
+	mi := &file_converge_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +743,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskResult) GetLease() *Lease {
@@ -724,7 +815,7 @@ type Success struct {
 
 func (x *Success) Reset() {
 	*x = Success{}
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +827,7 @@ func (x *Success) String() string {
 func (*Success) ProtoMessage() {}
 
 func (x *Success) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[9]
+	mi := &file_converge_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +840,7 @@ func (x *Success) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Success.ProtoReflect.Descriptor instead.
 func (*Success) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Success) GetStatus() []byte {
@@ -808,7 +899,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +911,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[10]
+	mi := &file_converge_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +924,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Composition) GetChildren() []*Child {
@@ -872,7 +963,7 @@ type Child struct {
 
 func (x *Child) Reset() {
 	*x = Child{}
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +975,7 @@ func (x *Child) String() string {
 func (*Child) ProtoMessage() {}
 
 func (x *Child) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[11]
+	mi := &file_converge_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +988,7 @@ func (x *Child) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Child.ProtoReflect.Descriptor instead.
 func (*Child) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Child) GetKind() string {
@@ -951,7 +1042,7 @@ type Edge struct {
 
 func (x *Edge) Reset() {
 	*x = Edge{}
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1054,7 @@ func (x *Edge) String() string {
 func (*Edge) ProtoMessage() {}
 
 func (x *Edge) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[12]
+	mi := &file_converge_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1067,7 @@ func (x *Edge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Edge.ProtoReflect.Descriptor instead.
 func (*Edge) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Edge) GetDependent() *ResourceRef {
@@ -1015,7 +1106,7 @@ type Flow struct {
 
 func (x *Flow) Reset() {
 	*x = Flow{}
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1118,7 @@ func (x *Flow) String() string {
 func (*Flow) ProtoMessage() {}
 
 func (x *Flow) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[13]
+	mi := &file_converge_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1131,7 @@ func (x *Flow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flow.ProtoReflect.Descriptor instead.
 func (*Flow) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Flow) GetSource() isFlow_Source {
@@ -1112,7 +1203,7 @@ type TaskError struct {
 
 func (x *TaskError) Reset() {
 	*x = TaskError{}
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1215,7 @@ func (x *TaskError) String() string {
 func (*TaskError) ProtoMessage() {}
 
 func (x *TaskError) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[14]
+	mi := &file_converge_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1228,7 @@ func (x *TaskError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskError.ProtoReflect.Descriptor instead.
 func (*TaskError) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskError) GetMessage() string {
@@ -1178,7 +1269,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_converge_v1_worker_proto_msgTypes[15]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1281,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[15]
+	mi := &file_converge_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1294,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Heartbeat) GetInFlight() []*Lease {
@@ -1221,7 +1312,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_converge_v1_worker_proto_msgTypes[16]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1324,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[16]
+	mi := &file_converge_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1337,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 // Release gives back tasks the worker holds but will not finish: running
@@ -1262,7 +1353,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1365,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[17]
+	mi := &file_converge_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1378,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Release) GetLeases() []*Lease {
@@ -1313,7 +1404,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1416,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[18]
+	mi := &file_converge_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1429,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -1438,7 +1529,7 @@ type Configs struct {
 
 func (x *Configs) Reset() {
 	*x = Configs{}
-	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1541,7 @@ func (x *Configs) String() string {
 func (*Configs) ProtoMessage() {}
 
 func (x *Configs) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[19]
+	mi := &file_converge_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1554,7 @@ func (x *Configs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Configs.ProtoReflect.Descriptor instead.
 func (*Configs) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Configs) GetConfigs() []*KindConfig {
@@ -1487,7 +1578,7 @@ type KindConfig struct {
 
 func (x *KindConfig) Reset() {
 	*x = KindConfig{}
-	mi := &file_converge_v1_worker_proto_msgTypes[20]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1590,7 @@ func (x *KindConfig) String() string {
 func (*KindConfig) ProtoMessage() {}
 
 func (x *KindConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[20]
+	mi := &file_converge_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1603,7 @@ func (x *KindConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindConfig.ProtoReflect.Descriptor instead.
 func (*KindConfig) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KindConfig) GetKind() string {
@@ -1554,7 +1645,7 @@ type Tasks struct {
 
 func (x *Tasks) Reset() {
 	*x = Tasks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[21]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1657,7 @@ func (x *Tasks) String() string {
 func (*Tasks) ProtoMessage() {}
 
 func (x *Tasks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[21]
+	mi := &file_converge_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1670,7 @@ func (x *Tasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tasks.ProtoReflect.Descriptor instead.
 func (*Tasks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Tasks) GetTasks() []*Task {
@@ -1598,7 +1689,7 @@ type Acks struct {
 
 func (x *Acks) Reset() {
 	*x = Acks{}
-	mi := &file_converge_v1_worker_proto_msgTypes[22]
+	mi := &file_converge_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1701,7 @@ func (x *Acks) String() string {
 func (*Acks) ProtoMessage() {}
 
 func (x *Acks) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[22]
+	mi := &file_converge_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1714,7 @@ func (x *Acks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Acks.ProtoReflect.Descriptor instead.
 func (*Acks) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Acks) GetAcks() []*ResultAck {
@@ -1656,7 +1747,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_converge_v1_worker_proto_msgTypes[23]
+	mi := &file_converge_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1759,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[23]
+	mi := &file_converge_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1772,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Subscribed) GetSessionId() string {
@@ -1780,7 +1871,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_converge_v1_worker_proto_msgTypes[24]
+	mi := &file_converge_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1883,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[24]
+	mi := &file_converge_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +1896,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{24}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Task) GetLease() *Lease {
@@ -1932,7 +2023,7 @@ type OperationTask struct {
 
 func (x *OperationTask) Reset() {
 	*x = OperationTask{}
-	mi := &file_converge_v1_worker_proto_msgTypes[25]
+	mi := &file_converge_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2035,7 @@ func (x *OperationTask) String() string {
 func (*OperationTask) ProtoMessage() {}
 
 func (x *OperationTask) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[25]
+	mi := &file_converge_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2048,7 @@ func (x *OperationTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationTask.ProtoReflect.Descriptor instead.
 func (*OperationTask) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{25}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *OperationTask) GetId() string {
@@ -1998,7 +2089,7 @@ type ReactorTask struct {
 
 func (x *ReactorTask) Reset() {
 	*x = ReactorTask{}
-	mi := &file_converge_v1_worker_proto_msgTypes[26]
+	mi := &file_converge_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2101,7 @@ func (x *ReactorTask) String() string {
 func (*ReactorTask) ProtoMessage() {}
 
 func (x *ReactorTask) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[26]
+	mi := &file_converge_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2114,7 @@ func (x *ReactorTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactorTask.ProtoReflect.Descriptor instead.
 func (*ReactorTask) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{26}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReactorTask) GetBinding() string {
@@ -2097,7 +2188,7 @@ type TaskResource struct {
 
 func (x *TaskResource) Reset() {
 	*x = TaskResource{}
-	mi := &file_converge_v1_worker_proto_msgTypes[27]
+	mi := &file_converge_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2200,7 @@ func (x *TaskResource) String() string {
 func (*TaskResource) ProtoMessage() {}
 
 func (x *TaskResource) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[27]
+	mi := &file_converge_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2213,7 @@ func (x *TaskResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResource.ProtoReflect.Descriptor instead.
 func (*TaskResource) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{27}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TaskResource) GetNamespace() string {
@@ -2191,7 +2282,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_converge_v1_worker_proto_msgTypes[28]
+	mi := &file_converge_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2294,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[28]
+	mi := &file_converge_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2307,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{28}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Cancel) GetLease() *Lease {
@@ -2245,7 +2336,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_converge_v1_worker_proto_msgTypes[29]
+	mi := &file_converge_v1_worker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2257,7 +2348,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_worker_proto_msgTypes[29]
+	mi := &file_converge_v1_worker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2270,7 +2361,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_converge_v1_worker_proto_rawDescGZIP(), []int{29}
+	return file_converge_v1_worker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ResultAck) GetLease() *Lease {
@@ -2298,7 +2389,7 @@ var File_converge_v1_worker_proto protoreflect.FileDescriptor
 
 const file_converge_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x03\n" +
+	"\x18converge/v1/worker.proto\x12\vconverge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17converge/v1/types.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\x03\n" +
 	"\rWorkerMessage\x126\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x16.converge.v1.SubscribeH\x00R\tsubscribe\x120\n" +
 	"\aresults\x18\x02 \x01(\v2\x14.converge.v1.ResultsH\x00R\aresults\x126\n" +
@@ -2306,8 +2397,15 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x05drain\x18\x04 \x01(\v2\x12.converge.v1.DrainH\x00R\x05drain\x12@\n" +
 	"\rcompose_chunk\x18\x05 \x01(\v2\x19.converge.v1.ComposeChunkH\x00R\fcomposeChunk\x126\n" +
 	"\treadiness\x18\x06 \x01(\v2\x16.converge.v1.ReadinessH\x00R\treadiness\x120\n" +
-	"\arelease\x18\a \x01(\v2\x14.converge.v1.ReleaseH\x00R\areleaseB\f\n" +
-	"\x03msg\x12\x05\xbaH\x02\b\x01\"V\n" +
+	"\arelease\x18\a \x01(\v2\x14.converge.v1.ReleaseH\x00R\arelease\x127\n" +
+	"\n" +
+	"task_event\x18\b \x01(\v2\x16.converge.v1.TaskEventH\x00R\ttaskEventB\f\n" +
+	"\x03msg\x12\x05\xbaH\x02\b\x01\"\xc5\x01\n" +
+	"\tTaskEvent\x120\n" +
+	"\x05lease\x18\x01 \x01(\v2\x12.converge.v1.LeaseB\x06\xbaH\x03\xc8\x01\x01R\x05lease\x12*\n" +
+	"\x04type\x18\x02 \x01(\tB\x16\xbaH\x13r\x11R\x06NormalR\aWarningR\x04type\x126\n" +
+	"\x06reason\x18\x03 \x01(\tB\x1e\xbaH\x1br\x19\x10\x01\x18?2\x13^[A-Z][A-Za-z0-9]*$R\x06reason\x12\"\n" +
+	"\amessage\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\amessage\"V\n" +
 	"\tReadiness\x12I\n" +
 	"\treactions\x18\x01 \x03(\v2\x1e.converge.v1.ReactionReadinessB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\bR\treactions\"\x89\x01\n" +
 	"\x11ReactionReadiness\x12<\n" +
@@ -2493,103 +2591,106 @@ func file_converge_v1_worker_proto_rawDescGZIP() []byte {
 	return file_converge_v1_worker_proto_rawDescData
 }
 
-var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_converge_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_converge_v1_worker_proto_goTypes = []any{
 	(*WorkerMessage)(nil),         // 0: converge.v1.WorkerMessage
-	(*Readiness)(nil),             // 1: converge.v1.Readiness
-	(*ReactionReadiness)(nil),     // 2: converge.v1.ReactionReadiness
-	(*ComposeChunk)(nil),          // 3: converge.v1.ComposeChunk
-	(*Subscribe)(nil),             // 4: converge.v1.Subscribe
-	(*ReactionRef)(nil),           // 5: converge.v1.ReactionRef
-	(*Lease)(nil),                 // 6: converge.v1.Lease
-	(*Results)(nil),               // 7: converge.v1.Results
-	(*TaskResult)(nil),            // 8: converge.v1.TaskResult
-	(*Success)(nil),               // 9: converge.v1.Success
-	(*Composition)(nil),           // 10: converge.v1.Composition
-	(*Child)(nil),                 // 11: converge.v1.Child
-	(*Edge)(nil),                  // 12: converge.v1.Edge
-	(*Flow)(nil),                  // 13: converge.v1.Flow
-	(*TaskError)(nil),             // 14: converge.v1.TaskError
-	(*Heartbeat)(nil),             // 15: converge.v1.Heartbeat
-	(*Drain)(nil),                 // 16: converge.v1.Drain
-	(*Release)(nil),               // 17: converge.v1.Release
-	(*ServerMessage)(nil),         // 18: converge.v1.ServerMessage
-	(*Configs)(nil),               // 19: converge.v1.Configs
-	(*KindConfig)(nil),            // 20: converge.v1.KindConfig
-	(*Tasks)(nil),                 // 21: converge.v1.Tasks
-	(*Acks)(nil),                  // 22: converge.v1.Acks
-	(*Subscribed)(nil),            // 23: converge.v1.Subscribed
-	(*Task)(nil),                  // 24: converge.v1.Task
-	(*OperationTask)(nil),         // 25: converge.v1.OperationTask
-	(*ReactorTask)(nil),           // 26: converge.v1.ReactorTask
-	(*TaskResource)(nil),          // 27: converge.v1.TaskResource
-	(*Cancel)(nil),                // 28: converge.v1.Cancel
-	(*ResultAck)(nil),             // 29: converge.v1.ResultAck
-	nil,                           // 30: converge.v1.Child.LabelsEntry
-	nil,                           // 31: converge.v1.TaskResource.LabelsEntry
-	(*Condition)(nil),             // 32: converge.v1.Condition
-	(*ResourceRef)(nil),           // 33: converge.v1.ResourceRef
-	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
-	(*Rollup)(nil),                // 36: converge.v1.Rollup
+	(*TaskEvent)(nil),             // 1: converge.v1.TaskEvent
+	(*Readiness)(nil),             // 2: converge.v1.Readiness
+	(*ReactionReadiness)(nil),     // 3: converge.v1.ReactionReadiness
+	(*ComposeChunk)(nil),          // 4: converge.v1.ComposeChunk
+	(*Subscribe)(nil),             // 5: converge.v1.Subscribe
+	(*ReactionRef)(nil),           // 6: converge.v1.ReactionRef
+	(*Lease)(nil),                 // 7: converge.v1.Lease
+	(*Results)(nil),               // 8: converge.v1.Results
+	(*TaskResult)(nil),            // 9: converge.v1.TaskResult
+	(*Success)(nil),               // 10: converge.v1.Success
+	(*Composition)(nil),           // 11: converge.v1.Composition
+	(*Child)(nil),                 // 12: converge.v1.Child
+	(*Edge)(nil),                  // 13: converge.v1.Edge
+	(*Flow)(nil),                  // 14: converge.v1.Flow
+	(*TaskError)(nil),             // 15: converge.v1.TaskError
+	(*Heartbeat)(nil),             // 16: converge.v1.Heartbeat
+	(*Drain)(nil),                 // 17: converge.v1.Drain
+	(*Release)(nil),               // 18: converge.v1.Release
+	(*ServerMessage)(nil),         // 19: converge.v1.ServerMessage
+	(*Configs)(nil),               // 20: converge.v1.Configs
+	(*KindConfig)(nil),            // 21: converge.v1.KindConfig
+	(*Tasks)(nil),                 // 22: converge.v1.Tasks
+	(*Acks)(nil),                  // 23: converge.v1.Acks
+	(*Subscribed)(nil),            // 24: converge.v1.Subscribed
+	(*Task)(nil),                  // 25: converge.v1.Task
+	(*OperationTask)(nil),         // 26: converge.v1.OperationTask
+	(*ReactorTask)(nil),           // 27: converge.v1.ReactorTask
+	(*TaskResource)(nil),          // 28: converge.v1.TaskResource
+	(*Cancel)(nil),                // 29: converge.v1.Cancel
+	(*ResultAck)(nil),             // 30: converge.v1.ResultAck
+	nil,                           // 31: converge.v1.Child.LabelsEntry
+	nil,                           // 32: converge.v1.TaskResource.LabelsEntry
+	(*Condition)(nil),             // 33: converge.v1.Condition
+	(*ResourceRef)(nil),           // 34: converge.v1.ResourceRef
+	(*durationpb.Duration)(nil),   // 35: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
+	(*Rollup)(nil),                // 37: converge.v1.Rollup
 }
 var file_converge_v1_worker_proto_depIdxs = []int32{
-	4,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
-	7,  // 1: converge.v1.WorkerMessage.results:type_name -> converge.v1.Results
-	15, // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
-	16, // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
-	3,  // 4: converge.v1.WorkerMessage.compose_chunk:type_name -> converge.v1.ComposeChunk
-	1,  // 5: converge.v1.WorkerMessage.readiness:type_name -> converge.v1.Readiness
-	17, // 6: converge.v1.WorkerMessage.release:type_name -> converge.v1.Release
-	2,  // 7: converge.v1.Readiness.reactions:type_name -> converge.v1.ReactionReadiness
-	5,  // 8: converge.v1.ReactionReadiness.reaction:type_name -> converge.v1.ReactionRef
-	6,  // 9: converge.v1.ComposeChunk.lease:type_name -> converge.v1.Lease
-	10, // 10: converge.v1.ComposeChunk.part:type_name -> converge.v1.Composition
-	5,  // 11: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
-	6,  // 12: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
-	8,  // 13: converge.v1.Results.results:type_name -> converge.v1.TaskResult
-	6,  // 14: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
-	9,  // 15: converge.v1.TaskResult.success:type_name -> converge.v1.Success
-	14, // 16: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
-	32, // 17: converge.v1.Success.conditions:type_name -> converge.v1.Condition
-	10, // 18: converge.v1.Success.composition:type_name -> converge.v1.Composition
-	11, // 19: converge.v1.Composition.children:type_name -> converge.v1.Child
-	12, // 20: converge.v1.Composition.edges:type_name -> converge.v1.Edge
-	33, // 21: converge.v1.Composition.references:type_name -> converge.v1.ResourceRef
-	30, // 22: converge.v1.Child.labels:type_name -> converge.v1.Child.LabelsEntry
-	33, // 23: converge.v1.Edge.dependent:type_name -> converge.v1.ResourceRef
-	33, // 24: converge.v1.Edge.dependency:type_name -> converge.v1.ResourceRef
-	13, // 25: converge.v1.Edge.flows:type_name -> converge.v1.Flow
-	34, // 26: converge.v1.TaskError.retry_after:type_name -> google.protobuf.Duration
-	6,  // 27: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
-	6,  // 28: converge.v1.Release.leases:type_name -> converge.v1.Lease
-	23, // 29: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
-	21, // 30: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
-	28, // 31: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
-	22, // 32: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
-	19, // 33: converge.v1.ServerMessage.configs:type_name -> converge.v1.Configs
-	20, // 34: converge.v1.Configs.configs:type_name -> converge.v1.KindConfig
-	24, // 35: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
-	29, // 36: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
-	6,  // 37: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
-	6,  // 38: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
-	6,  // 39: converge.v1.Task.lease:type_name -> converge.v1.Lease
-	27, // 40: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
-	35, // 41: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
-	36, // 42: converge.v1.Task.rollup:type_name -> converge.v1.Rollup
-	25, // 43: converge.v1.Task.operation:type_name -> converge.v1.OperationTask
-	26, // 44: converge.v1.Task.reactor:type_name -> converge.v1.ReactorTask
-	33, // 45: converge.v1.ReactorTask.watched:type_name -> converge.v1.ResourceRef
-	31, // 46: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
-	6,  // 47: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
-	6,  // 48: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
-	0,  // 49: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
-	18, // 50: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
-	50, // [50:51] is the sub-list for method output_type
-	49, // [49:50] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	5,  // 0: converge.v1.WorkerMessage.subscribe:type_name -> converge.v1.Subscribe
+	8,  // 1: converge.v1.WorkerMessage.results:type_name -> converge.v1.Results
+	16, // 2: converge.v1.WorkerMessage.heartbeat:type_name -> converge.v1.Heartbeat
+	17, // 3: converge.v1.WorkerMessage.drain:type_name -> converge.v1.Drain
+	4,  // 4: converge.v1.WorkerMessage.compose_chunk:type_name -> converge.v1.ComposeChunk
+	2,  // 5: converge.v1.WorkerMessage.readiness:type_name -> converge.v1.Readiness
+	18, // 6: converge.v1.WorkerMessage.release:type_name -> converge.v1.Release
+	1,  // 7: converge.v1.WorkerMessage.task_event:type_name -> converge.v1.TaskEvent
+	7,  // 8: converge.v1.TaskEvent.lease:type_name -> converge.v1.Lease
+	3,  // 9: converge.v1.Readiness.reactions:type_name -> converge.v1.ReactionReadiness
+	6,  // 10: converge.v1.ReactionReadiness.reaction:type_name -> converge.v1.ReactionRef
+	7,  // 11: converge.v1.ComposeChunk.lease:type_name -> converge.v1.Lease
+	11, // 12: converge.v1.ComposeChunk.part:type_name -> converge.v1.Composition
+	6,  // 13: converge.v1.Subscribe.reactions:type_name -> converge.v1.ReactionRef
+	7,  // 14: converge.v1.Subscribe.resumed:type_name -> converge.v1.Lease
+	9,  // 15: converge.v1.Results.results:type_name -> converge.v1.TaskResult
+	7,  // 16: converge.v1.TaskResult.lease:type_name -> converge.v1.Lease
+	10, // 17: converge.v1.TaskResult.success:type_name -> converge.v1.Success
+	15, // 18: converge.v1.TaskResult.error:type_name -> converge.v1.TaskError
+	33, // 19: converge.v1.Success.conditions:type_name -> converge.v1.Condition
+	11, // 20: converge.v1.Success.composition:type_name -> converge.v1.Composition
+	12, // 21: converge.v1.Composition.children:type_name -> converge.v1.Child
+	13, // 22: converge.v1.Composition.edges:type_name -> converge.v1.Edge
+	34, // 23: converge.v1.Composition.references:type_name -> converge.v1.ResourceRef
+	31, // 24: converge.v1.Child.labels:type_name -> converge.v1.Child.LabelsEntry
+	34, // 25: converge.v1.Edge.dependent:type_name -> converge.v1.ResourceRef
+	34, // 26: converge.v1.Edge.dependency:type_name -> converge.v1.ResourceRef
+	14, // 27: converge.v1.Edge.flows:type_name -> converge.v1.Flow
+	35, // 28: converge.v1.TaskError.retry_after:type_name -> google.protobuf.Duration
+	7,  // 29: converge.v1.Heartbeat.in_flight:type_name -> converge.v1.Lease
+	7,  // 30: converge.v1.Release.leases:type_name -> converge.v1.Lease
+	24, // 31: converge.v1.ServerMessage.subscribed:type_name -> converge.v1.Subscribed
+	22, // 32: converge.v1.ServerMessage.tasks:type_name -> converge.v1.Tasks
+	29, // 33: converge.v1.ServerMessage.cancel:type_name -> converge.v1.Cancel
+	23, // 34: converge.v1.ServerMessage.acks:type_name -> converge.v1.Acks
+	20, // 35: converge.v1.ServerMessage.configs:type_name -> converge.v1.Configs
+	21, // 36: converge.v1.Configs.configs:type_name -> converge.v1.KindConfig
+	25, // 37: converge.v1.Tasks.tasks:type_name -> converge.v1.Task
+	30, // 38: converge.v1.Acks.acks:type_name -> converge.v1.ResultAck
+	7,  // 39: converge.v1.Subscribed.adopted:type_name -> converge.v1.Lease
+	7,  // 40: converge.v1.Subscribed.lost:type_name -> converge.v1.Lease
+	7,  // 41: converge.v1.Task.lease:type_name -> converge.v1.Lease
+	28, // 42: converge.v1.Task.resource:type_name -> converge.v1.TaskResource
+	36, // 43: converge.v1.Task.deadline:type_name -> google.protobuf.Timestamp
+	37, // 44: converge.v1.Task.rollup:type_name -> converge.v1.Rollup
+	26, // 45: converge.v1.Task.operation:type_name -> converge.v1.OperationTask
+	27, // 46: converge.v1.Task.reactor:type_name -> converge.v1.ReactorTask
+	34, // 47: converge.v1.ReactorTask.watched:type_name -> converge.v1.ResourceRef
+	32, // 48: converge.v1.TaskResource.labels:type_name -> converge.v1.TaskResource.LabelsEntry
+	7,  // 49: converge.v1.Cancel.lease:type_name -> converge.v1.Lease
+	7,  // 50: converge.v1.ResultAck.lease:type_name -> converge.v1.Lease
+	0,  // 51: converge.v1.WorkerService.Connect:input_type -> converge.v1.WorkerMessage
+	19, // 52: converge.v1.WorkerService.Connect:output_type -> converge.v1.ServerMessage
+	52, // [52:53] is the sub-list for method output_type
+	51, // [51:52] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_worker_proto_init() }
@@ -2606,16 +2707,17 @@ func file_converge_v1_worker_proto_init() {
 		(*WorkerMessage_ComposeChunk)(nil),
 		(*WorkerMessage_Readiness)(nil),
 		(*WorkerMessage_Release)(nil),
+		(*WorkerMessage_TaskEvent)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[8].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[9].OneofWrappers = []any{
 		(*TaskResult_Success)(nil),
 		(*TaskResult_Error)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[13].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[14].OneofWrappers = []any{
 		(*Flow_From)(nil),
 		(*Flow_Expr)(nil),
 	}
-	file_converge_v1_worker_proto_msgTypes[18].OneofWrappers = []any{
+	file_converge_v1_worker_proto_msgTypes[19].OneofWrappers = []any{
 		(*ServerMessage_Subscribed)(nil),
 		(*ServerMessage_Tasks)(nil),
 		(*ServerMessage_Cancel)(nil),
@@ -2628,7 +2730,7 @@ func file_converge_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_worker_proto_rawDesc), len(file_converge_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/worker.proto.
  */
 export const file_converge_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIs8CCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAEjIKDWNvbXBvc2VfY2h1bmsYBSABKAsyGS5jb252ZXJnZS52MS5Db21wb3NlQ2h1bmtIABIrCglyZWFkaW5lc3MYBiABKAsyFi5jb252ZXJnZS52MS5SZWFkaW5lc3NIABInCgdyZWxlYXNlGAcgASgLMhQuY29udmVyZ2UudjEuUmVsZWFzZUgAQgwKA21zZxIFukgCCAEiSwoJUmVhZGluZXNzEj4KCXJlYWN0aW9ucxgBIAMoCzIeLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVhZGluZXNzQgu6SAiSAQUIARCACCJwChFSZWFjdGlvblJlYWRpbmVzcxIyCghyZWFjdGlvbhgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVmQga6SAPIAQESDQoFcmVhZHkYAiABKAgSGAoGcmVhc29uGAMgASgJQgi6SAVyAxiACCKBAQoMQ29tcG9zZUNodW5rEikKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2VCBrpIA8gBARIWCgVpbmRleBgCIAEoBUIHukgEGgIoABIuCgRwYXJ0GAMgASgLMhguY29udmVyZ2UudjEuQ29tcG9zaXRpb25CBrpIA8gBASLJAQoJU3Vic2NyaWJlEh0KC3dvcmtlcl9uYW1lGAEgASgJQgi6SAVyAxj9ARI4CglyZWFjdGlvbnMYAiADKAsyGC5jb252ZXJnZS52MS5SZWFjdGlvblJlZkILukgIkgEFCAEQgAgSHAoIY2FwYWNpdHkYAyABKAVCCrpIBxoFGJBOKAESLgoHcmVzdW1lZBgEIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4SFQoDc2RrGAUgASgJQgi6SAVyAxiAASJmCgtSZWFjdGlvblJlZhIXCgRraW5kGAEgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIbCghyZWFjdGlvbhgDIAEoCUIJukgGcgQQARg/IlYKBUxlYXNlEhgKB3Rhc2tfaWQYASABKANCB7pIBCICIAASFgoFZXBvY2gYAiABKANCB7pIBCICIAASGwoKZ2VuZXJhdGlvbhgDIAEoA0IHukgEIgIoACJACgdSZXN1bHRzEjUKB3Jlc3VsdHMYASADKAsyFy5jb252ZXJnZS52MS5UYXNrUmVzdWx0Qgu6SAiSAQUIARDoByKbAQoKVGFza1Jlc3VsdBIpCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlQga6SAPIAQESJwoHc3VjY2VzcxgCIAEoCzIULmNvbnZlcmdlLnYxLlN1Y2Nlc3NIABInCgVlcnJvchgDIAEoCzIWLmNvbnZlcmdlLnYxLlRhc2tFcnJvckgAQhAKB291dGNvbWUSBbpIAggBIswBCgdTdWNjZXNzEg4KBnN0YXR1cxgBIAEoDBIRCgl1bmhlYWx0aHkYAiABKAgSNAoKY29uZGl0aW9ucxgDIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbkIIukgFkgECEEASLQoLY29tcG9zaXRpb24YBCABKAsyGC5jb252ZXJnZS52MS5Db21wb3NpdGlvbhIfCg5jb21wb3NlX2NodW5rcxgFIAEoBUIHukgEGgIoABIYChBvcGVyYXRpb25fb3V0cHV0GAYgASgMIqMBCgtDb21wb3NpdGlvbhIvCghjaGlsZHJlbhgBIAMoCzISLmNvbnZlcmdlLnYxLkNoaWxkQgm6SAaSAQMQ6AcSKwoFZWRnZXMYAiADKAsyES5jb252ZXJnZS52MS5FZGdlQgm6SAaSAQMQiCcSNgoKcmVmZXJlbmNlcxgDIAMoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQgi6SAWSAQIQZCL3AQoFQ2hpbGQSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESOwoEbmFtZRgDIAEoCUItukgqcigQARj9ATIhXlthLXowLTldKFthLXowLTkuXy1dKlthLXowLTldKT8kEjgKBmxhYmVscxgEIAMoCzIeLmNvbnZlcmdlLnYxLkNoaWxkLkxhYmVsc0VudHJ5Qgi6SAWaAQIQQBIMCgRzcGVjGAUgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinQEKBEVkZ2USMwoJZGVwZW5kZW50GAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARI0CgpkZXBlbmRlbmN5GAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARIqCgVmbG93cxgDIAMoCzIRLmNvbnZlcmdlLnYxLkZsb3dCCLpIBZIBAhAgImMKBEZsb3cSGAoEZnJvbRgBIAEoCUIIukgFcgMYgAhIABIYCgRleHByGAIgASgJQgi6SAVyAxiAIEgAEhYKAnRvGAMgASgJQgq6SAdyBRABGIAIQg8KBnNvdXJjZRIFukgCCAEivgIKCVRhc2tFcnJvchIPCgdtZXNzYWdlGAEgASgJEhAKCHRlcm1pbmFsGAIgASgIEi8KBnJlYXNvbhgDIAEoCUIfukgc2AEBchcYPzITXltBLVpdW0EtWmEtejAtOV0qJBI+CgtyZXRyeV9hZnRlchgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIOukgLqgEIIgQIgKMFKgA6nAG6SJgBGpUBCh90YXNrX2Vycm9yLnRlcm1pbmFsX3JldHJ5X2FmdGVyEkhyZXRyeV9hZnRlciBpcyBmb3IgdHJhbnNpZW50IGZhaWx1cmVzOyBhIHRlcm1pbmFsIGZhaWx1cmUgaXMgbm90IHJldHJpZWQaKCF0aGlzLnRlcm1pbmFsIHx8ICFoYXModGhpcy5yZXRyeV9hZnRlcikiPQoJSGVhcnRiZWF0EjAKCWluX2ZsaWdodBgBIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4iBwoFRHJhaW4iOgoHUmVsZWFzZRIvCgZsZWFzZXMYASADKAsyEi5jb252ZXJnZS52MS5MZWFzZUILukgIkgEFCAEQkE4i3QEKDVNlcnZlck1lc3NhZ2USLQoKc3Vic2NyaWJlZBgBIAEoCzIXLmNvbnZlcmdlLnYxLlN1YnNjcmliZWRIABIjCgV0YXNrcxgCIAEoCzISLmNvbnZlcmdlLnYxLlRhc2tzSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASIQoEYWNrcxgEIAEoCzIRLmNvbnZlcmdlLnYxLkFja3NIABInCgdjb25maWdzGAUgASgLMhQuY29udmVyZ2UudjEuQ29uZmlnc0gAQgUKA21zZyIzCgdDb25maWdzEigKB2NvbmZpZ3MYASADKAsyFy5jb252ZXJnZS52MS5LaW5kQ29uZmlnIlIKCktpbmRDb25maWcSDAoEa2luZBgBIAEoCRIUCgxraW5kX3ZlcnNpb24YAiABKAUSDgoGY29uZmlnGAMgASgMEhAKCHJldmlzaW9uGAQgASgDIikKBVRhc2tzEiAKBXRhc2tzGAEgAygLMhEuY29udmVyZ2UudjEuVGFzayIsCgRBY2tzEiQKBGFja3MYASADKAsyFi5jb252ZXJnZS52MS5SZXN1bHRBY2siwgEKClN1YnNjcmliZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCgltZW1iZXJfaWQYAiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAMgASgFEhUKDWxlYXNlX3NlY29uZHMYBCABKAUSIwoHYWRvcHRlZBgFIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlEiAKBGxvc3QYBiADKAsyEi5jb252ZXJnZS52MS5MZWFzZRIQCgh3YXJuaW5ncxgHIAMoCSLBAwoEVGFzaxIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEgwKBGtpbmQYAiABKAkSFAoMa2luZF92ZXJzaW9uGAMgASgFEhAKCHJlYWN0aW9uGAQgASgJEg8KB3RyaWdnZXIYBSABKAkSKwoIcmVzb3VyY2UYBiABKAsyGS5jb252ZXJnZS52MS5UYXNrUmVzb3VyY2USLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2F0dGVtcHQYCCABKAUSEwoLZGVkdXBfdG9rZW4YCSABKAkSGQoRbWFuaWZlc3RfcmV2aXNpb24YCiABKAMSIwoGcm9sbHVwGAsgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEg4KBmNvbmZpZxgMIAEoDBItCglvcGVyYXRpb24YDSABKAsyGi5jb252ZXJnZS52MS5PcGVyYXRpb25UYXNrEikKB3JlYWN0b3IYDiABKAsyGC5jb252ZXJnZS52MS5SZWFjdG9yVGFzaxITCgt0cmFjZXBhcmVudBgPIAEoCRIPCgdwcmV2aWV3GBAgASgIIjgKDU9wZXJhdGlvblRhc2sSCgoCaWQYASABKAkSDAoEdmVyYhgCIAEoCRINCgVpbnB1dBgDIAEoDCLGAQoLUmVhY3RvclRhc2sSDwoHYmluZGluZxgBIAEoCRISCgp0cmFuc2l0aW9uGAIgASgJEikKB3dhdGNoZWQYAyABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIcChR3YXRjaGVkX2tpbmRfdmVyc2lvbhgEIAEoBRIaChJ3YXRjaGVkX2dlbmVyYXRpb24YBSABKAMSFQoNd2F0Y2hlZF9waGFzZRgGIAEoCRIWCg53YXRjaGVkX3N0YXR1cxgHIAEoDCLtAQoMVGFza1Jlc291cmNlEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA3VpZBgDIAEoCRISCgpnZW5lcmF0aW9uGAQgASgDEjUKBmxhYmVscxgFIAMoCzIlLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZS5MYWJlbHNFbnRyeRIMCgRzcGVjGAYgASgMEg4KBnN0YXR1cxgHIAEoDBIXCg9yZWplY3RlZF9zdGF0dXMYCCABKAwaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI7CgZDYW5jZWwSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIOCgZyZWFzb24YAiABKAkiTwoJUmVzdWx0QWNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDwoHYXBwbGllZBgCIAEoCBIOCgZyZWFzb24YAyABKAkyVgoNV29ya2VyU2VydmljZRJFCgdDb25uZWN0EhouY29udmVyZ2UudjEuV29ya2VyTWVzc2FnZRoaLmNvbnZlcmdlLnYxLlNlcnZlck1lc3NhZ2UoATABQq0BCg9jb20uY29udmVyZ2UudjFCC1dvcmtlclByb3RvUAFaQGdpdGh1Yi5jb20vY29udmVyZ2VocS9jb252ZXJnZS9zZGstZ28vZ2VuL2NvbnZlcmdlL3YxO2NvbnZlcmdldjGiAgNDWFiqAgtDb252ZXJnZS5WMcoCC0NvbnZlcmdlXFYx4gIXQ29udmVyZ2VcVjFcR1BCTWV0YWRhdGHqAgxDb252ZXJnZTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("Chhjb252ZXJnZS92MS93b3JrZXIucHJvdG8SC2NvbnZlcmdlLnYxIv0CCg1Xb3JrZXJNZXNzYWdlEisKCXN1YnNjcmliZRgBIAEoCzIWLmNvbnZlcmdlLnYxLlN1YnNjcmliZUgAEicKB3Jlc3VsdHMYAiABKAsyFC5jb252ZXJnZS52MS5SZXN1bHRzSAASKwoJaGVhcnRiZWF0GAMgASgLMhYuY29udmVyZ2UudjEuSGVhcnRiZWF0SAASIwoFZHJhaW4YBCABKAsyEi5jb252ZXJnZS52MS5EcmFpbkgAEjIKDWNvbXBvc2VfY2h1bmsYBSABKAsyGS5jb252ZXJnZS52MS5Db21wb3NlQ2h1bmtIABIrCglyZWFkaW5lc3MYBiABKAsyFi5jb252ZXJnZS52MS5SZWFkaW5lc3NIABInCgdyZWxlYXNlGAcgASgLMhQuY29udmVyZ2UudjEuUmVsZWFzZUgAEiwKCnRhc2tfZXZlbnQYCCABKAsyFi5jb252ZXJnZS52MS5UYXNrRXZlbnRIAEIMCgNtc2cSBbpIAggBIqcBCglUYXNrRXZlbnQSKQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZUIGukgDyAEBEiQKBHR5cGUYAiABKAlCFrpIE3IRUgZOb3JtYWxSB1dhcm5pbmcSLgoGcmVhc29uGAMgASgJQh66SBtyGRABGD8yE15bQS1aXVtBLVphLXowLTldKiQSGQoHbWVzc2FnZRgEIAEoCUIIukgFcgMYgCAiSwoJUmVhZGluZXNzEj4KCXJlYWN0aW9ucxgBIAMoCzIeLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVhZGluZXNzQgu6SAiSAQUIARCACCJwChFSZWFjdGlvblJlYWRpbmVzcxIyCghyZWFjdGlvbhgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlYWN0aW9uUmVmQga6SAPIAQESDQoFcmVhZHkYAiABKAgSGAoGcmVhc29uGAMgASgJQgi6SAVyAxiACCKBAQoMQ29tcG9zZUNodW5rEikKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2VCBrpIA8gBARIWCgVpbmRleBgCIAEoBUIHukgEGgIoABIuCgRwYXJ0GAMgASgLMhguY29udmVyZ2UudjEuQ29tcG9zaXRpb25CBrpIA8gBASLJAQoJU3Vic2NyaWJlEh0KC3dvcmtlcl9uYW1lGAEgASgJQgi6SAVyAxj9ARI4CglyZWFjdGlvbnMYAiADKAsyGC5jb252ZXJnZS52MS5SZWFjdGlvblJlZkILukgIkgEFCAEQgAgSHAoIY2FwYWNpdHkYAyABKAVCCrpIBxoFGJBOKAESLgoHcmVzdW1lZBgEIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4SFQoDc2RrGAUgASgJQgi6SAVyAxiAASJmCgtSZWFjdGlvblJlZhIXCgRraW5kGAEgASgJQgm6SAZyBBABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIbCghyZWFjdGlvbhgDIAEoCUIJukgGcgQQARg/IlYKBUxlYXNlEhgKB3Rhc2tfaWQYASABKANCB7pIBCICIAASFgoFZXBvY2gYAiABKANCB7pIBCICIAASGwoKZ2VuZXJhdGlvbhgDIAEoA0IHukgEIgIoACJACgdSZXN1bHRzEjUKB3Jlc3VsdHMYASADKAsyFy5jb252ZXJnZS52MS5UYXNrUmVzdWx0Qgu6SAiSAQUIARDoByKbAQoKVGFza1Jlc3VsdBIpCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlQga6SAPIAQESJwoHc3VjY2VzcxgCIAEoCzIULmNvbnZlcmdlLnYxLlN1Y2Nlc3NIABInCgVlcnJvchgDIAEoCzIWLmNvbnZlcmdlLnYxLlRhc2tFcnJvckgAQhAKB291dGNvbWUSBbpIAggBIswBCgdTdWNjZXNzEg4KBnN0YXR1cxgBIAEoDBIRCgl1bmhlYWx0aHkYAiABKAgSNAoKY29uZGl0aW9ucxgDIAMoCzIWLmNvbnZlcmdlLnYxLkNvbmRpdGlvbkIIukgFkgECEEASLQoLY29tcG9zaXRpb24YBCABKAsyGC5jb252ZXJnZS52MS5Db21wb3NpdGlvbhIfCg5jb21wb3NlX2NodW5rcxgFIAEoBUIHukgEGgIoABIYChBvcGVyYXRpb25fb3V0cHV0GAYgASgMIqMBCgtDb21wb3NpdGlvbhIvCghjaGlsZHJlbhgBIAMoCzISLmNvbnZlcmdlLnYxLkNoaWxkQgm6SAaSAQMQ6AcSKwoFZWRnZXMYAiADKAsyES5jb252ZXJnZS52MS5FZGdlQgm6SAaSAQMQiCcSNgoKcmVmZXJlbmNlcxgDIAMoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmQgi6SAWSAQIQZCL3AQoFQ2hpbGQSFwoEa2luZBgBIAEoCUIJukgGcgQQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESOwoEbmFtZRgDIAEoCUItukgqcigQARj9ATIhXlthLXowLTldKFthLXowLTkuXy1dKlthLXowLTldKT8kEjgKBmxhYmVscxgEIAMoCzIeLmNvbnZlcmdlLnYxLkNoaWxkLkxhYmVsc0VudHJ5Qgi6SAWaAQIQQBIMCgRzcGVjGAUgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinQEKBEVkZ2USMwoJZGVwZW5kZW50GAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARI0CgpkZXBlbmRlbmN5GAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWZCBrpIA8gBARIqCgVmbG93cxgDIAMoCzIRLmNvbnZlcmdlLnYxLkZsb3dCCLpIBZIBAhAgImMKBEZsb3cSGAoEZnJvbRgBIAEoCUIIukgFcgMYgAhIABIYCgRleHByGAIgASgJQgi6SAVyAxiAIEgAEhYKAnRvGAMgASgJQgq6SAdyBRABGIAIQg8KBnNvdXJjZRIFukgCCAEivgIKCVRhc2tFcnJvchIPCgdtZXNzYWdlGAEgASgJEhAKCHRlcm1pbmFsGAIgASgIEi8KBnJlYXNvbhgDIAEoCUIfukgc2AEBchcYPzITXltBLVpdW0EtWmEtejAtOV0qJBI+CgtyZXRyeV9hZnRlchgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIOukgLqgEIIgQIgKMFKgA6nAG6SJgBGpUBCh90YXNrX2Vycm9yLnRlcm1pbmFsX3JldHJ5X2FmdGVyEkhyZXRyeV9hZnRlciBpcyBmb3IgdHJhbnNpZW50IGZhaWx1cmVzOyBhIHRlcm1pbmFsIGZhaWx1cmUgaXMgbm90IHJldHJpZWQaKCF0aGlzLnRlcm1pbmFsIHx8ICFoYXModGhpcy5yZXRyeV9hZnRlcikiPQoJSGVhcnRiZWF0EjAKCWluX2ZsaWdodBgBIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlQgm6SAaSAQMQkE4iBwoFRHJhaW4iOgoHUmVsZWFzZRIvCgZsZWFzZXMYASADKAsyEi5jb252ZXJnZS52MS5MZWFzZUILukgIkgEFCAEQkE4i3QEKDVNlcnZlck1lc3NhZ2USLQoKc3Vic2NyaWJlZBgBIAEoCzIXLmNvbnZlcmdlLnYxLlN1YnNjcmliZWRIABIjCgV0YXNrcxgCIAEoCzISLmNvbnZlcmdlLnYxLlRhc2tzSAASJQoGY2FuY2VsGAMgASgLMhMuY29udmVyZ2UudjEuQ2FuY2VsSAASIQoEYWNrcxgEIAEoCzIRLmNvbnZlcmdlLnYxLkFja3NIABInCgdjb25maWdzGAUgASgLMhQuY29udmVyZ2UudjEuQ29uZmlnc0gAQgUKA21zZyIzCgdDb25maWdzEigKB2NvbmZpZ3MYASADKAsyFy5jb252ZXJnZS52MS5LaW5kQ29uZmlnIlIKCktpbmRDb25maWcSDAoEa2luZBgBIAEoCRIUCgxraW5kX3ZlcnNpb24YAiABKAUSDgoGY29uZmlnGAMgASgMEhAKCHJldmlzaW9uGAQgASgDIikKBVRhc2tzEiAKBXRhc2tzGAEgAygLMhEuY29udmVyZ2UudjEuVGFzayIsCgRBY2tzEiQKBGFja3MYASADKAsyFi5jb252ZXJnZS52MS5SZXN1bHRBY2siwgEKClN1YnNjcmliZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCgltZW1iZXJfaWQYAiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAMgASgFEhUKDWxlYXNlX3NlY29uZHMYBCABKAUSIwoHYWRvcHRlZBgFIAMoCzISLmNvbnZlcmdlLnYxLkxlYXNlEiAKBGxvc3QYBiADKAsyEi5jb252ZXJnZS52MS5MZWFzZRIQCgh3YXJuaW5ncxgHIAMoCSLBAwoEVGFzaxIhCgVsZWFzZRgBIAEoCzISLmNvbnZlcmdlLnYxLkxlYXNlEgwKBGtpbmQYAiABKAkSFAoMa2luZF92ZXJzaW9uGAMgASgFEhAKCHJlYWN0aW9uGAQgASgJEg8KB3RyaWdnZXIYBSABKAkSKwoIcmVzb3VyY2UYBiABKAsyGS5jb252ZXJnZS52MS5UYXNrUmVzb3VyY2USLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2F0dGVtcHQYCCABKAUSEwoLZGVkdXBfdG9rZW4YCSABKAkSGQoRbWFuaWZlc3RfcmV2aXNpb24YCiABKAMSIwoGcm9sbHVwGAsgASgLMhMuY29udmVyZ2UudjEuUm9sbHVwEg4KBmNvbmZpZxgMIAEoDBItCglvcGVyYXRpb24YDSABKAsyGi5jb252ZXJnZS52MS5PcGVyYXRpb25UYXNrEikKB3JlYWN0b3IYDiABKAsyGC5jb252ZXJnZS52MS5SZWFjdG9yVGFzaxITCgt0cmFjZXBhcmVudBgPIAEoCRIPCgdwcmV2aWV3GBAgASgIIjgKDU9wZXJhdGlvblRhc2sSCgoCaWQYASABKAkSDAoEdmVyYhgCIAEoCRINCgVpbnB1dBgDIAEoDCLGAQoLUmVhY3RvclRhc2sSDwoHYmluZGluZxgBIAEoCRISCgp0cmFuc2l0aW9uGAIgASgJEikKB3dhdGNoZWQYAyABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIcChR3YXRjaGVkX2tpbmRfdmVyc2lvbhgEIAEoBRIaChJ3YXRjaGVkX2dlbmVyYXRpb24YBSABKAMSFQoNd2F0Y2hlZF9waGFzZRgGIAEoCRIWCg53YXRjaGVkX3N0YXR1cxgHIAEoDCLtAQoMVGFza1Jlc291cmNlEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA3VpZBgDIAEoCRISCgpnZW5lcmF0aW9uGAQgASgDEjUKBmxhYmVscxgFIAMoCzIlLmNvbnZlcmdlLnYxLlRhc2tSZXNvdXJjZS5MYWJlbHNFbnRyeRIMCgRzcGVjGAYgASgMEg4KBnN0YXR1cxgHIAEoDBIXCg9yZWplY3RlZF9zdGF0dXMYCCABKAwaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI7CgZDYW5jZWwSIQoFbGVhc2UYASABKAsyEi5jb252ZXJnZS52MS5MZWFzZRIOCgZyZWFzb24YAiABKAkiTwoJUmVzdWx0QWNrEiEKBWxlYXNlGAEgASgLMhIuY29udmVyZ2UudjEuTGVhc2USDwoHYXBwbGllZBgCIAEoCBIOCgZyZWFzb24YAyABKAkyVgoNV29ya2VyU2VydmljZRJFCgdDb25uZWN0EhouY29udmVyZ2UudjEuV29ya2VyTWVzc2FnZRoaLmNvbnZlcmdlLnYxLlNlcnZlck1lc3NhZ2UoATABQq0BCg9jb20uY29udmVyZ2UudjFCC1dvcmtlclByb3RvUAFaQGdpdGh1Yi5jb20vY29udmVyZ2VocS9jb252ZXJnZS9zZGstZ28vZ2VuL2NvbnZlcmdlL3YxO2NvbnZlcmdldjGiAgNDWFiqAgtDb252ZXJnZS5WMcoCC0NvbnZlcmdlXFYx4gIXQ29udmVyZ2VcVjFcR1BCTWV0YWRhdGHqAgxDb252ZXJnZTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_converge_v1_types, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message converge.v1.WorkerMessage
@@ -79,6 +79,15 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
      */
     value: Release;
     case: "release";
+  } | {
+    /**
+     * Something a running task wants recorded as an event of its resource
+     * now, before its result (e.g. that it is about to replace an object).
+     *
+     * @generated from field: converge.v1.TaskEvent task_event = 8;
+     */
+    value: TaskEvent;
+    case: "taskEvent";
   } | { case: undefined; value?: undefined };
 };
 
@@ -88,6 +97,45 @@ export type WorkerMessage = Message<"converge.v1.WorkerMessage"> & {
  */
 export const WorkerMessageSchema: GenMessage<WorkerMessage> = /*@__PURE__*/
   messageDesc(file_converge_v1_worker, 0);
+
+/**
+ * An event a task records on its resource while it runs. The server
+ * records it only while the lease is current, at most a few per attempt
+ * (docs/workers.md), and never for a preview; otherwise it is dropped
+ * without an error.
+ *
+ * @generated from message converge.v1.TaskEvent
+ */
+export type TaskEvent = Message<"converge.v1.TaskEvent"> & {
+  /**
+   * @generated from field: converge.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+
+  /**
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * A machine-readable cause, e.g. Replacing.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string message = 4;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message converge.v1.TaskEvent.
+ * Use `create(TaskEventSchema)` to create a new message.
+ */
+export const TaskEventSchema: GenMessage<TaskEvent> = /*@__PURE__*/
+  messageDesc(file_converge_v1_worker, 1);
 
 /**
  * @generated from message converge.v1.Readiness
@@ -104,7 +152,7 @@ export type Readiness = Message<"converge.v1.Readiness"> & {
  * Use `create(ReadinessSchema)` to create a new message.
  */
 export const ReadinessSchema: GenMessage<Readiness> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 1);
+  messageDesc(file_converge_v1_worker, 2);
 
 /**
  * @generated from message converge.v1.ReactionReadiness
@@ -131,7 +179,7 @@ export type ReactionReadiness = Message<"converge.v1.ReactionReadiness"> & {
  * Use `create(ReactionReadinessSchema)` to create a new message.
  */
 export const ReactionReadinessSchema: GenMessage<ReactionReadiness> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 2);
+  messageDesc(file_converge_v1_worker, 3);
 
 /**
  * A large composition travels in parts: ComposeChunk messages for the
@@ -164,7 +212,7 @@ export type ComposeChunk = Message<"converge.v1.ComposeChunk"> & {
  * Use `create(ComposeChunkSchema)` to create a new message.
  */
 export const ComposeChunkSchema: GenMessage<ComposeChunk> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 3);
+  messageDesc(file_converge_v1_worker, 4);
 
 /**
  * @generated from message converge.v1.Subscribe
@@ -210,7 +258,7 @@ export type Subscribe = Message<"converge.v1.Subscribe"> & {
  * Use `create(SubscribeSchema)` to create a new message.
  */
 export const SubscribeSchema: GenMessage<Subscribe> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 4);
+  messageDesc(file_converge_v1_worker, 5);
 
 /**
  * @generated from message converge.v1.ReactionRef
@@ -237,7 +285,7 @@ export type ReactionRef = Message<"converge.v1.ReactionRef"> & {
  * Use `create(ReactionRefSchema)` to create a new message.
  */
 export const ReactionRefSchema: GenMessage<ReactionRef> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 5);
+  messageDesc(file_converge_v1_worker, 6);
 
 /**
  * A lease names one claim of one task at one generation. A result is
@@ -270,7 +318,7 @@ export type Lease = Message<"converge.v1.Lease"> & {
  * Use `create(LeaseSchema)` to create a new message.
  */
 export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 6);
+  messageDesc(file_converge_v1_worker, 7);
 
 /**
  * Results travel in batches: a worker sends whatever finished since its
@@ -290,7 +338,7 @@ export type Results = Message<"converge.v1.Results"> & {
  * Use `create(ResultsSchema)` to create a new message.
  */
 export const ResultsSchema: GenMessage<Results> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 7);
+  messageDesc(file_converge_v1_worker, 8);
 
 /**
  * @generated from message converge.v1.TaskResult
@@ -324,7 +372,7 @@ export type TaskResult = Message<"converge.v1.TaskResult"> & {
  * Use `create(TaskResultSchema)` to create a new message.
  */
 export const TaskResultSchema: GenMessage<TaskResult> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 8);
+  messageDesc(file_converge_v1_worker, 9);
 
 /**
  * @generated from message converge.v1.Success
@@ -378,7 +426,7 @@ export type Success = Message<"converge.v1.Success"> & {
  * Use `create(SuccessSchema)` to create a new message.
  */
 export const SuccessSchema: GenMessage<Success> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 9);
+  messageDesc(file_converge_v1_worker, 10);
 
 /**
  * Children, the edges among them and the outside resources they read.
@@ -410,7 +458,7 @@ export type Composition = Message<"converge.v1.Composition"> & {
  * Use `create(CompositionSchema)` to create a new message.
  */
 export const CompositionSchema: GenMessage<Composition> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 10);
+  messageDesc(file_converge_v1_worker, 11);
 
 /**
  * A child the composite wants, in the composite's namespace.
@@ -451,7 +499,7 @@ export type Child = Message<"converge.v1.Child"> & {
  * Use `create(ChildSchema)` to create a new message.
  */
 export const ChildSchema: GenMessage<Child> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 11);
+  messageDesc(file_converge_v1_worker, 12);
 
 /**
  * dependent depends on dependency: it is scheduled only once dependency
@@ -486,7 +534,7 @@ export type Edge = Message<"converge.v1.Edge"> & {
  * Use `create(EdgeSchema)` to create a new message.
  */
 export const EdgeSchema: GenMessage<Edge> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 12);
+  messageDesc(file_converge_v1_worker, 13);
 
 /**
  * @generated from message converge.v1.Flow
@@ -527,7 +575,7 @@ export type Flow = Message<"converge.v1.Flow"> & {
  * Use `create(FlowSchema)` to create a new message.
  */
 export const FlowSchema: GenMessage<Flow> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 13);
+  messageDesc(file_converge_v1_worker, 14);
 
 /**
  * @generated from message converge.v1.TaskError
@@ -568,7 +616,7 @@ export type TaskError = Message<"converge.v1.TaskError"> & {
  * Use `create(TaskErrorSchema)` to create a new message.
  */
 export const TaskErrorSchema: GenMessage<TaskError> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 14);
+  messageDesc(file_converge_v1_worker, 15);
 
 /**
  * @generated from message converge.v1.Heartbeat
@@ -587,7 +635,7 @@ export type Heartbeat = Message<"converge.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 15);
+  messageDesc(file_converge_v1_worker, 16);
 
 /**
  * @generated from message converge.v1.Drain
@@ -600,7 +648,7 @@ export type Drain = Message<"converge.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 16);
+  messageDesc(file_converge_v1_worker, 17);
 
 /**
  * Release gives back tasks the worker holds but will not finish: running
@@ -622,7 +670,7 @@ export type Release = Message<"converge.v1.Release"> & {
  * Use `create(ReleaseSchema)` to create a new message.
  */
 export const ReleaseSchema: GenMessage<Release> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 17);
+  messageDesc(file_converge_v1_worker, 18);
 
 /**
  * @generated from message converge.v1.ServerMessage
@@ -672,7 +720,7 @@ export type ServerMessage = Message<"converge.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 18);
+  messageDesc(file_converge_v1_worker, 19);
 
 /**
  * @generated from message converge.v1.Configs
@@ -689,7 +737,7 @@ export type Configs = Message<"converge.v1.Configs"> & {
  * Use `create(ConfigsSchema)` to create a new message.
  */
 export const ConfigsSchema: GenMessage<Configs> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 19);
+  messageDesc(file_converge_v1_worker, 20);
 
 /**
  * A kind version's default provider config.
@@ -725,7 +773,7 @@ export type KindConfig = Message<"converge.v1.KindConfig"> & {
  * Use `create(KindConfigSchema)` to create a new message.
  */
 export const KindConfigSchema: GenMessage<KindConfig> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 20);
+  messageDesc(file_converge_v1_worker, 21);
 
 /**
  * Tasks travel in batches: whatever the server claimed for this worker
@@ -745,7 +793,7 @@ export type Tasks = Message<"converge.v1.Tasks"> & {
  * Use `create(TasksSchema)` to create a new message.
  */
 export const TasksSchema: GenMessage<Tasks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 21);
+  messageDesc(file_converge_v1_worker, 22);
 
 /**
  * @generated from message converge.v1.Acks
@@ -762,7 +810,7 @@ export type Acks = Message<"converge.v1.Acks"> & {
  * Use `create(AcksSchema)` to create a new message.
  */
 export const AcksSchema: GenMessage<Acks> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 22);
+  messageDesc(file_converge_v1_worker, 23);
 
 /**
  * @generated from message converge.v1.Subscribed
@@ -824,7 +872,7 @@ export type Subscribed = Message<"converge.v1.Subscribed"> & {
  * Use `create(SubscribedSchema)` to create a new message.
  */
 export const SubscribedSchema: GenMessage<Subscribed> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 23);
+  messageDesc(file_converge_v1_worker, 24);
 
 /**
  * @generated from message converge.v1.Task
@@ -951,7 +999,7 @@ export type Task = Message<"converge.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 24);
+  messageDesc(file_converge_v1_worker, 25);
 
 /**
  * @generated from message converge.v1.OperationTask
@@ -980,7 +1028,7 @@ export type OperationTask = Message<"converge.v1.OperationTask"> & {
  * Use `create(OperationTaskSchema)` to create a new message.
  */
 export const OperationTaskSchema: GenMessage<OperationTask> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 25);
+  messageDesc(file_converge_v1_worker, 26);
 
 /**
  * @generated from message converge.v1.ReactorTask
@@ -1031,7 +1079,7 @@ export type ReactorTask = Message<"converge.v1.ReactorTask"> & {
  * Use `create(ReactorTaskSchema)` to create a new message.
  */
 export const ReactorTaskSchema: GenMessage<ReactorTask> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 26);
+  messageDesc(file_converge_v1_worker, 27);
 
 /**
  * @generated from message converge.v1.TaskResource
@@ -1092,7 +1140,7 @@ export type TaskResource = Message<"converge.v1.TaskResource"> & {
  * Use `create(TaskResourceSchema)` to create a new message.
  */
 export const TaskResourceSchema: GenMessage<TaskResource> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 27);
+  messageDesc(file_converge_v1_worker, 28);
 
 /**
  * @generated from message converge.v1.Cancel
@@ -1114,7 +1162,7 @@ export type Cancel = Message<"converge.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 28);
+  messageDesc(file_converge_v1_worker, 29);
 
 /**
  * @generated from message converge.v1.ResultAck
@@ -1143,7 +1191,7 @@ export type ResultAck = Message<"converge.v1.ResultAck"> & {
  * Use `create(ResultAckSchema)` to create a new message.
  */
 export const ResultAckSchema: GenMessage<ResultAck> = /*@__PURE__*/
-  messageDesc(file_converge_v1_worker, 29);
+  messageDesc(file_converge_v1_worker, 30);
 
 /**
  * WorkerService is what workers dial. A worker holds one bidirectional
