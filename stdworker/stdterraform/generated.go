@@ -34,7 +34,10 @@ const (
 )
 
 // eventReplacing is the reason of the event that announces a replacement.
-const eventReplacing = "Replacing"
+const (
+	eventReplacing        = "Replacing"
+	eventReplaceForbidden = "ReplacementForbidden"
+)
 
 // genMeta is the status field MetaField.
 type genMeta struct {
@@ -120,13 +123,13 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 // replace: forbid it then refuses the plan, terminally.
 func (h *handler) announceReplacement(ctx context.Context, t *converge.Task, why string) error {
 	addr, forbid := h.binding.Address(), h.binding.Replace == ReplaceForbid
-	msg := fmt.Sprintf("the plan destroys and re-creates %s: %s; applying", addr, why)
+	reason, msg := eventReplacing, fmt.Sprintf("the plan destroys and re-creates %s: %s; applying", addr, why)
 	if forbid {
-		msg = fmt.Sprintf("the plan would destroy and re-create %s: %s; not applied, the kind forbids replacement", addr, why)
+		reason, msg = eventReplaceForbidden, fmt.Sprintf("the plan would destroy and re-create %s: %s; not applied, the kind forbids replacement", addr, why)
 	}
-	if err := t.Event(ctx, converge.EventWarning, eventReplacing, msg); err != nil {
+	if err := t.Event(ctx, converge.EventWarning, reason, msg); err != nil {
 		// The event is a courtesy: the condition and the log still say it.
-		h.log.Warn("could not record the Replacing event", "resource", t.Namespace+"/"+t.Name, "err", err)
+		h.log.Warn("could not record the "+reason+" event", "resource", t.Namespace+"/"+t.Name, "err", err)
 	}
 	if forbid {
 		return converge.Terminal(fmt.Errorf("replacement forbidden: the plan would destroy and re-create %s (%s), and the kind's spec_schema.%s.replace is %q; change the spec back, or delete and re-create the resource",

@@ -132,7 +132,7 @@ func TestGeneratedStaticLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("apply of a new rfc3339: %v", err)
 	}
-	wantReplacing(t, *events, "applying")
+	wantReplacing(t, *events, eventReplacing, "applying")
 	if c := condition(res, condReplaced); c.Status != converge.ConditionTrue || !strings.Contains(c.Message, "spec.rfc3339") {
 		t.Errorf("Replaced condition %+v: want True naming spec.rfc3339", c)
 	}
@@ -163,7 +163,7 @@ func TestGeneratedForbidReplace(t *testing.T) {
 	if !converge.IsTerminal(err) || !strings.Contains(err.Error(), "replacement forbidden") || !strings.Contains(err.Error(), "spec.rfc3339") {
 		t.Fatalf("apply that replaces: %v; want a terminal refusal naming spec.rfc3339", err)
 	}
-	wantReplacing(t, *events, "not applied")
+	wantReplacing(t, *events, eventReplaceForbidden, "not applied")
 }
 
 // recordingTask is task's, keeping the events the handler records.
@@ -174,12 +174,12 @@ func recordingTask(t *testing.T, name string, spec any) (*converge.Task, *[]conv
 
 // wantReplacing checks that the handler announced the replacement of
 // time_static.this forced by spec.rfc3339, and what it did about it.
-func wantReplacing(t *testing.T, events []converge.Event, says string) {
+func wantReplacing(t *testing.T, events []converge.Event, reason, says string) {
 	t.Helper()
-	if len(events) != 1 || events[0].Type != converge.EventWarning || events[0].Reason != eventReplacing ||
+	if len(events) != 1 || events[0].Type != converge.EventWarning || events[0].Reason != reason ||
 		!strings.Contains(events[0].Message, "time_static.this") || !strings.Contains(events[0].Message, "spec.rfc3339") ||
 		!strings.Contains(events[0].Message, says) {
-		t.Errorf("events %+v; want one Warning Replacing naming time_static.this and spec.rfc3339, saying %q", events, says)
+		t.Errorf("events %+v; want one Warning %s naming time_static.this and spec.rfc3339, saying %q", events, reason, says)
 	}
 }
 
