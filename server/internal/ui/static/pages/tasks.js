@@ -21,6 +21,9 @@ export function taskTimeline(ref) {
   const body = h('div', { class: 'tasks' });
   const el = h('details', { class: 'history-section', id: 'tasks', ontoggle: () => el.open && load() },
     h('summary', {}, 'Task timeline'), body);
+  // The records opened by a click stay open when the timeline is drawn
+  // again (the page reloads it on every change of the resource).
+  const opened = new Set();
 
   async function load() {
     let res;
@@ -39,9 +42,10 @@ export function taskTimeline(ref) {
       recs.map((r) => {
         const wait = ms(r.claimed_at, r.dispatched_at || r.ended_at), run = ms(r.dispatched_at, r.ended_at);
         const detail = h('div', { class: 'task-detail' });
+        if (opened.has(r.id)) fill(r.id, detail);
         const err = r.failed ? `${r.terminal ? 'terminal ' : ''}${r.error_reason ? r.error_reason + ': ' : ''}${r.error || ''}` : '';
         return h('div', { class: `task-record outcome-${r.outcome}${r.failed ? ' failed' : ''}`, 'data-id': r.id, 'data-outcome': r.outcome },
-          h('div', { class: 'rev-head', onclick: () => showDetail(r.id, detail) },
+          h('div', { class: 'rev-head', onclick: () => toggle(r.id, detail) },
             h('strong', {}, `#${r.id}`), ` ${r.trigger} · generation ${r.generation} · attempt ${r.attempt} · ${r.worker || '-'} · ${time(r.ended_at)}`,
             h('span', { class: 'bar', title: `wait ${fmt(wait)}, run ${fmt(run)}` },
               widthOf(h('span', { class: 'wait' }), wait / longest), widthOf(h('span', { class: 'run' }), run / longest)),
@@ -51,11 +55,16 @@ export function taskTimeline(ref) {
       }));
   }
 
-  async function showDetail(id, detail) {
-    if (detail.childNodes.length) {
+  function toggle(id, detail) {
+    if (opened.delete(id)) {
       replace(detail);
       return;
     }
+    opened.add(id);
+    fill(id, detail);
+  }
+
+  async function fill(id, detail) {
     try {
       const { record } = await api.getTaskRecord(id);
       replace(detail, h('div', { class: 'docs' },
