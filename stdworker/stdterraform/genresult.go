@@ -152,24 +152,12 @@ func dropNulls(v any) any {
 // specDiagnostics renders terraform validate's errors with the spec field
 // each one points at, when its source line names one.
 func specDiagnostics(diags []tfjson.Diagnostic) string {
-	var parts []string
-	for _, d := range diags {
-		if d.Severity != tfjson.DiagnosticSeverityError {
-			continue
-		}
-		s := d.Summary
+	return diagnostics(diags, func(d tfjson.Diagnostic, s string) string {
 		if field := snippetField(d); field != "" {
 			s = field + ": " + s
 		}
-		if d.Detail != "" {
-			s += ": " + strings.Join(strings.Fields(d.Detail), " ")
-		}
-		parts = append(parts, s)
-	}
-	if len(parts) == 0 {
-		return "terraform validate reported errors without details"
-	}
-	return truncate(strings.Join(parts, "; "))
+		return s
+	})
 }
 
 // snippetField reads the argument a diagnostic's source line sets: main.tf.json

@@ -246,17 +246,26 @@ func tfError(what string, err error, terminalIf func(string) bool) error {
 	return e
 }
 
-// validateMessage renders terraform validate's errors like message does.
+// validateMessage renders terraform validate's errors like message does,
+// each located by its file and line in the module.
 func validateMessage(diags []tfjson.Diagnostic) string {
+	return diagnostics(diags, func(d tfjson.Diagnostic, s string) string {
+		if d.Range != nil {
+			s += fmt.Sprintf(" (%s line %d)", strings.ReplaceAll(d.Range.Filename, fromModuleDir, ""), d.Range.Start.Line)
+		}
+		return s
+	})
+}
+
+// diagnostics renders terraform validate's errors, one part each: its
+// summary as locate places it, then its detail.
+func diagnostics(diags []tfjson.Diagnostic, locate func(d tfjson.Diagnostic, summary string) string) string {
 	var parts []string
 	for _, d := range diags {
 		if d.Severity != tfjson.DiagnosticSeverityError {
 			continue
 		}
-		s := d.Summary
-		if d.Range != nil {
-			s += fmt.Sprintf(" (%s line %d)", strings.ReplaceAll(d.Range.Filename, fromModuleDir, ""), d.Range.Start.Line)
-		}
+		s := locate(d, d.Summary)
 		if d.Detail != "" {
 			s += ": " + strings.Join(strings.Fields(d.Detail), " ")
 		}

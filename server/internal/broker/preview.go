@@ -148,6 +148,10 @@ func (b *Broker) forgetLatePreviews(now time.Time) {
 	}
 }
 
+// isPreview reports whether a lease may name a preview, by its id alone,
+// so that a real task's result or chunk costs no second look-up under b.mu.
+func isPreview(l *convergev1.Lease) bool { return l.GetTaskId() >= store.FirstPreviewID }
+
 // previewOf returns the preview a lease names, if s holds it. Callers
 // hold b.mu.
 func (b *Broker) previewOf(s *session, l *convergev1.Lease) *preview {
@@ -161,6 +165,9 @@ func (b *Broker) previewOf(s *session, l *convergev1.Lease) *preview {
 // onPreviewChunk buffers a part of a preview's composition; it reports
 // whether the chunk was a preview's.
 func (b *Broker) onPreviewChunk(s *session, c *convergev1.ComposeChunk) bool {
+	if !isPreview(c.GetLease()) {
+		return false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.previewOf(s, c.GetLease())
@@ -188,6 +195,9 @@ func (b *Broker) onPreviewChunk(s *session, c *convergev1.ComposeChunk) bool {
 // the applier would check it but never applied; it reports whether the
 // result was a preview's.
 func (b *Broker) onPreviewResult(s *session, r *convergev1.TaskResult) bool {
+	if !isPreview(r.GetLease()) {
+		return false
+	}
 	b.mu.Lock()
 	p := b.previewOf(s, r.GetLease())
 	if p != nil {

@@ -14,6 +14,12 @@ import (
 // call and the broker are different transactions, often different
 // processes.
 
+// FirstPreviewID is where preview ids start (the previews table's identity
+// starts there, in migrations/00010_plans.sql): beyond any task id, so a
+// preview's lease never names a real task and a real task's message is
+// told from a preview's by its id alone.
+const FirstPreviewID int64 = 1 << 62
+
 // Reaction names one reaction of one kind version.
 type Reaction struct {
 	Kind     string

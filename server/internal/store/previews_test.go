@@ -23,7 +23,7 @@ func TestPreviewsClaimAnswerAndLeave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ids) != 2 || ids[0] < 1<<62 || ids[1] <= ids[0] {
+	if len(ids) != 2 || ids[0] < store.FirstPreviewID || ids[1] <= ids[0] {
 		t.Fatalf("preview ids %v; want two, in order, from 2^62", ids)
 	}
 	if got, err := s.ClaimPreviews(ctx, "m2", []store.Reaction{other}, 10); err != nil || len(got) != 0 {
