@@ -103,8 +103,9 @@ func (w *world) applyKind(t *rapid.T) {
 	if rapid.Bool().Draw(t, "verb") {
 		def.verb = "ping"
 	}
+	def.settles = composite && rapid.Bool().Draw(t, "settles")
 	k := &mkind{def: def, config: rapid.Bool().Draw(t, "config_schema"), policy: map[int]*convergev1.KindPolicy{1: drawPolicy(t, composite)}}
-	w.note(t, "applyKind %s composite=%v finalizer=%v verb=%q config=%v policy={%v}", def.name, composite, def.finalizer, def.verb, k.config, k.policy[1])
+	w.note(t, "applyKind %s composite=%v settles=%v finalizer=%v verb=%q config=%v policy={%v}", def.name, composite, def.settles, def.finalizer, def.verb, k.config, k.policy[1])
 	w.rec.setCap(kindVer{def.name, 1}, int(k.policy[1].GetMaxInflight()))
 	mustCall(t, "apply kind "+def.name, w.api.ApplyKind, &convergev1.ApplyKindRequest{Manifest: modelManifest(def, 1, k.policy[1], k.config)})
 	w.kinds[def.name] = k

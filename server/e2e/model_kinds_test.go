@@ -85,6 +85,18 @@ func (f *fleet) compose(_ context.Context, t *converge.Task, b behaviour) (*conv
 	return &converge.Result{Compose: true, Children: kids, Edges: edges, Status: map[string]any{"children": spec.N}}, nil
 }
 
+// settled is a composite's childrenSettled reaction: it marks the status
+// as projected, which a Ready composite must then show. Like teardown it
+// never fails terminally: the model predicts a composite's phase from its
+// composer alone.
+func (f *fleet) settled(_ context.Context, t *converge.Task, _ behaviour) (*converge.Result, error) {
+	var spec compSpec
+	if err := t.DecodeSpec(&spec); err != nil {
+		return nil, converge.Terminal(err)
+	}
+	return &converge.Result{Status: map[string]any{"children": spec.N, "settled": true}}, nil
+}
+
 // teardown clears the finalizer. It never fails terminally: a teardown
 // that cannot finish would keep its resource forever, and the model's heal
 // phase could not end it; a terminal behaviour fails it transiently.
@@ -116,8 +128,11 @@ func modelManifest(def kindDef, version int, p *convergev1.KindPolicy, config bo
 			"counter": map[string]any{"type": "integer"}, "n": map[string]any{"type": "integer", "minimum": 0, "maximum": 8},
 			"child_kind": map[string]any{"type": "string"}, "poison": map[string]any{"type": "boolean"}}})
 		m.StatusSchema = mustStructOf(map[string]any{"type": "object", "properties": map[string]any{
-			"children": map[string]any{"type": "integer"}}})
+			"children": map[string]any{"type": "integer"}, "settled": map[string]any{"type": "boolean"}}})
 		m.Reactions = []*convergev1.Reaction{{Name: "compose", Trigger: "specChange", Emits: []string{"children", "edges", "status"}}}
+		if def.settles {
+			m.Reactions = append(m.Reactions, &convergev1.Reaction{Name: "settled", Trigger: "childrenSettled", Emits: []string{"status"}})
+		}
 	} else {
 		props := map[string]any{"counter": map[string]any{"type": "integer"}, "upstream": map[string]any{"type": "string"},
 			"poison": map[string]any{"type": "boolean"}, "bad_status": map[string]any{"type": "boolean"}}

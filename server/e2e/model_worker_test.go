@@ -65,6 +65,9 @@ type kindDef struct {
 	versions  []int
 	finalizer bool
 	verb      string // "" when the kind declares none
+	// settles: a composite kind with a childrenSettled reaction, which
+	// holds the composite Reconciling until it has run.
+	settles bool
 }
 
 // fleet runs one in-process SDK worker per kind, whose handlers do what the
@@ -130,6 +133,9 @@ func (f *fleet) start(def kindDef, capacity int) {
 	for _, v := range def.versions {
 		if def.composite {
 			w.Handle(def.name, v, "compose", f.wrap(kw, f.compose))
+			if def.settles {
+				w.Handle(def.name, v, "settled", f.wrap(kw, f.settled))
+			}
 		} else {
 			w.Handle(def.name, v, "reconcile", f.wrap(kw, f.reconcile))
 		}
