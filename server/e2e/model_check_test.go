@@ -152,4 +152,3 @@ func (w *world) checkTeardownOrder(t tb) {
 	}
 	w.failClasses(t, found, "actions:\n  "+strings.Join(w.ran, "\n  ")+"\nhandler runs:\n"+w.rec.summary(80))
 }
-
