@@ -119,6 +119,27 @@ func (w *world) checkProblems(t tb) {
 	}
 }
 
+// checkSettledStatus checks that a Ready composite whose kind has a
+// childrenSettled reaction shows that reaction's status: Ready is
+// reached only through it, however often the composer ran again.
+func (w *world) checkSettledStatus(t tb) {
+	t.Helper()
+	found := map[string][]string{}
+	for k, r := range w.listAll(t) {
+		mk := w.kinds[r.GetKind()]
+		if mk == nil || !mk.def.settles || r.GetPhase() != client.PhaseReady || r.GetDeletionRequestedAt() != nil {
+			continue
+		}
+		if !r.GetStatus().GetFields()["settled"].GetBoolValue() {
+			found["a Ready composite without its childrenSettled status"] = append(found["a Ready composite without its childrenSettled status"],
+				fmt.Sprintf("%s: %s", k, explainFull(r)))
+		}
+	}
+	if len(found) > 0 {
+		w.failClasses(t, found, "actions so far:\n  "+strings.Join(w.ran, "\n  "))
+	}
+}
+
 // checkTeardownOrder checks the order recorded at each delete:
 // the teardown that must come first finished before the other started.
 func (w *world) checkTeardownOrder(t tb) {

@@ -38,6 +38,7 @@ func (w *world) finish(t tb) {
 		w.logBoth(t, "%s", report)
 		t.Fatalf("invariant broken: the engine did not settle as the model predicts")
 	}
+	w.checkSettledStatus(t)
 	w.checkTeardownOrder(t)
 	w.checkOps(t)
 	w.checkRecords(t)

@@ -62,7 +62,7 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 			return store.Composition{}, fmt.Sprintf("composition chunk %d cannot be stored: %s: %s", i, path, why)
 		}
 	}
-	c := store.Composition{Outcome: base, OrphanGrace: e.Compiled.Policy.OrphanGrace}
+	c := store.Composition{Outcome: base, OrphanGrace: e.Compiled.Policy.OrphanGrace, Settles: e.SettledReaction()}
 	index := map[[2]string]int{}
 	n := 0
 	for _, p := range parts {

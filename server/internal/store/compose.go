@@ -46,6 +46,9 @@ type Composition struct {
 	// OrphanGrace is the composite kind's grace for children it stops
 	// emitting; 0 deletes them at once.
 	OrphanGrace time.Duration
+	// Settles says the composite's kind has a childrenSettled reaction:
+	// its status is that reaction's projection of the children.
+	Settles bool
 }
 
 // ComposeResult says what ApplyComposition did.
@@ -163,8 +166,10 @@ func (s *Store) ApplyComposition(ctx context.Context, c Composition) (ComposeRes
 		// Until the rollup has counted what changed in its children, the
 		// composite is not Ready: it becomes Ready only through its rollup.
 		// An answer that changed no child leaves the rollup true, so a
-		// composite already Ready at this generation stays Ready.
-		if res.changedChildren() {
+		// composite already Ready at this generation stays Ready, unless
+		// the answer's status replaces a childrenSettled projection: then
+		// the rollup settles it again, which runs that reaction.
+		if res.changedChildren() || (c.Settles && c.Status != nil) {
 			if _, err := tx.Exec(ctx, `UPDATE resources SET subtree = 'pending', resource_version = resource_version + 1
 				WHERE id = $1 AND subtree <> 'pending'`, parentID); err != nil {
 				return err

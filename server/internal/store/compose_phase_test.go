@@ -19,6 +19,13 @@ func composeAs(t *testing.T, s *store.Store, partRev int64, names ...string) sto
 // composeWith is composeAs with edges between the children.
 func composeWith(t *testing.T, s *store.Store, partRev int64, names []string, edges []store.EdgeSpec) store.ComposeResult {
 	t.Helper()
+	return compose(t, s, partRev, names, edges, false)
+}
+
+// compose answers the stack's specChange task with the named parts;
+// settles says the stack's kind has a childrenSettled reaction.
+func compose(t *testing.T, s *store.Store, partRev int64, names []string, edges []store.EdgeSpec, settles bool) store.ComposeResult {
+	t.Helper()
 	ctx := context.Background()
 	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "stack", Version: 1, Trigger: trigger.SpecChange, N: 1}})
 	if err != nil || len(got) != 1 {
@@ -32,6 +39,7 @@ func composeWith(t *testing.T, s *store.Store, partRev int64, names []string, ed
 		Outcome:  store.Outcome{Lease: got[0].Lease, Actor: "worker:w1", Status: []byte(`{}`)},
 		Children: children,
 		Edges:    edges,
+		Settles:  settles,
 	})
 	if err != nil || !res.Applied || res.Refused != nil {
 		t.Fatalf("compose %v = %+v, %v", names, res, err)

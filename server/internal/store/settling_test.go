@@ -68,6 +68,27 @@ func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
 		t.Fatalf("tasks after an unchanged rollup = %q, want none", got)
 	}
 
+	// The composer runs again with the same children: its status replaces
+	// the projection, so the composite settles again and is Ready only
+	// with a projection of its children.
+	if _, err := s.ReconcileResource(ctx, "alice", histKey("stack", "s"), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if res := compose(t, s, partRev, []string{"s-a", "s-b"}, nil, true); res.Created+res.Updated+res.Deleted != 0 {
+		t.Fatalf("recompose with the same children changed them: %+v", res)
+	}
+	runRollupsOf(t, s, true)
+	if r := getKind(t, s, "stack", "s"); r.Phase != "Reconciling" {
+		t.Fatalf("recomposed with unchanged children, childrenSettled not run again: %s with status %s, want Reconciling", r.Phase, r.Status)
+	}
+	c = claimSettled(t, s)
+	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: c.Lease, Status: []byte(`{"parts":2}`)}}, fast); err != nil {
+		t.Fatal(err)
+	}
+	if r := getKind(t, s, "stack", "s"); r.Phase != "Ready" || string(r.Status) != `{"parts": 2}` {
+		t.Fatalf("after the recompose's childrenSettled: phase %s, status %s; want Ready with the projected status", r.Phase, r.Status)
+	}
+
 	// A new child: settling again; this time the task is dropped.
 	if _, err := s.ReconcileResource(ctx, "alice", histKey("stack", "s"), "test"); err != nil {
 		t.Fatal(err)
