@@ -154,11 +154,15 @@ func (s *Store) Rollup(ctx context.Context, t InternalTask, settledReaction bool
 		if err != nil {
 			return err
 		}
+		// A childrenSettled task already running projects the children as
+		// they were: queued again, it takes a new epoch, so that answer is
+		// fenced off and cannot end the hold; the new one projects these.
 		if settledReaction && sub != "pending" && tag.RowsAffected() > 0 && !r.deleting {
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 				SELECT id, 'childrenSettled', kind, kind_version, shard, generation FROM resources WHERE id = $1
-				ON CONFLICT (resource_id, trigger, key) DO UPDATE SET generation = EXCLUDED.generation, not_before = now()`,
+				ON CONFLICT (resource_id, trigger, key) DO UPDATE SET generation = EXCLUDED.generation, not_before = now(),
+				    epoch = tasks.epoch + 1, claimed_by = NULL, lease_expires_at = NULL`,
 				t.ResourceID); err != nil {
 				return err
 			}

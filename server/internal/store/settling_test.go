@@ -106,3 +106,50 @@ func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
 		t.Fatalf("childrenSettled dropped: the composite is %s, want Ready (nothing left to wait for)", p)
 	}
 }
+
+// TestSettledTaskRequeuedWhileRunningIsFenced: a childrenSettled task
+// the rollup queues again while a handler holds it (the children moved
+// on meanwhile) takes a new lease, so the running handler's answer, a
+// projection of children as they were, is not applied and does not end
+// the composite's hold.
+func TestSettledTaskRequeuedWhileRunningIsFenced(t *testing.T) {
+	s, ctx := newStore(t)
+	stackRev := applyKind(t, s, "stack", store.Policy{})
+	partRev := applyKind(t, s, "part", store.Policy{})
+	histApply(t, s, "alice", "stack", 1, stackRev, "s", `{}`)
+	composeAs(t, s, partRev, "s-a", "s-b")
+	settleKind(t, s, "part")
+	runRollupsOf(t, s, true)
+	old := claimSettled(t, s)
+
+	// A child reconciles again and fails for good while the handler runs.
+	if _, err := s.ReconcileResource(ctx, "alice", histKey("part", "s-a"), "test"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Claim(ctx, "m1", time.Minute, []store.Want{{Kind: "part", Version: 1, Trigger: trigger.SpecChange, N: 1}})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim the child: %v, %v", got, err)
+	}
+	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: got[0].Lease, Failed: true, Terminal: true, Message: "gone"}}, fast); err != nil {
+		t.Fatal(err)
+	}
+	runRollupsOf(t, s, true)
+
+	res, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: old.Lease, Status: []byte(`{"parts":"stale"}`)}}, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Applied {
+		t.Fatalf("the answer of a childrenSettled task queued again while it ran was applied: %+v", res)
+	}
+	if r := getKind(t, s, "stack", "s"); r.Status != nil && string(r.Status) != `{}` {
+		t.Fatalf("after the stale answer: %s with status %s, want the stale projection not applied", r.Phase, r.Status)
+	}
+	c := claimSettled(t, s)
+	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: c.Lease, Status: []byte(`{"parts":2}`)}}, fast); err != nil {
+		t.Fatal(err)
+	}
+	if r := getKind(t, s, "stack", "s"); r.Phase != "Failed" || string(r.Status) != `{"parts": 2}` {
+		t.Fatalf("after the new childrenSettled: phase %s, status %s; want Failed (a child failed) with the projected status", r.Phase, r.Status)
+	}
+}
