@@ -43,6 +43,11 @@ func TestDefaults(t *testing.T) {
 		requireArgs(t, c, "serve", "--role="+role, "--listen=:7070", "--migrate=true", "--log-format=json")
 		forbidArgPrefix(t, c, "--metrics-listen")
 		forbidArgPrefix(t, c, "--tls-")
+		if role == "control" {
+			requireArgs(t, c, "--max-backlog=10000", "--max-queue-wait=500ms")
+		} else {
+			forbidArgPrefix(t, c, "--max-")
+		}
 		e, ok := env(c, "CONVERGE_DATABASE_URL")
 		if !ok || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
 			e.ValueFrom.SecretKeyRef.Name != fullname+"-database" || e.ValueFrom.SecretKeyRef.Key != "url" {

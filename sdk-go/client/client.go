@@ -5,6 +5,9 @@
 // top of them: Follow, a Watch that survives broken streams; WaitFor, which
 // blocks until a resource reaches a state the caller chooses; and
 // WaitForOperation, which blocks until an invoked operation has finished.
+// An apply the server refuses for back-pressure (ResourceExhausted with a
+// retry hint: the kind's backlog is at its admission bound) is retried
+// after the hint for up to DefaultBackpressureWait; see WithBackpressure.
 //
 // Errors are the connect errors the server returned: use connect.CodeOf to
 // branch on the code and (*connect.Error).Message for the server's message,
@@ -46,9 +49,10 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	httpClient  connect.HTTPClient
-	header      http.Header
-	connectOpts []connect.ClientOption
+	httpClient   connect.HTTPClient
+	header       http.Header
+	connectOpts  []connect.ClientOption
+	backpressure backpressure
 }
 
 // WithHTTPClient sets the HTTP client used for every call. The default is
@@ -89,13 +93,17 @@ func WithConnectOptions(opts ...connect.ClientOption) Option {
 // New returns a Client for the server at baseURL, e.g. "http://localhost:7070".
 // It does not contact the server.
 func New(baseURL string, opts ...Option) *Client {
-	cfg := config{httpClient: http.DefaultClient, header: make(http.Header)}
+	cfg := config{httpClient: http.DefaultClient, header: make(http.Header),
+		backpressure: backpressure{maxWait: DefaultBackpressureWait}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&cfg)
 		}
 	}
 	connectOpts := cfg.connectOpts
+	if cfg.backpressure.maxWait > 0 {
+		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(cfg.backpressure.interceptor())}, connectOpts...)
+	}
 	if len(cfg.header) > 0 {
 		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(endpoint.HeaderInterceptor(cfg.header))}, connectOpts...)
 	}

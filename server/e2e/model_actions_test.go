@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"pgregory.net/rapid"
 
+	"github.com/convergehq/converge/sdk-go/client"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
@@ -174,16 +175,52 @@ func (w *world) noteFailing(k *mkind) {
 	}
 }
 
-func (w *world) applyRoot(t *rapid.T, m *mres) {
+// applyRoot applies m as the model now has it and says whether the
+// server took it. An apply admission refuses (its kind's backlog is at
+// the server's bound) must change nothing; the caller undoes its change
+// to the model.
+func (w *world) applyRoot(t *rapid.T, m *mres) bool {
 	var spec any = leafSpec{Counter: m.counter}
 	if m.comp != nil {
 		spec = *m.comp
 	}
-	mustCall(t, "apply "+m.key(), w.api.ApplyResource, &convergev1.ApplyResourceRequest{
+	_, err := call(t, "apply "+m.key(), w.api.ApplyResource, &convergev1.ApplyResourceRequest{
 		Kind: m.kind, KindVersion: int32(m.version), Name: m.name, Spec: mustStructOf(spec)})
+	if _, refused := client.RetryAfter(err); refused && w.srv.maxBacklog > 0 {
+		w.note(t, "  refused by admission: %v", err)
+		admissionRefusals.Add(1)
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
 	if m.comp != nil {
 		w.syncChildren(m)
 	}
+	return true
+}
+
+// checkUnchanged checks that a refused apply left m as it was: absent,
+// for a new root, else at its generation with its spec.
+func (w *world) checkUnchanged(t *rapid.T, m *mres, existed bool, gen int64) {
+	r, err := call(t, "get "+m.key(), w.api.GetResource, &convergev1.GetResourceRequest{Kind: m.kind, Name: m.name})
+	switch {
+	case !existed && connect.CodeOf(err) != connect.CodeNotFound:
+		t.Fatalf("an apply admission refused created %s: %v %v", m.key(), r, err)
+	case existed && err != nil:
+		t.Fatalf("%v", err)
+	case existed && r.GetResource().GetGeneration() != gen:
+		t.Fatalf("an apply admission refused moved %s from generation %d to %d", m.key(), gen, r.GetResource().GetGeneration())
+	}
+}
+
+// generationOf is m's generation on the server (0 when it is absent).
+func (w *world) generationOf(t *rapid.T, m *mres) int64 {
+	r, err := call(t, "get "+m.key(), w.api.GetResource, &convergev1.GetResourceRequest{Kind: m.kind, Name: m.name})
+	if err != nil {
+		return 0
+	}
+	return r.GetResource().GetGeneration()
 }
 
 func (w *world) newRoot(t *rapid.T, m *mres) {
@@ -194,7 +231,11 @@ func (w *world) newRoot(t *rapid.T, m *mres) {
 	m.name = fmt.Sprintf("r%d", w.nextName)
 	w.res[m.key()] = m
 	w.resKeys = append(w.resKeys, m.key())
-	w.applyRoot(t, m)
+	if !w.applyRoot(t, m) {
+		delete(w.res, m.key())
+		w.resKeys = w.resKeys[:len(w.resKeys)-1]
+		w.checkUnchanged(t, m, false, 0)
+	}
 }
 
 func (w *world) applyLeaf(t *rapid.T) {
@@ -214,13 +255,21 @@ func (w *world) applyComposite(t *rapid.T) {
 
 func (w *world) updateSpec(t *rapid.T) {
 	m := w.res[pick(t, w.resWhere(func(m *mres) bool { return m.owner == "" && !m.deleted }), "root")]
+	was, gen := *m, w.generationOf(t, m)
+	if m.comp != nil {
+		c := *m.comp
+		was.comp = &c
+	}
 	m.counter++
 	if m.comp != nil {
 		m.comp.Counter = m.counter
 		m.comp.N = rapid.IntRange(0, maxChildren).Draw(t, "children")
 	}
 	w.note(t, "updateSpec %s counter=%d %s", m.key(), m.counter, map[bool]string{true: fmt.Sprintf("children=%d", m.compN()), false: ""}[m.comp != nil])
-	w.applyRoot(t, m)
+	if !w.applyRoot(t, m) {
+		*m = was
+		w.checkUnchanged(t, m, gen > 0, gen)
+	}
 }
 
 func (m *mres) compN() int {

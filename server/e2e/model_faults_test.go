@@ -24,10 +24,14 @@ func (w *world) moveVersion(t *rapid.T) {
 		return
 	}
 	m := w.res[rapid.SampledFrom(roots).Draw(t, "resource")]
+	gen := w.generationOf(t, m)
 	m.version = 2
 	m.counter++
 	w.note(t, "  re-apply %s at v2 counter=%d", m.key(), m.counter)
-	w.applyRoot(t, m)
+	if !w.applyRoot(t, m) {
+		m.version, m.counter = 1, m.counter-1
+		w.checkUnchanged(t, m, gen > 0, gen)
+	}
 }
 
 // addV2 gives leaf kind k a version 2 with a random policy, and its

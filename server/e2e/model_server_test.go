@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,21 +36,25 @@ var modelTimings = timings{lease: 3 * time.Second, heartbeat: 500 * time.Millise
 // ends; a rapid case must own its server and end it with the case, so this
 // one is started and killed by the case itself (see model_test.go).
 type mserver struct {
-	dbURL  string
-	tm     timings
-	addr   string
-	url    string
-	api    *client.Client
-	starts int
-	cmd    *exec.Cmd
-	done   chan struct{}
-	out    *testkit.Buffer // the output of every start, in order
+	dbURL string
+	tm    timings
+	// maxBacklog is the server's admission bound per kind (0: off).
+	maxBacklog int
+	addr       string
+	url        string
+	api        *client.Client
+	starts     int
+	cmd        *exec.Cmd
+	done       chan struct{}
+	out        *testkit.Buffer // the output of every start, in order
 }
 
-func newModelServer(t tb, dbURL string, tm timings, addr string) *mserver {
+func newModelServer(t tb, dbURL string, tm timings, addr string, maxBacklog int) *mserver {
 	t.Helper()
-	s := &mserver{dbURL: dbURL, tm: tm, addr: addr, url: "http://" + addr, out: &testkit.Buffer{}}
-	s.api = client.New(s.url)
+	s := &mserver{dbURL: dbURL, tm: tm, maxBacklog: maxBacklog, addr: addr, url: "http://" + addr, out: &testkit.Buffer{}}
+	// Admission refusals come back at once: the model applies them as
+	// writes that changed nothing.
+	s.api = client.New(s.url, client.WithBackpressure(0, nil))
 	s.start(t)
 	return s
 }
@@ -63,7 +68,8 @@ func (s *mserver) start(t tb) {
 	tm := s.tm
 	s.cmd = exec.Command(bin.converge, "serve", "--database-url", s.dbURL, "--listen", s.addr,
 		"--lease", tm.lease.String(), "--heartbeat", tm.heartbeat.String(), "--poll", tm.poll.String(),
-		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String(), "--log-level", "warn")
+		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String(), "--log-level", "warn",
+		"--max-backlog", strconv.Itoa(s.maxBacklog))
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.WaitDelay = exitTimeout
 	if err := startCmd(s.cmd); err != nil {

@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,18 +70,26 @@ func TestModel(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) { runCase(t, rt) })
 		})
 		if !ok || seeded || time.Since(start) > budget {
-			t.Logf("model: %d batch(es) of -rapid.checks=%s in %s (budget %s)", batch, flag.Lookup("rapid.checks").Value, time.Since(start).Round(time.Second), budget)
+			t.Logf("model: %d batch(es) of -rapid.checks=%s in %s (budget %s); %d applies refused by admission",
+				batch, flag.Lookup("rapid.checks").Value, time.Since(start).Round(time.Second), budget, admissionRefusals.Load())
 			return
 		}
 	}
 }
+
+// admissionRefusals counts the applies the model's servers refused, so a
+// run shows the refusal path was taken.
+var admissionRefusals atomic.Int64
 
 // runCase is one rapid case: a fresh database and server, a random
 // sequence of actions with the invariants checked after each, then the
 // final phase.
 func runCase(st *testing.T, rt *rapid.T) {
 	db := pgtest.New(st)
-	srv := newModelServer(rt, db.URL, modelTimings, freeAddr(st))
+	// A small admission bound refuses applies to kinds whose workers lag
+	// or are gone; a refused apply must have changed nothing.
+	backlog := rapid.SampledFrom([]int{0, 2, 5}).Draw(rt, "max_backlog")
+	srv := newModelServer(rt, db.URL, modelTimings, freeAddr(st), backlog)
 	rec := newRecorder(2*modelTimings.lease + 2*time.Second)
 	w := &world{srv: srv, api: srv.api, rec: rec, fleet: newFleet(srv.url, rec), kinds: map[string]*mkind{}, res: map[string]*mres{},
 		unordered: map[string]bool{}, logOut: st.Logf}

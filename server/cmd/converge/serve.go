@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergehq/converge/server/internal/admission"
 	"github.com/convergehq/converge/server/internal/app"
 	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
@@ -35,6 +36,8 @@ type serverFlags struct {
 	metricsListen string
 	historyKeep   int
 	taskRecords   int
+	maxBacklog    int64
+	maxQueueWait  time.Duration
 	recordBytes   int
 	tls           tlsconf.Config
 	authz         authzFlags
@@ -110,6 +113,8 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address, plaintext and apart from the API (e.g. :9090); off by default")
 	fs.IntVar(&f.historyKeep, "history-keep", store.DefaultHistoryKeep, "spec revisions kept per resource for history and rollback (1..1000)")
+	fs.Int64Var(&f.maxBacklog, "max-backlog", admission.DefaultBound, "admission ceiling: an apply to a kind with this many reconciles waiting for a worker is refused (ResourceExhausted, HTTP 429) with a retry hint, which conctl and the Go client follow; 0 admits everything")
+	fs.DurationVar(&f.maxQueueWait, "max-queue-wait", admission.DefaultMaxWait, "admission target: below --max-backlog, a kind's bound is what it drains in this long at its current rate (never under 1,000), so an accepted apply waits about this long for a worker; 0: --max-backlog alone")
 	fs.IntVar(&f.taskRecords, "task-records", taskrec.DefaultKeep, "task records kept per resource: what each task was sent and returned, and what became of it (0..1000; 0 keeps none)")
 	fs.IntVar(&f.recordBytes, "task-record-bytes", taskrec.DefaultMaxBytes, "byte budget of one task record's input and result; larger parts are cut")
 	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM; re-read when it changes)")
@@ -133,6 +138,9 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	}
 	if f.historyKeep < 1 || f.historyKeep > 1000 {
 		return app.Config{}, fmt.Errorf("--history-keep %d: must be between 1 and 1000", f.historyKeep)
+	}
+	if f.maxBacklog < 0 || f.maxQueueWait < 0 {
+		return app.Config{}, fmt.Errorf("--max-backlog %d, --max-queue-wait %s: must not be negative (0 turns each off)", f.maxBacklog, f.maxQueueWait)
 	}
 	if f.taskRecords < 0 || f.taskRecords > 1000 {
 		return app.Config{}, fmt.Errorf("--task-records %d: must be between 0 (off) and 1000", f.taskRecords)
@@ -176,6 +184,8 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		PprofListen:   f.pprofListen,
 		MetricsListen: f.metricsListen,
 		HistoryKeep:   f.historyKeep,
+		MaxBacklog:    f.maxBacklog,
+		MaxQueueWait:  f.maxQueueWait,
 		TaskRecords:   taskrec.Config{Keep: f.taskRecords, MaxBytes: f.recordBytes},
 		TLS:           f.tls,
 		Authz:         policy,

@@ -94,10 +94,15 @@ func (s *Service) applyAs(ctx context.Context, source, who string, reqs []*conve
 		results   []store.ApplyResult
 		scheduled bool
 	)
-	err := s.retryStaleKind(ctx, func(bool) error {
+	err := s.retryStaleKind(ctx, func(first bool) error {
 		inputs, err := s.validate(reqs, batch)
 		if err != nil {
 			return err
+		}
+		if first && !store.InDryRun(ctx) {
+			if err := s.admission.Admit(ctx, kindCounts(inputs)); err != nil {
+				return err
+			}
 		}
 		results, scheduled, err = s.store.ApplyResourcesFrom(ctx, source, who, inputs)
 		return err
@@ -110,6 +115,15 @@ func (s *Service) applyAs(ctx context.Context, source, who string, reqs []*conve
 	}
 	s.publish(ctx, notify.Changes)
 	return results, nil
+}
+
+// kindCounts counts the inputs of each kind, for admission.
+func kindCounts(inputs []store.ApplyInput) map[string]int {
+	out := make(map[string]int, 1)
+	for _, in := range inputs {
+		out[in.Kind]++
+	}
+	return out
 }
 
 // validate checks each request against its kind: the kind exists and is

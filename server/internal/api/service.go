@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/convergehq/converge/server/internal/admission"
 	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
@@ -30,7 +31,13 @@ type Service struct {
 	flows *flow.Cache
 	// onLogLevel applies a level SetLogLevel stored to this replica.
 	onLogLevel func(context.Context)
+	// admission bounds the reconciles applies may queue per kind (nil:
+	// none).
+	admission *admission.Gate
 }
+
+// Admit sets the admission gate applies pass through.
+func (s *Service) Admit(g *admission.Gate) { s.admission = g }
 
 // New returns the service.
 func New(st *store.Store, reg *kinds.Registry, bus *notify.Bus, mem *members.Tracker, log *slog.Logger) *Service {

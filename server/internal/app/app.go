@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/convergehq/converge/server/internal/admission"
 	"github.com/convergehq/converge/server/internal/api"
 	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
@@ -76,6 +77,13 @@ type Config struct {
 	// HistoryKeep is how many spec revisions per resource are kept
 	// (1..1000; 0 means store.DefaultHistoryKeep).
 	HistoryKeep int
+	// MaxBacklog is the admission bound: applies to a kind with this many
+	// reconciles waiting for a worker are refused with a retry hint (0:
+	// no bound).
+	MaxBacklog int64
+	// MaxQueueWait lowers that bound to what a kind drains in this long
+	// at the rate it drains now (0: MaxBacklog alone).
+	MaxQueueWait time.Duration
 	// TaskRecords bounds the task records a broker keeps; Keep 0 keeps
 	// none.
 	TaskRecords taskrec.Config
@@ -213,6 +221,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	var svc *api.Service
 	if control {
 		svc = api.New(st, reg, bus, tracker, cfg.Log)
+		if cfg.MaxBacklog > 0 {
+			gate := admission.New(cfg.MaxBacklog, cfg.MaxQueueWait, st.Backlog)
+			gate.OnRefuse = m.Refused
+			svc.Admit(gate)
+		}
 		if levels != nil {
 			svc.OnLogLevel(levels.sync)
 		}

@@ -5,6 +5,7 @@ package conctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -239,6 +240,12 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	}
 	opts = append(opts, client.WithBearerToken(strings.TrimSpace(a.token)))
 	opts = append(opts, client.WithConnectOptions(connect.WithInterceptors(dryRunInterceptor{a})))
+	// An apply the server refuses for back-pressure waits as long as
+	// --request-timeout allows, saying so: the server bounds how much
+	// reconcile work may queue per kind (converge serve --max-backlog).
+	opts = append(opts, client.WithBackpressure(client.DefaultBackpressureWait, func(_ string, wait time.Duration, refusal error) {
+		fmt.Fprintf(a.stderr, "server busy, retrying in %s: %s\n", wait.Round(10*time.Millisecond), errMessage(refusal))
+	}))
 	a.client = client.New(strings.TrimRight(a.server, "/"), opts...)
 	return nil
 }
@@ -258,4 +265,13 @@ func isTerminal(w io.Writer) bool {
 	}
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// errMessage is a connect error's message without its code prefix.
+func errMessage(err error) string {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return ce.Message()
+	}
+	return err.Error()
 }

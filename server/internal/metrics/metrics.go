@@ -59,6 +59,7 @@ type Metrics struct {
 	rpcSeconds  *prometheus.HistogramVec
 	claims      *prometheus.CounterVec
 	completions *prometheus.CounterVec
+	refusals    *prometheus.CounterVec
 
 	// kinds maps a kind name to its *kindCounters. sync.Map reads are
 	// lock-free once a kind has been seen.
@@ -114,8 +115,12 @@ func New() *Metrics {
 				"and the failure's reason code (empty when the worker gave none; " + OtherReasons + " past " +
 				strconv.Itoa(MaxReasonsPerKind) + " distinct codes of one kind).",
 		}, []string{"kind", "outcome", "reason"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "converge_admission_refused_total",
+			Help: "Applies this replica refused because the kind's backlog of reconciles reached --max-backlog, by kind.",
+		}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.rpcSeconds, m.claims, m.completions,
+	m.reg.MustRegister(m.rpcSeconds, m.claims, m.completions, m.refusals,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -126,6 +131,14 @@ func New() *Metrics {
 // scraper that asks for it.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// Refused counts one apply of kind refused by admission.
+func (m *Metrics) Refused(kind string) {
+	if m == nil {
+		return
+	}
+	m.refusals.WithLabelValues(kind).Inc()
 }
 
 // Claimed counts n tasks of kind claimed.

@@ -40,3 +40,20 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	}
 	return out, nil
 }
+
+// Backlog counts a kind's reconcile work waiting for a worker (every
+// version, not yet claimed), up to limit: admission only asks whether the bound is
+// passed, so the count stops there and stays an index range scan however
+// deep the queue is.
+func (s *Store) Backlog(ctx context.Context, kind string, limit int64) (int64, error) {
+	var n int64
+	err := s.relaxedDB(ctx).QueryRow(ctx, `
+		SELECT count(*) FROM (
+		    SELECT 1 FROM tasks
+		    WHERE kind = $1 AND claimed_by IS NULL AND trigger IN ('specChange', 'resync')
+		    LIMIT $2) q`, kind, limit).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("reading the backlog of kind %s: %w", kind, err)
+	}
+	return n, nil
+}
