@@ -34,7 +34,7 @@ const (
 type Counter func(ctx context.Context, kind string, limit int64) (int64, error)
 
 // Gate decides admission. Backlogs are read at most once per refresh per
-// kind; writes admitted since the last reading are added to it, so
+// kind; writes admitted and not yet counted are added to the reading, so
 // concurrent writers on one replica cannot overshoot the bound together.
 type Gate struct {
 	bound   int64
@@ -50,10 +50,12 @@ type Gate struct {
 }
 
 type backlog struct {
-	read     sync.Mutex // one reading per kind at a time
-	at       time.Time  // when queued was read
-	queued   int64      // the reading
-	admitted int64      // admitted since the reading
+	read   sync.Mutex // one reading per kind at a time
+	at     time.Time  // when queued was read
+	queued int64      // the reading
+	// writing is admitted and not yet committed; committed is committed
+	// since the reading (the next reading counts it).
+	writing, committed int64
 	// rate is the backlog's drain per second, smoothed over readings; 0
 	// until two readings tell.
 	rate float64
@@ -73,7 +75,7 @@ func (g *Gate) limit(rate float64) int64 {
 	return min(g.bound, max(Floor, int64(rate*g.maxWait.Seconds())))
 }
 
-// Bound is the gate's bound per kind (0: none).
+// Bound is the gate's ceiling per kind (0: none).
 func (g *Gate) Bound() int64 {
 	if g == nil {
 		return 0
@@ -86,10 +88,12 @@ func (g *Gate) Bound() int64 {
 // over its bound. A batch is admitted while the backlog is under the
 // bound, even when the batch alone is larger, so no batch waits for ever.
 // A failed reading admits: admission protects latency, and a database
-// that cannot be read will refuse the write itself.
-func (g *Gate) Admit(ctx context.Context, adds map[string]int) error {
+// that cannot be read will refuse the write itself. The caller reports
+// the admitted write's end with done (committed or not), so the drain
+// rate is told from what reached the queue.
+func (g *Gate) Admit(ctx context.Context, adds map[string]int) (done func(committed bool), err error) {
 	if g == nil || g.bound <= 0 {
-		return nil
+		return func(bool) {}, nil
 	}
 	for kind := range adds {
 		b := g.backlogOf(kind)
@@ -98,15 +102,25 @@ func (g *Gate) Admit(ctx context.Context, adds map[string]int) error {
 			if g.OnRefuse != nil {
 				g.OnRefuse(kind)
 			}
-			return g.refusal(kind, queued, limit, rate)
+			return nil, g.refusal(kind, queued, limit, rate)
 		}
 	}
 	g.mu.Lock()
 	for kind, n := range adds {
-		g.kinds[kind].admitted += int64(n)
+		g.kinds[kind].writing += int64(n)
 	}
 	g.mu.Unlock()
-	return nil
+	return func(committed bool) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for kind, n := range adds {
+			b := g.kinds[kind]
+			b.writing -= int64(n)
+			if committed {
+				b.committed += int64(n)
+			}
+		}
+	}, nil
 }
 
 func (g *Gate) backlogOf(kind string) *backlog {
@@ -128,24 +142,25 @@ func (g *Gate) read(ctx context.Context, kind string, b *backlog) (int64, float6
 	now := g.now()
 	g.mu.Lock()
 	stale := b.at.IsZero() || now.Sub(b.at) >= g.refresh
-	queued, admitted, at := b.queued, b.admitted, b.at
-	g.mu.Unlock()
+	queued, committed, at := b.queued, b.committed, b.at
 	if !stale {
-		return queued + admitted, b.rate
+		defer g.mu.Unlock()
+		return queued + committed + b.writing, b.rate
 	}
+	g.mu.Unlock()
 	// Counted up to twice the bound: enough to tell the drain rate near
 	// the bound, and the scan stays short however deep the queue is.
 	n, err := g.count(ctx, kind, 2*g.bound+1)
-	if err != nil {
-		return queued, b.rate
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !at.IsZero() && queued > 0 {
+	if err != nil {
+		return queued + b.committed + b.writing, b.rate
+	}
+	if !at.IsZero() && queued > 0 && n <= 2*g.bound {
 		// Drained = what was there + what came in - what is left, over the
 		// interval; an empty queue says nothing of how fast it drains.
 		if dt := now.Sub(at).Seconds(); dt > 0 {
-			drained := math.Max(0, float64(queued+admitted-n)/dt)
+			drained := math.Max(0, float64(queued+committed-n)/dt)
 			if b.rate == 0 {
 				b.rate = drained
 			} else {
@@ -153,14 +168,16 @@ func (g *Gate) read(ctx context.Context, kind string, b *backlog) (int64, float6
 			}
 		}
 	}
-	b.at, b.queued, b.admitted = now, n, b.admitted-admitted
-	return n + b.admitted, b.rate
+	// Commits that landed during the count may be in n too: counted
+	// twice, they err toward refusing, for one refresh.
+	b.at, b.queued, b.committed = now, n, b.committed-committed
+	return n + b.committed + b.writing, b.rate
 }
 
 // refusal is the error for a kind over its bound, with the time the
 // backlog should take to drain below it at the rate it drains now.
 func (g *Gate) refusal(kind string, queued, limit int64, rate float64) error {
-	wait := Hint(queued, limit, rate)
+	wait := Hint(queued, limit, rate, g.maxHint())
 	why := fmt.Sprintf("the admission bound (--max-backlog %d)", g.bound)
 	if limit < g.bound {
 		why = fmt.Sprintf("%.1fs of work at the %.0f/s they drain (--max-queue-wait %s)", float64(queued)/rate, rate, g.maxWait)
@@ -175,14 +192,24 @@ func (g *Gate) refusal(kind string, queued, limit int64, rate float64) error {
 }
 
 // Hint is how long a backlog of queued takes to drain to half the bound
-// at rate per second, between 100 ms and 10 s (1 s when the rate is not
+// at rate per second, between 100 ms and hi (1 s when the rate is not
 // known yet). Half, so that the retries of a refused burst do not all
 // land on a backlog just at the bound again.
-func Hint(queued, bound int64, rate float64) time.Duration {
-	const lo, hi = 100 * time.Millisecond, 10 * time.Second
+func Hint(queued, bound int64, rate float64, hi time.Duration) time.Duration {
+	const lo = 100 * time.Millisecond
 	if rate <= 0 {
-		return time.Second
+		return min(time.Second, hi)
 	}
 	d := time.Duration(float64(queued-bound/2) / rate * float64(time.Second))
 	return min(max(d, lo), hi).Round(time.Millisecond)
+}
+
+// maxHint bounds a retry hint: twice the wait target, so a drain rate
+// misread low costs a poll a second rather than an idle queue, and 10 s
+// without a target.
+func (g *Gate) maxHint() time.Duration {
+	if g.maxWait > 0 {
+		return max(2*g.maxWait, 200*time.Millisecond)
+	}
+	return 10 * time.Second
 }

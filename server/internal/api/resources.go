@@ -99,12 +99,14 @@ func (s *Service) applyAs(ctx context.Context, source, who string, reqs []*conve
 		if err != nil {
 			return err
 		}
+		done := func(bool) {}
 		if first && !store.InDryRun(ctx) {
-			if err := s.admission.Admit(ctx, kindCounts(inputs)); err != nil {
+			if done, err = s.admission.Admit(ctx, kindCounts(inputs)); err != nil {
 				return err
 			}
 		}
 		results, scheduled, err = s.store.ApplyResourcesFrom(ctx, source, who, inputs)
+		done(err == nil)
 		return err
 	})
 	if err != nil {
