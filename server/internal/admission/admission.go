@@ -191,16 +191,17 @@ func (g *Gate) refusal(kind string, queued, limit int64, rate float64) error {
 	return err
 }
 
-// Hint is how long a backlog of queued takes to drain to half the bound
-// at rate per second, between 100 ms and hi (1 s when the rate is not
-// known yet). Half, so that the retries of a refused burst do not all
-// land on a backlog just at the bound again.
+// Hint is how long a backlog of queued takes to drain to three quarters
+// of the bound at rate per second, between 50 ms and hi (1 s when the
+// rate is not known yet): soon enough that the retried writes land before
+// the workers run dry, late enough that they do not find the backlog
+// still at the bound.
 func Hint(queued, bound int64, rate float64, hi time.Duration) time.Duration {
-	const lo = 100 * time.Millisecond
+	const lo = 50 * time.Millisecond
 	if rate <= 0 {
 		return min(time.Second, hi)
 	}
-	d := time.Duration(float64(queued-bound/2) / rate * float64(time.Second))
+	d := time.Duration(float64(queued-bound*3/4) / rate * float64(time.Second))
 	return min(max(d, lo), hi).Round(time.Millisecond)
 }
 

@@ -83,9 +83,9 @@ func TestHintFollowsTheDrainRate(t *testing.T) {
 	*now = now.Add(100 * time.Millisecond)
 	err := admit(g, ctx, map[string]int{"a": 1})
 	wait, ok := client.RetryAfter(err)
-	// 140 queued, to drain to 50 at 100/s: 0.9 s.
-	if !ok || wait != 900*time.Millisecond {
-		t.Fatalf("hint = %s (%v), want 900ms", wait, err)
+	// 140 queued, to drain to 75 at 100/s: 0.65 s.
+	if !ok || wait != 650*time.Millisecond {
+		t.Fatalf("hint = %s (%v), want 650ms", wait, err)
 	}
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Meta().Get("Retry-After") != "1" {
@@ -100,9 +100,9 @@ func TestHintBounds(t *testing.T) {
 		want          time.Duration
 	}{
 		{100, 100, 0, time.Second},
-		{100, 100, 1e9, 100 * time.Millisecond},
+		{100, 100, 1e9, 50 * time.Millisecond},
 		{1e6, 100, 1, 10 * time.Second},
-		{200, 100, 300, 500 * time.Millisecond},
+		{200, 100, 250, 500 * time.Millisecond},
 	} {
 		if got := Hint(c.queued, c.bound, c.rate, 10*time.Second); got != c.want {
 			t.Errorf("Hint(%d, %d, %g) = %s, want %s", c.queued, c.bound, c.rate, got, c.want)
