@@ -56,6 +56,7 @@ func (s *Service) applyKind(ctx context.Context, req *convergev1.ApplyKindReques
 		return nil, invalid("manifest: %v", err)
 	}
 	next.ResyncEvery = e.ResyncInterval()
+	next.Actor = actor(ctx)
 	row, result, err := s.store.ApplyKind(ctx, next, func(prev store.Kind) error { return stabilityGate(prev, m) })
 	var breaking *breakingError
 	if errors.As(err, &breaking) {

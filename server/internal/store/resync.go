@@ -29,10 +29,10 @@ func (s *Store) QueueResyncs(ctx context.Context, limit int) (int, error) {
 			    RETURNING r.*
 			), queued AS (
 			    INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-			    SELECT r.id, 'resync', r.kind, r.kind_version, r.shard, r.generation
+			    SELECT r.id, converge_reconcile_trigger(r, 'resync'), r.kind, r.kind_version, r.shard, r.generation
 			    FROM cleared r
 			    WHERE converge_observable(r)
-			      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.resource_id = r.id AND t.trigger = 'specChange')
+			      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.resource_id = r.id AND t.trigger IN ('specChange', 'observe'))
 			    ORDER BY r.id
 			    ON CONFLICT (resource_id, trigger, key) DO NOTHING
 			)
