@@ -316,3 +316,20 @@ func TestParseDeletionPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestParseManagementPolicyAndImport(t *testing.T) {
+	docs, err := document.Parse("r.yaml", []byte(resourceYAML+"management_policy: observe\nimport: {id: vpc-0abc}\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	r := docs[0].Message.(*convergev1.ApplyResourceRequest)
+	if r.GetManagementPolicy() != "observe" || r.GetImport().GetId() != "vpc-0abc" {
+		t.Fatalf("management_policy %q, import %v", r.GetManagementPolicy(), r.GetImport())
+	}
+	_, err = document.Parse("r.yaml", []byte(resourceYAML+"management_policy: watch\nimport: {id: \"\"}\n"))
+	for _, want := range []string{`management_policy: "watch" is not one of full, observe`, "import.id:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad policy and empty import id: %v; want %q", err, want)
+		}
+	}
+}
