@@ -163,6 +163,10 @@ type ApplyResult struct {
 	// generation bumped), "relabeled" or
 	// "unchanged".
 	Result string
+	// labelsChanged: the labels or the deletion policy changed (a
+	// relabeled result may be a management policy change alone, which
+	// records an event of its own).
+	labelsChanged bool
 }
 
 type resourceKey struct{ namespace, kind, name string }
@@ -263,6 +267,9 @@ func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in
 				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "SpecChanged",
 					fmt.Sprintf("spec changed: generation %d", r.Generation), actor)
 			case "relabeled":
+				if !r.labelsChanged {
+					continue
+				}
 				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "Relabeled", "labels changed", actor)
 			}
 		}
@@ -387,12 +394,14 @@ func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map
 		   OR r.provider_config <> u.provider_config OR r.management_policy <> u.management_policy
 		   OR r.import_id <> u.import_id)
 		RETURNING r.id, r.generation, old.management_policy, r.management_policy,
-		    converge_observed(old), converge_observed(r)`,
+		    converge_observed(old), converge_observed(r),
+		    old.labels <> r.labels OR old.deletion_policy <> r.deletion_policy`,
 		ids, versions, labels, specs, policies, configs, managed, imports).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, gen int64
 			var pc policyChange
-			if err := rows.Scan(&id, &gen, &pc.fromOwn, &pc.toOwn, &pc.wasObserved, &pc.isObserved); err != nil {
+			var relabeled bool
+			if err := rows.Scan(&id, &gen, &pc.fromOwn, &pc.toOwn, &pc.wasObserved, &pc.isObserved, &relabeled); err != nil {
 				return err
 			}
 			if pc.fromOwn != pc.toOwn {
@@ -404,7 +413,7 @@ func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map
 			if gen != results[i].Generation {
 				result = "configured"
 			}
-			results[i] = ApplyResult{ID: id, Generation: gen, Result: result}
+			results[i] = ApplyResult{ID: id, Generation: gen, Result: result, labelsChanged: relabeled}
 		}
 		return rows.Err()
 	})
