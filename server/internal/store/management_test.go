@@ -54,6 +54,23 @@ func TestObservedResource(t *testing.T) {
 		t.Fatalf("after observe: phase %s observed %v policy %q import %q", r.Phase, r.Observed, r.ManagementPolicy, r.ImportID)
 	}
 
+	// A spec change applied without a policy or an import keeps both: an
+	// apply never promotes an observed resource by leaving them out.
+	if _, _, err := s.ApplyResources(ctx, "alice", []store.ApplyInput{{Namespace: "default", Kind: "leaf", KindVersion: 1,
+		Name: "vpc", Labels: []byte(`{}`), Spec: []byte(`{"tag":"x"}`), KindRevision: rev}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.GetResource(ctx, "default", "leaf", "vpc"); !r.Observed || r.ImportID != "vpc-0abc" || r.Generation != 2 {
+		t.Fatalf("after an apply naming neither: observed %v, import %q, generation %d", r.Observed, r.ImportID, r.Generation)
+	}
+	got = claimAll(t, s)
+	if len(got) != 1 || got[0].Trigger != trigger.Observe || got[0].Generation != 2 {
+		t.Fatalf("after the spec change claimed %+v; want one observe at generation 2", got)
+	}
+	if res, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: got[0].Lease, Status: []byte(`{"cidr":"10.0.0.0/16"}`)}}, fast); err != nil || !res[0].Applied {
+		t.Fatalf("observe result: %+v %v", res, err)
+	}
+
 	r, changed, err := s.SetManagementPolicy(ctx, "bob", key, trigger.PolicyFull, "take over", observes)
 	if err != nil || !changed || r.Observed {
 		t.Fatalf("promote: changed %v observed %v, %v", changed, r.Observed, err)

@@ -146,9 +146,13 @@ type ApplyInput struct {
 	// ProviderConfig names a provider config of the kind version on top
 	// of its default ("" = the default alone).
 	ProviderConfig string
-	// ManagementPolicy is "", "full" or "observe".
+	// ManagementPolicy is "full" or "observe"; "" leaves an existing
+	// resource's as it is (a new one follows its kind's): an apply that
+	// does not mention it never moves a resource between observed and
+	// managed (SetManagementPolicy returns one to its kind's).
 	ManagementPolicy string
-	// ImportID names an existing object to adopt ("" = none).
+	// ImportID names an existing object to adopt; "" leaves an existing
+	// resource's as it is (a new one adopts nothing).
 	ImportID string
 	// KindRevision is the kind revision Spec was validated against; the
 	// apply fails with ErrStaleKind if the kind changed since.
@@ -377,12 +381,12 @@ func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map
 		    spec = u.spec,
 		    deletion_policy = u.deletion_policy,
 		    provider_config = u.provider_config,
-		    management_policy = u.management_policy,
-		    import_id = u.import_id,
+		    management_policy = coalesce(nullif(u.management_policy, ''), r.management_policy),
+		    import_id = coalesce(nullif(u.import_id, ''), r.import_id),
 		    generation = r.generation + CASE WHEN r.spec <> u.spec
 		        OR r.kind_version <> u.kind_version
 		        OR r.provider_config <> u.provider_config
-		        OR r.import_id <> u.import_id THEN 1 ELSE 0 END,
+		        OR r.import_id <> coalesce(nullif(u.import_id, ''), r.import_id) THEN 1 ELSE 0 END,
 		    resource_version = r.resource_version + 1,
 		    updated_at = now()
 		FROM unnest($1::bigint[], $2::int[], $3::jsonb[], $4::jsonb[], $5::text[], $6::text[], $7::text[], $8::text[])
@@ -391,8 +395,9 @@ func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map
 		WHERE r.id = u.id AND old.id = u.id
 		  AND (r.spec <> u.spec OR r.labels <> u.labels
 		   OR r.kind_version <> u.kind_version OR r.deletion_policy <> u.deletion_policy
-		   OR r.provider_config <> u.provider_config OR r.management_policy <> u.management_policy
-		   OR r.import_id <> u.import_id)
+		   OR r.provider_config <> u.provider_config
+		   OR r.management_policy <> coalesce(nullif(u.management_policy, ''), r.management_policy)
+		   OR r.import_id <> coalesce(nullif(u.import_id, ''), r.import_id))
 		RETURNING r.id, r.generation, old.management_policy, r.management_policy,
 		    converge_observed(old), converge_observed(r),
 		    old.labels <> r.labels OR old.deletion_policy <> r.deletion_policy`,

@@ -458,12 +458,14 @@ type ApplyResourceRequest struct {
 	DeletionPolicy string `protobuf:"bytes,7,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
 	// A named provider config of the kind version, on top of its default.
 	ProviderConfig string `protobuf:"bytes,8,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
-	// "full" or "observe"; empty: the kind's (see
-	// KindPolicy.management_policy). A change is recorded as a
-	// ManagementPolicyChanged event.
+	// "full" or "observe" (see KindPolicy.management_policy). Empty leaves
+	// an existing resource's as it is (a new one follows its kind's), so an
+	// apply that does not mention it never moves a resource between observed
+	// and managed; SetManagementPolicy returns one to its kind's. A change is
+	// recorded as a ManagementPolicyChanged event.
 	ManagementPolicy string `protobuf:"bytes,9,opt,name=management_policy,json=managementPolicy,proto3" json:"management_policy,omitempty"`
 	// Adopt this existing object instead of creating one. Changing it is a
-	// new generation.
+	// new generation; leaving it out keeps an existing resource's.
 	Import *ResourceImport `protobuf:"bytes,10,opt,name=import,proto3" json:"import,omitempty"`
 	// Run the call exactly as it would run and answer what it would do,
 	// storing nothing (see DryRunReport).

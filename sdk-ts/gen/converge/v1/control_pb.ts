@@ -259,9 +259,11 @@ export type ApplyResourceRequest = Message<"converge.v1.ApplyResourceRequest"> &
   providerConfig: string;
 
   /**
-   * "full" or "observe"; empty: the kind's (see
-   * KindPolicy.management_policy). A change is recorded as a
-   * ManagementPolicyChanged event.
+   * "full" or "observe" (see KindPolicy.management_policy). Empty leaves
+   * an existing resource's as it is (a new one follows its kind's), so an
+   * apply that does not mention it never moves a resource between observed
+   * and managed; SetManagementPolicy returns one to its kind's. A change is
+   * recorded as a ManagementPolicyChanged event.
    *
    * @generated from field: string management_policy = 9;
    */
@@ -269,7 +271,7 @@ export type ApplyResourceRequest = Message<"converge.v1.ApplyResourceRequest"> &
 
   /**
    * Adopt this existing object instead of creating one. Changing it is a
-   * new generation.
+   * new generation; leaving it out keeps an existing resource's.
    *
    * @generated from field: converge.v1.ResourceImport import = 10;
    */
