@@ -39,6 +39,9 @@ type Kind struct {
 	// as written (the caller derives it from the compiled manifest): when
 	// it changes, the kind's resources are rescheduled.
 	ResyncEvery time.Duration
+	// ObserveEvery is, on writes, how often the kind's observed resources
+	// are re-observed (0: never, or no observe reaction).
+	ObserveEvery time.Duration
 	// Actor is, on writes, who makes the change: the events of resources
 	// it moves to another management policy name it.
 	Actor string
@@ -115,7 +118,7 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind, check func(prev Kind) err
 		if err := repolicyKind(ctx, tx, k.Kind, k.Version, prev.Policy.ManagementPolicy, out.Policy.ManagementPolicy, k.Actor); err != nil {
 			return err
 		}
-		return rescheduleIfResyncChanged(ctx, tx, prev, out, k.ResyncEvery)
+		return rescheduleIfResyncChanged(ctx, tx, prev, out, k.ResyncEvery, k.ObserveEvery)
 	})
 	return out, result, err
 }
@@ -123,7 +126,7 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind, check func(prev Kind) err
 // UpdateKindPolicy replaces a kind version's policy, leaving its manifest
 // and revision alone, if the stored revision is still revision (the
 // caller validated the policy against that manifest).
-func (s *Store) UpdateKindPolicy(ctx context.Context, actor, kind string, version int32, revision int64, p Policy, resyncEvery time.Duration) (Kind, error) {
+func (s *Store) UpdateKindPolicy(ctx context.Context, actor, kind string, version int32, revision int64, p Policy, resyncEvery, observeEvery time.Duration) (Kind, error) {
 	var out Kind
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		prev, err := scanKind(tx.QueryRow(ctx,
@@ -155,7 +158,7 @@ func (s *Store) UpdateKindPolicy(ctx context.Context, actor, kind string, versio
 		if err := repolicyKind(ctx, tx, kind, version, prev.Policy.ManagementPolicy, out.Policy.ManagementPolicy, actor); err != nil {
 			return err
 		}
-		return rescheduleIfResyncChanged(ctx, tx, prev, out, resyncEvery)
+		return rescheduleIfResyncChanged(ctx, tx, prev, out, resyncEvery, observeEvery)
 	})
 	return out, err
 }
@@ -163,7 +166,7 @@ func (s *Store) UpdateKindPolicy(ctx context.Context, actor, kind string, versio
 // rescheduleIfResyncChanged reschedules a kind version's resources when
 // what decides its resync changed (the interval, recomposing, or the
 // reactions in the manifest) and resync is or was on.
-func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, every time.Duration) error {
+func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, every, observeEvery time.Duration) error {
 	was, is := prev.Policy.ResyncIntervalSeconds, next.Policy.ResyncIntervalSeconds
 	if was == 0 && is == 0 {
 		return nil
@@ -171,7 +174,7 @@ func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, 
 	if was == is && prev.Policy.ResyncRecomposes == next.Policy.ResyncRecomposes && prev.Revision == next.Revision {
 		return nil
 	}
-	return scheduleResyncs(ctx, tx, next.Kind, next.Version, every)
+	return scheduleResyncs(ctx, tx, next.Kind, next.Version, every, observeEvery)
 }
 
 // GetKind returns one kind version.

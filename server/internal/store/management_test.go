@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/testkit"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
@@ -153,7 +154,7 @@ func TestKindPolicyMovesResources(t *testing.T) {
 		Name: "own", Labels: []byte(`{}`), Spec: []byte(`{}`), KindRevision: rev, ManagementPolicy: trigger.PolicyFull}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateKindPolicy(ctx, "dana", "leaf", 1, rev, store.Policy{ManagementPolicy: trigger.PolicyObserve}, 0); err != nil {
+	if _, err := s.UpdateKindPolicy(ctx, "dana", "leaf", 1, rev, store.Policy{ManagementPolicy: trigger.PolicyObserve}, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	byName := map[string]string{}
@@ -167,4 +168,44 @@ func TestKindPolicyMovesResources(t *testing.T) {
 	if last := events[0]; last.Reason != "ManagementPolicyChanged" || last.Actor != "dana" {
 		t.Fatalf("last event of follows: %+v", last)
 	}
+}
+
+// TestObservedResync: an observed resource is re-observed on its kind's
+// interval, as observe, and a kind policy edit schedules observed and
+// managed resources by their own intervals.
+func TestObservedResync(t *testing.T) {
+	s, ctx := newStore(t)
+	rev := applyKind(t, s, "leaf", store.Policy{ResyncIntervalSeconds: 1})
+	if _, _, err := s.ApplyResources(ctx, "alice", []store.ApplyInput{
+		{Namespace: "default", Kind: "leaf", KindVersion: 1, Name: "seen", Labels: []byte(`{}`), Spec: []byte(`{}`),
+			KindRevision: rev, ManagementPolicy: trigger.PolicyObserve},
+		{Namespace: "default", Kind: "leaf", KindVersion: 1, Name: "run", Labels: []byte(`{}`), Spec: []byte(`{}`), KindRevision: rev},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var outs []store.Outcome
+	for _, c := range claimAll(t, s) {
+		outs = append(outs, store.Outcome{Lease: c.Lease, Status: []byte(`{}`)})
+	}
+	if res, err := s.ApplyOutcomes(ctx, outs, fast); err != nil || len(res) != 2 {
+		t.Fatalf("results: %+v %v", res, err)
+	}
+	// Only observed resources re-observe: the managed one's interval is 0.
+	if _, err := s.UpdateKindPolicy(ctx, "dana", "leaf", 1, rev, store.Policy{ResyncIntervalSeconds: 2}, 0, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	got := testkitPoll(t, func() []store.Claimed {
+		if _, err := s.QueueResyncs(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		return claimAll(t, s)
+	})
+	if len(got) != 1 || got[0].Name != "seen" || got[0].Trigger != trigger.Observe {
+		t.Fatalf("re-observations claimed %+v; want one observe of seen", got)
+	}
+}
+
+func testkitPoll(t *testing.T, f func() []store.Claimed) []store.Claimed {
+	t.Helper()
+	return testkit.PollWithin(t, 5*time.Second, "a re-observation", f, func(got []store.Claimed) bool { return len(got) > 0 })
 }
