@@ -75,7 +75,27 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   END
 $$;
 
--- converge_due: reconcile work (specChange) is due: a generation is not
+-- converge_observed: the resource is only ever observed, never created,
+-- updated or deleted: its own management policy says so, or it has none
+-- and its kind version's does. This is the one place the policy is
+-- decided; converge_reconcile_trigger turns it into the work queued.
+CREATE OR REPLACE FUNCTION converge_observed(r resources) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT coalesce(nullif(r.management_policy, ''),
+                  (SELECT nullif(k.management_policy, '') FROM kinds k
+                   WHERE k.kind = r.kind AND k.kind_version = r.kind_version),
+                  'full') = 'observe'
+$$;
+
+-- converge_reconcile_trigger: the trigger a resource's reconcile work
+-- runs under: observe for an observed resource, else managed (specChange
+-- for a reconcile, resync for a re-observation).
+CREATE OR REPLACE FUNCTION converge_reconcile_trigger(r resources, managed text) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN converge_observed(r) THEN 'observe' ELSE managed END
+$$;
+
+-- converge_due: reconcile work (specChange, or observe) is due: a generation is not
 -- observed yet and nothing holds the resource.
 CREATE OR REPLACE FUNCTION converge_due(r resources) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -161,7 +181,7 @@ $$;
 CREATE OR REPLACE FUNCTION converge_recompose(ids bigint[]) RETURNS void
 LANGUAGE sql AS $$
   INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-  SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+  SELECT r.id, converge_reconcile_trigger(r, 'specChange'), r.kind, r.kind_version, r.shard, r.generation
   FROM resources r
   WHERE r.id = ANY(ids) AND converge_hold(r) IS NULL
   ORDER BY r.id

@@ -104,10 +104,12 @@ CREATE TABLE kinds (
     deletion_policy text NOT NULL DEFAULT ''::text,
     revision bigint NOT NULL DEFAULT 1,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
-    updated_at timestamp with time zone NOT NULL DEFAULT now()
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    management_policy text NOT NULL DEFAULT ''::text
 );
 ALTER TABLE kinds ADD CONSTRAINT kinds_deletion_policy_check CHECK ((deletion_policy = ANY (ARRAY[''::text, 'delete'::text, 'retain'::text])));
 ALTER TABLE kinds ADD CONSTRAINT kinds_kind_version_check CHECK (((kind_version >= 1) AND (kind_version <= 32767)));
+ALTER TABLE kinds ADD CONSTRAINT kinds_management_policy CHECK ((management_policy = ANY (ARRAY[''::text, 'full'::text, 'observe'::text])));
 ALTER TABLE kinds ADD CONSTRAINT kinds_pkey PRIMARY KEY (kind, kind_version);
 
 CREATE TABLE members (
@@ -230,9 +232,13 @@ CREATE TABLE resources (
     provider_config text NOT NULL DEFAULT ''::text,
     resync_at timestamp with time zone,
     rejected_status jsonb,
-    failure_reason text
+    failure_reason text,
+    management_policy text NOT NULL DEFAULT ''::text,
+    import_id text NOT NULL DEFAULT ''::text
 ) WITH (fillfactor=50);
 ALTER TABLE resources ADD CONSTRAINT resources_deletion_policy_check CHECK ((deletion_policy = ANY (ARRAY[''::text, 'delete'::text, 'retain'::text])));
+ALTER TABLE resources ADD CONSTRAINT resources_import_id CHECK ((length(import_id) <= 1024));
+ALTER TABLE resources ADD CONSTRAINT resources_management_policy CHECK ((management_policy = ANY (ARRAY[''::text, 'full'::text, 'observe'::text])));
 ALTER TABLE resources ADD CONSTRAINT resources_pkey PRIMARY KEY (id);
 ALTER TABLE resources ADD CONSTRAINT resources_subtree_check CHECK ((subtree = ANY (ARRAY['none'::text, 'ready'::text, 'settling'::text, 'pending'::text, 'degraded'::text, 'failed'::text])));
 CREATE UNIQUE INDEX resources_identity ON public.resources USING btree (namespace, kind, name);
@@ -363,7 +369,7 @@ CREATE TABLE tasks (
 ) WITH (autovacuum_analyze_scale_factor=0.05, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=1000, fillfactor=70);
 ALTER TABLE tasks ADD CONSTRAINT tasks_identity UNIQUE (resource_id, trigger, key);
 ALTER TABLE tasks ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
-ALTER TABLE tasks ADD CONSTRAINT tasks_trigger CHECK (((trigger = ANY (ARRAY['specChange'::text, 'resync'::text, 'childrenSettled'::text, 'deleteRequested'::text, 'reactor'::text, 'rollup'::text, 'gate'::text, 'teardown'::text])) OR ((trigger ~~ 'operation:%'::text) AND (length(trigger) > 10))));
+ALTER TABLE tasks ADD CONSTRAINT tasks_trigger CHECK (((trigger = ANY (ARRAY['specChange'::text, 'resync'::text, 'childrenSettled'::text, 'deleteRequested'::text, 'reactor'::text, 'rollup'::text, 'gate'::text, 'teardown'::text, 'observe'::text])) OR ((trigger ~~ 'operation:%'::text) AND (length(trigger) > 10))));
 CREATE INDEX tasks_claimable ON public.tasks USING btree (kind, kind_version, trigger, not_before) WHERE (claimed_by IS NULL);
 CREATE INDEX tasks_internal ON public.tasks USING btree (not_before) WHERE ((claimed_by IS NULL) AND (trigger = ANY (ARRAY['rollup'::text, 'gate'::text, 'teardown'::text])));
 CREATE INDEX tasks_leased ON public.tasks USING btree (lease_expires_at) WHERE (claimed_by IS NOT NULL);
@@ -451,6 +457,17 @@ CREATE OR REPLACE FUNCTION public.converge_observable(r resources)
  IMMUTABLE PARALLEL SAFE
 AS $function$
   SELECT converge_synced(r) AND converge_hold(r) IS NULL
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_observed(r resources)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT coalesce(nullif(r.management_policy, ''),
+                  (SELECT nullif(k.management_policy, '') FROM kinds k
+                   WHERE k.kind = r.kind AND k.kind_version = r.kind_version),
+                  'full') = 'observe'
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_on_delete()
@@ -619,11 +636,19 @@ CREATE OR REPLACE FUNCTION public.converge_recompose(ids bigint[])
  LANGUAGE sql
 AS $function$
   INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-  SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+  SELECT r.id, converge_reconcile_trigger(r, 'specChange'), r.kind, r.kind_version, r.shard, r.generation
   FROM resources r
   WHERE r.id = ANY(ids) AND converge_hold(r) IS NULL
   ORDER BY r.id
   ON CONFLICT (resource_id, trigger, key) DO NOTHING
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_reconcile_trigger(r resources, managed text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT CASE WHEN converge_observed(r) THEN 'observe' ELSE managed END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_synced(r resources)

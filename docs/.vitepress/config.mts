@@ -54,6 +54,7 @@ const sections: { text: string; pages: [string, string][] }[] = [
       ['spec-fields', 'spec_fields: the compact schema'],
       ['stdworker-starlark', 'stdstarlark'],
       ['changing-safely', 'Changing things safely'],
+      ['adopting', 'Adopting existing objects'],
       ['lifecycle', 'Lifecycle and operator actions'],
     ],
   },

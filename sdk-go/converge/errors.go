@@ -2,6 +2,7 @@ package converge
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -113,4 +114,19 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 		return r.after, true
 	}
 	return 0, false
+}
+
+// ReasonImportNotFound is the reason of an [ImportNotFound] failure.
+const ReasonImportNotFound = "ImportNotFound"
+
+// ImportNotFound is the failure a handler returns when the object a
+// resource imports ([Task.ImportID]) does not exist: terminal (a retry
+// would not make it exist), with reason ImportNotFound, and a message
+// naming the id. detail, if not nil, says what the lookup found.
+func ImportNotFound(id string, detail error) error {
+	msg := fmt.Sprintf("import: no object with id %q exists", id)
+	if detail != nil {
+		return Terminal(Reason(ReasonImportNotFound, fmt.Errorf("%s: %w", msg, detail)))
+	}
+	return Terminal(Reason(ReasonImportNotFound, errors.New(msg)))
 }

@@ -27,7 +27,9 @@ type Task struct {
 	Kind        string
 	KindVersion int
 	Reaction    string
-	// Trigger is what fired the reaction, e.g. "specChange".
+	// Trigger is what fired the reaction, e.g. "specChange", or
+	// [TriggerObserve] for a resource whose management policy is observe
+	// (see [Task.Observing]).
 	Trigger string
 
 	// Namespace, Name and UID identify the resource.
@@ -49,6 +51,12 @@ type Task struct {
 	// said it created: a teardown reads it to remove what Status does not
 	// name.
 	RejectedStatus json.RawMessage
+	// ImportID names an existing external object the resource adopts
+	// (the resource's import.id), on every task of a resource that names
+	// one; empty otherwise. A handler that does not manage the object yet
+	// adopts it instead of creating one, and returns [ImportNotFound] when
+	// no object has that id.
+	ImportID string
 
 	// Attempt is 1 for the first attempt at this generation.
 	Attempt int
@@ -92,6 +100,17 @@ type Task struct {
 	// test's recorder, or nil for nothing.
 	events func(Event) error
 }
+
+// TriggerObserve is the trigger of an observe reaction: the task of a
+// resource whose management policy is observe, in place of specChange and
+// resync.
+const TriggerObserve = "observe"
+
+// Observing reports whether the task only observes its resource: its
+// management policy is observe, so the handler must read what exists
+// (looking it up by [Task.ImportID] or its last status) and report it,
+// creating, changing and deleting nothing.
+func (t *Task) Observing() bool { return t.Trigger == TriggerObserve }
 
 // Preview reports whether the task is a preview for a plan (conctl plan,
 // ControlService.PlanChange): the server wants to know what the handler
@@ -155,6 +174,7 @@ func newTask(m *convergev1.Task) *Task {
 		Status:      json.RawMessage(r.GetStatus()),
 
 		RejectedStatus: json.RawMessage(r.GetRejectedStatus()),
+		ImportID:       r.GetImportId(),
 		Attempt:        int(m.GetAttempt()),
 		DedupToken:     m.GetDedupToken(),
 		TraceParent:    m.GetTraceparent(),

@@ -370,7 +370,7 @@ func wireTask(d *dispatch) *convergev1.Task {
 	}
 	if t.Reactor == nil {
 		m.Resource = &convergev1.TaskResource{Namespace: t.Namespace, Name: t.Name, Uid: t.UID, Generation: t.Generation,
-			Labels: t.Labels, Spec: t.Spec, Status: t.Status, RejectedStatus: t.RejectedStatus}
+			Labels: t.Labels, Spec: t.Spec, Status: t.Status, RejectedStatus: t.RejectedStatus, ImportId: t.ImportID}
 	} else {
 		e := t.Reactor
 		m.Reactor = &convergev1.ReactorTask{Binding: e.Binding, Transition: e.Transition, Watched: refMessage(e.Watched),

@@ -56,6 +56,10 @@ func WithGeneration(g int64) TaskOption { return func(s *taskSettings) { s.task.
 // WithAttempt sets the attempt; default 1, the first.
 func WithAttempt(n int) TaskOption { return func(s *taskSettings) { s.task.Attempt = n } }
 
+// WithImportID makes the task one of a resource that imports the existing
+// object id (Task.ImportID).
+func WithImportID(id string) TaskOption { return func(s *taskSettings) { s.task.ImportID = id } }
+
 // AsPreview makes the task a plan's preview ([converge.Task.Preview]): its
 // result is never applied, so a handler with side effects skips them.
 func AsPreview() TaskOption { return func(s *taskSettings) { s.preview = true } }

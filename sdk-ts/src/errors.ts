@@ -171,3 +171,24 @@ export function messageOf(err: unknown): string {
     return "a value that cannot be printed";
   }
 }
+
+/** The reason of an {@link importNotFound} failure. */
+export const importNotFoundReason = "ImportNotFound";
+
+/**
+ * The failure a handler throws when the object its resource imports
+ * ({@link Task.importId}) does not exist: terminal (a retry would not make
+ * it exist), with reason ImportNotFound, and a message naming the id;
+ * detail, if given, says what the lookup found.
+ *
+ * ```ts
+ * if (!(await cloud.vpcExists(task.importId))) throw importNotFound(task.importId);
+ * ```
+ */
+export function importNotFound(id: string, detail?: unknown): TerminalError {
+  let msg = `import: no object with id ${JSON.stringify(id)} exists`;
+  if (detail !== undefined) {
+    msg += `: ${messageOf(detail)}`;
+  }
+  return terminal(withReason(importNotFoundReason, new Error(msg, { cause: detail })));
+}

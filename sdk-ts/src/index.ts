@@ -26,6 +26,8 @@ export {
   retryAfter,
   retryAfterOf,
   RetryAfterError,
+  importNotFound,
+  importNotFoundReason,
 } from "./errors.js";
 export { noConfigReason } from "./readiness.js";
 export { shutdownSignal } from "./shutdown.js";

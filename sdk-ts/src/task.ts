@@ -20,7 +20,10 @@ export interface Task<Spec = JsonObject, Status = JsonObject, Config = JsonObjec
   kind: string;
   kindVersion: number;
   reaction: string;
-  /** What fired the reaction, e.g. "specChange". */
+  /**
+   * What fired the reaction, e.g. "specChange", or "observe" for a resource
+   * whose management policy is observe (see {@link observing}).
+   */
   trigger: string;
 
   /** namespace, name and uid identify the resource. */
@@ -42,6 +45,20 @@ export interface Task<Spec = JsonObject, Status = JsonObject, Config = JsonObjec
    * not name.
    */
   rejectedStatus: JsonObject | undefined;
+  /**
+   * The existing external object the resource adopts (its `import.id`), on
+   * every task of a resource that names one; undefined otherwise. A handler
+   * that does not manage the object yet adopts it instead of creating one,
+   * and throws {@link importNotFound} when no object has that id.
+   */
+  importId: string | undefined;
+  /**
+   * True when the task only observes its resource: its management policy is
+   * observe (trigger "observe"), so the handler reads what exists (looking
+   * it up by importId or its last status) and reports it, creating,
+   * changing and deleting nothing.
+   */
+  observing: boolean;
 
   /** 1 for the first attempt at this generation. */
   attempt: number;
@@ -213,6 +230,8 @@ export function newTask(m: TaskMessage, signal: AbortSignal, events?: (e: TaskEv
     spec: decode("spec", r?.spec) ?? {},
     status: decode("status", r?.status),
     rejectedStatus: decode("rejected status", r?.rejectedStatus),
+    importId: r?.importId || undefined,
+    observing: m.trigger === "observe",
     attempt: m.attempt,
     dedupToken: m.dedupToken,
     traceparent: m.traceparent || undefined,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { silentLogger, terminal, Worker, type Handler, type Task } from "@converge/sdk";
+import { importNotFound, isTerminal, reasonOf, silentLogger, terminal, Worker, type Handler, type Task } from "@converge/sdk";
 import { FakeServer, runHandler, taskFor, wireTask, testLease } from "@converge/sdk/testing";
 import { KindManifestSchema } from "../gen/converge/v1/types_pb.js";
 import { newTask } from "../src/task.js";
@@ -15,6 +15,7 @@ reactions:
   - {name: settle, trigger: childrenSettled, emits: [status]}
   - {name: backup, trigger: operation, verb: backup, emits: [operationOutput]}
   - {name: teardown, trigger: deleteRequested, emits: [finalizer]}
+  - {name: look, trigger: observe, emits: [status]}
 ---
 type: manifest
 kind: pager
@@ -48,6 +49,8 @@ describe("taskFor", () => {
       spec: { size: "small" },
       status: undefined,
       rejectedStatus: undefined,
+      importId: undefined,
+      observing: false,
       attempt: 1,
       dedupToken: "test/db/test/specChange/1",
       deadline: undefined,
@@ -58,6 +61,15 @@ describe("taskFor", () => {
       traceparent: undefined,
       preview: false,
     });
+  });
+
+  it("makes observe tasks that carry the import id", () => {
+    const t = taskFor(manifests, "look", {}, { kind: "db", importId: "vpc-0abc" });
+    assert.deepEqual([t.trigger, t.observing, t.importId], ["observe", true, "vpc-0abc"]);
+    const e = importNotFound(t.importId ?? "");
+    assert.equal(isTerminal(e), true);
+    assert.equal(reasonOf(e), "ImportNotFound");
+    assert.equal(e.message, 'import: no object with id "vpc-0abc" exists');
   });
 
   it("takes the options' fields, through JSON as on the wire", () => {
@@ -100,7 +112,7 @@ describe("taskFor", () => {
   const refused: [string, () => unknown, RegExp][] = [
     ["several manifests and no kind", () => taskFor(manifests, "reconcile"), /2 manifests among db v2, pager v1, want exactly one: pick one with options.kind/],
     ["a kind not in the text", () => taskFor(manifests, "reconcile", {}, { kind: "nope" }), /0 manifests of kind "nope" among db v2, pager v1/],
-    ["an unknown reaction", () => taskFor(manifests, "reconcil", {}, { kind: "db" }), /kind "db" v2 declares no reaction "reconcil" \(it declares: reconcile, settle, backup, teardown\)/],
+    ["an unknown reaction", () => taskFor(manifests, "reconcil", {}, { kind: "db" }), /kind "db" v2 declares no reaction "reconcil" \(it declares: reconcile, settle, backup, teardown, look\)/],
     ["an unknown manifest field", () => taskFor({ kind: "x", kind_version: 1, reactons: [] }, "r"), /taskFor manifest \(manifest\): .*reactons/],
     ["another document type", () => taskFor({ type: "resource", kind: "x" }, "r"), /type is "resource", want "manifest" or none/],
     ["a bad kind name", () => taskFor({ kind: "Bad", kind_version: 1 }, "r"), /manifest: kind: "Bad" must be lower-case/],

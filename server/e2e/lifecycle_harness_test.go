@@ -30,25 +30,29 @@ const lifecycleTimeout = 20 * time.Second
 // its own and a lifecycleworker (testdata/lifecycleworker) recording what
 // it saw.
 type lifecycle struct {
-	t        *testing.T
-	db       *pgtest.DB
-	srv      *server
-	worker   *proc
-	record   string // the worker's -record file
-	driftDir string // the worker's -drift-dir
+	t          *testing.T
+	db         *pgtest.DB
+	srv        *server
+	worker     *proc
+	record     string // the worker's -record file
+	driftDir   string // the worker's -drift-dir
+	objectsDir string // the worker's -objects-dir
 }
 
 // startLifecycle starts the server, with extra flags, and the worker.
 func startLifecycle(t *testing.T, serverFlags ...string) *lifecycle {
 	t.Helper()
 	dir := t.TempDir()
-	l := &lifecycle{t: t, db: pgtest.New(t), record: filepath.Join(dir, "records.jsonl"), driftDir: filepath.Join(dir, "drift")}
-	if err := os.Mkdir(l.driftDir, 0o755); err != nil {
-		t.Fatal(err)
+	l := &lifecycle{t: t, db: pgtest.New(t), record: filepath.Join(dir, "records.jsonl"), driftDir: filepath.Join(dir, "drift"),
+		objectsDir: filepath.Join(dir, "objects")}
+	for _, d := range []string{l.driftDir, l.objectsDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l.srv = startServerWith(t, l.db.URL, fast, serverFlags...)
 	l.worker = startProc(t, "lifecycleworker", bin.lifecycleworker,
-		"-server", l.srv.url, "-record", l.record, "-drift-dir", l.driftDir)
+		"-server", l.srv.url, "-record", l.record, "-drift-dir", l.driftDir, "-objects-dir", l.objectsDir)
 	// Subscribed before any kind exists: its readiness reaches the server
 	// before a task of a kind it is not ready for could be dispatched.
 	waitOutput(t, l.worker, "worker subscribed", lifecycleTimeout)
@@ -171,6 +175,7 @@ type lcRecord struct {
 	Generation  int64           `json:"generation"`
 	Config      json.RawMessage `json:"config"`
 	DedupToken  string          `json:"dedup_token"`
+	ImportID    string          `json:"import_id"`
 	Operation   *struct {
 		ID   string `json:"id"`
 		Verb string `json:"verb"`

@@ -47,6 +47,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"plan":           w.step(w.plan),
 		"abandon":        w.step(w.abandon),
 		"rolloutVersion": w.step(w.rolloutVersion),
+		"manage":         w.step(w.manage),
 		"":               w.checkStep,
 	}
 }

@@ -142,7 +142,8 @@ func modelManifest(def kindDef, version int, p *convergev1.KindPolicy, config bo
 		m.SpecSchema = mustStructOf(map[string]any{"type": "object", "properties": props})
 		m.StatusSchema = mustStructOf(map[string]any{"type": "object", "properties": map[string]any{
 			"value": map[string]any{"type": "string"}, "counter": map[string]any{"type": "integer"}}})
-		m.Reactions = []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}}}
+		m.Reactions = []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}},
+			{Name: "observe", Trigger: "observe", Emits: []string{"status"}}}
 	}
 	if def.finalizer {
 		m.Finalizer = modelFinalizer

@@ -71,6 +71,8 @@ type recorder struct {
 	// retry time: a forced reconcile, a config or policy edit.
 	nudges   []time.Time
 	problems []problem
+	// observed holds each resource's observe windows (model_observe_test.go).
+	observed map[string][]*observeWindow
 }
 
 func newRecorder(faultFor time.Duration) *recorder {
@@ -158,6 +160,7 @@ func (r *recorder) begin(t *converge.Task) *invocation {
 		r.seen[key] = inv
 		r.checkRetryAfter(inv)
 	}
+	r.checkObserved(inv)
 	return inv
 }
 

@@ -91,7 +91,7 @@ func runCase(st *testing.T, rt *rapid.T) {
 	backlog := rapid.SampledFrom([]int{0, 2, 5}).Draw(rt, "max_backlog")
 	srv := newModelServer(rt, db.URL, modelTimings, freeAddr(st), backlog)
 	rec := newRecorder(2*modelTimings.lease + 2*time.Second)
-	w := &world{srv: srv, api: srv.api, rec: rec, fleet: newFleet(srv.url, rec), kinds: map[string]*mkind{}, res: map[string]*mres{},
+	w := &world{db: db.Pool, srv: srv, api: srv.api, rec: rec, fleet: newFleet(srv.url, rec), kinds: map[string]*mkind{}, res: map[string]*mres{},
 		unordered: map[string]bool{}, logOut: st.Logf}
 	rt.Cleanup(func() {
 		w.fleet.stopAll(rt)

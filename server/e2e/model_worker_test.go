@@ -138,6 +138,9 @@ func (f *fleet) start(def kindDef, capacity int) {
 			}
 		} else {
 			w.Handle(def.name, v, "reconcile", f.wrap(kw, f.reconcile))
+			// Observing runs the same handler, so the model's predictions
+			// of status and phase hold under either policy.
+			w.Handle(def.name, v, "observe", f.wrap(kw, f.reconcile))
 		}
 		if def.finalizer {
 			w.Handle(def.name, v, "teardown", f.wrap(kw, f.teardown))

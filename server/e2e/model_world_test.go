@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/convergehq/converge/sdk-go/client"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
@@ -50,6 +52,8 @@ type mres struct {
 	// Deleting until its teardown runs; its composite re-creates it then.
 	reclaimed bool
 	ops       []string // operation ids invoked on it
+	// observed: the model set its management policy to observe.
+	observed bool
 }
 
 func resKey(kind, name string) string { return kind + "/" + name }
@@ -58,6 +62,7 @@ func (m *mres) key() string { return resKey(m.kind, m.name) }
 
 // world is one model case: the system under test and the model of it.
 type world struct {
+	db    *pgxpool.Pool // the case's database, read only to see task ids
 	srv   *mserver
 	api   *client.Client
 	fleet *fleet

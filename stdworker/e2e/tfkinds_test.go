@@ -81,7 +81,9 @@ func condition(r *convergev1.Resource, typ string) *convergev1.Condition {
 // (built into a filesystem mirror, never downloaded) pass catalog check,
 // and stdterraform serves all four with no module: apply, update in place
 // and by replacement, drift found on resync after the state was changed
-// outside, import, a spec the provider refuses, delete.
+// outside, import, an observed resource (terraform import and a
+// refresh-only plan, the spec never applied), a spec the provider refuses,
+// delete.
 func TestTerraformGeneratedKinds(t *testing.T) {
 	skipShort(t)
 	tf := findTerraform(t)
@@ -147,6 +149,14 @@ spec: {import_id: "2020-02-12T06:36:13Z", rfc3339: "2020-02-12T06:36:13Z"}
 type: resource
 kind: tf.time.static
 kind_version: 1
+name: watched
+management_policy: observe
+import: {id: "2021-06-01T00:00:00Z"}
+spec: {rfc3339: "2030-01-01T00:00:00Z"}
+---
+type: resource
+kind: tf.time.static
+kind_version: 1
 name: bad
 spec: {rfc3339: yesterday}
 `)
@@ -156,6 +166,8 @@ spec: {rfc3339: yesterday}
 		"tf.time.rotating/rotation": {"rotation_rfc3339": "2031-12-01T09:00:00Z"},
 		"tf.time.sleep/pause":       {"id": nil},
 		"tf.time.static/adopted":    {"unix": float64(1581489373)},
+		// Observed: imported and refreshed, never converged on its spec.
+		"tf.time.static/watched": {"unix": float64(1622505600), "rfc3339": "2021-06-01T00:00:00Z"},
 	}
 	for key, want := range wantStatus {
 		kind, name, _ := strings.Cut(key, "/")
@@ -169,6 +181,10 @@ spec: {rfc3339: yesterday}
 		if !strings.HasPrefix(fmt.Sprint(meta["state"]), "local ") || meta["address"] == nil {
 			t.Errorf("%s status.terraform = %v; want the state and the address", key, meta)
 		}
+	}
+	watched := d.get(t, "tf.time.static", "watched")
+	if c := condition(watched, "ChangedOutside"); c == nil || watched.GetEffectiveManagementPolicy() != "observe" {
+		t.Errorf("tf.time.static/watched: managed %q, ChangedOutside %v; want observe and the refresh's condition", watched.GetEffectiveManagementPolicy(), c)
 	}
 	r := d.waitPhase(t, "tf.time.static", "bad", client.PhaseFailed, 2*time.Minute)
 	if f := r.GetFailure(); !f.GetTerminal() || !strings.Contains(f.GetMessage(), "spec.rfc3339: Invalid RFC3339 String Value") {
@@ -216,8 +232,12 @@ spec: {rfc3339: yesterday}
 			t.Fatalf("%s", res)
 		}
 		d.waitGoneResource(t, kind, name, 2*time.Minute)
-		if n := stateResources(t, path); n != 0 {
-			t.Errorf("%s: the state after delete holds %d resources; want none (destroyed)", key, n)
+		want := 0 // destroyed
+		if key == "tf.time.static/watched" {
+			want = 1 // observed: forgotten, never destroyed
+		}
+		if n := stateResources(t, path); n != want {
+			t.Errorf("%s: the state after delete holds %d resources; want %d", key, n, want)
 		}
 	}
 }

@@ -37,6 +37,10 @@ type Request struct {
 	// you would, and make no change outside Converge; the answer is never
 	// applied. Omitted for real work.
 	Preview bool `json:"preview,omitempty"`
+	// ImportID names the existing object the resource adopts, omitted when
+	// it names none: adopt it instead of creating one, and exit with
+	// ExitImportNotFound when it does not exist.
+	ImportID string `json:"import_id,omitempty"`
 	// Rollup is the children's summary, for a childrenSettled reaction.
 	Rollup *Rollup `json:"rollup,omitempty"`
 	// Operation is the invoked verb, for an operation reaction.
@@ -49,7 +53,8 @@ type Request struct {
 type Reaction struct {
 	Name string `json:"name"`
 	// Trigger is one of specChange, childrenSettled, deleteRequested,
-	// operation, reactor, resync.
+	// operation, reactor, resync, observe (a resource whose management
+	// policy is observe: report what exists, change nothing).
 	Trigger string `json:"trigger"`
 	// Emits lists what the engine takes from the response.
 	Emits []string `json:"emits"`

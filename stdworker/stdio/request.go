@@ -22,6 +22,7 @@ func NewRequest(t *converge.Task, emits []string) *Request {
 		Attempt:    t.Attempt,
 		DedupToken: t.DedupToken,
 		Preview:    t.Preview(),
+		ImportID:   t.ImportID,
 	}
 	if len(t.RejectedStatus) > 0 && json.Valid(t.RejectedStatus) {
 		req.RejectedStatus = t.RejectedStatus

@@ -168,6 +168,12 @@ func (s *stdio) program(raw json.RawMessage) (*program, error) {
 	}}, nil
 }
 
+// ExitImportNotFound is the exit code by which a program says the object
+// its resource imports (the request's import_id) does not exist: a
+// terminal failure with reason ImportNotFound naming the id. For a
+// resource that imports nothing it is an exit like any other (transient).
+const ExitImportNotFound = 3
+
 // handler runs the program for one reaction.
 func (p *program) handler(r *convergev1.Reaction) converge.HandlerFunc {
 	emits := r.GetEmits()
@@ -179,6 +185,10 @@ func (p *program) handler(r *convergev1.Reaction) converge.HandlerFunc {
 		spec := p.spec
 		spec.Stdin = req
 		res, err := proc.Run(ctx, spec)
+		var exit *proc.ExitError
+		if errors.As(err, &exit) && exit.Code == ExitImportNotFound && exit.Signal == 0 && t.ImportID != "" {
+			return nil, converge.ImportNotFound(t.ImportID, err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -67,3 +67,40 @@ func TestBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestObserveAndImport: the program gets the trigger observe and the
+// import id, and its exit code 3 for an imported resource is a terminal
+// ImportNotFound naming the id.
+func TestObserveAndImport(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\nreq=$(cat)\ncase \"$req\" in\n" +
+		"*'\"import_id\":\"vpc-0abc\"'*) printf '{\"status\": {\"found\": true}}' ;;\n" +
+		"*) echo 'no such vpc' >&2; exit 3 ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(dir, "look.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	observe := &convergev1.Reaction{Name: "look", Trigger: "observe", Emits: []string{"status"}}
+	h, err := Handler(Settings{Command: []string{"./look.sh"}}, observe, WithBaseDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h(t.Context(), &converge.Task{Trigger: "observe", ImportID: "vpc-0abc"})
+	if err != nil || string(res.Status.(json.RawMessage)) != `{"found": true}` {
+		t.Fatalf("observing vpc-0abc: %v, %v", res, err)
+	}
+	_, err = h(t.Context(), &converge.Task{Trigger: "observe", ImportID: "vpc-gone"})
+	if !converge.IsTerminal(err) || converge.ReasonOf(err) != converge.ReasonImportNotFound ||
+		!strings.Contains(err.Error(), `"vpc-gone"`) || !strings.Contains(err.Error(), "no such vpc") {
+		t.Fatalf("a missing import: %v; want a terminal ImportNotFound naming vpc-gone with the program's stderr", err)
+	}
+	if _, err = h(t.Context(), &converge.Task{Trigger: "observe"}); converge.IsTerminal(err) {
+		t.Fatalf("exit 3 without an import id: %v; want it transient like any other exit", err)
+	}
+	req := NewRequest(&converge.Task{Trigger: "observe", ImportID: "vpc-0abc"}, nil)
+	if raw, _ := json.Marshal(req); !strings.Contains(string(raw), `"import_id":"vpc-0abc"`) {
+		t.Fatalf("request %s lacks the import id", raw)
+	}
+	if raw, _ := json.Marshal(NewRequest(&converge.Task{}, nil)); strings.Contains(string(raw), "import_id") {
+		t.Fatalf("request %s names an import id it does not have", raw)
+	}
+}

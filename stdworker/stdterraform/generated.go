@@ -55,6 +55,7 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 		if err != nil {
 			return nil, converge.Terminal(err)
 		}
+		s.importID = importID(t, s)
 		re, l, unlock, err := h.begin(ctx, t)
 		if err != nil {
 			return nil, err
@@ -69,6 +70,9 @@ func (h *handler) genApply(resync bool) converge.HandlerFunc {
 		}
 		planPath := filepath.Join(l.module(), planFile)
 		changed, err := r.tf.Plan(ctx, tfexec.Out(planPath))
+		if err != nil && s.importID != "" && strings.Contains(err.Error(), nonExistentImport) {
+			return nil, importError(s.importID, err)
+		}
 		if err != nil {
 			return nil, h.planError(ctx, r, err)
 		}

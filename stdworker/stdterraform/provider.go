@@ -104,8 +104,13 @@ func Handlers(s provider.Served, env provider.Env) (map[string]converge.HandlerF
 			if h.binding != nil {
 				out[r.GetName()] = h.genDestroy
 			}
+		case "observe":
+			if h.binding == nil {
+				return nil, fmt.Errorf("%s %s@%d: reaction %q: observe is served for generated kinds (x-terraform) only, not for modules", Name, kind, version, r.GetName())
+			}
+			out[r.GetName()] = h.genObserve
 		default:
-			return nil, fmt.Errorf("%s %s@%d: reaction %q: trigger %s is not served (stdterraform serves specChange, resync and deleteRequested)", Name, kind, version, r.GetName(), r.GetTrigger())
+			return nil, fmt.Errorf("%s %s@%d: reaction %q: trigger %s is not served (stdterraform serves specChange, resync and deleteRequested, and observe for generated kinds)", Name, kind, version, r.GetName(), r.GetTrigger())
 		}
 	}
 	if len(out) == 0 {

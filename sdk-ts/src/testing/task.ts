@@ -37,6 +37,8 @@ export interface TaskOptions<Status = JsonObject, Config = JsonObject> {
   /** The resource's current status; default none. */
   status?: Status;
   rejectedStatus?: JsonObject;
+  /** The id of the existing object the resource imports; default none. */
+  importId?: string;
   /** The effective provider config; default none. */
   config?: Config;
   /** Default the reaction's trigger in the manifest. */
@@ -112,6 +114,8 @@ export function taskFor<Spec = JsonObject, Status = JsonObject, Config = JsonObj
     spec: (spec ?? {}) as JsonObject,
     status: o.status as JsonObject | undefined,
     rejectedStatus: o.rejectedStatus,
+    importId: o.importId,
+    observing: trigger === "observe",
     attempt: o.attempt ?? 1,
     dedupToken: o.dedupToken ?? `test/${m.kind}/${name}/${trigger}/${generation}`,
     traceparent: o.traceparent,
@@ -235,6 +239,7 @@ export function wireTask(t: Omit<Task, "event">, lease: Lease, where = "converge
           spec: enc("spec", t.spec) ?? enc("spec", {}),
           status: enc("status", t.status),
           rejectedStatus: enc("rejectedStatus", t.rejectedStatus),
+          importId: t.importId ?? "",
         },
     config: enc("config", t.config),
     rollup: t.rollup

@@ -10,6 +10,7 @@ import (
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // This file is the one place where store rows become API messages.
@@ -90,6 +91,14 @@ func toResource(r store.Resource, isParked parked) *convergev1.Resource {
 	}
 	out.DeletionPolicy = r.DeletionPolicy
 	out.ProviderConfig = r.ProviderConfig
+	out.ManagementPolicy = r.ManagementPolicy
+	out.EffectiveManagementPolicy = trigger.PolicyFull
+	if r.Observed {
+		out.EffectiveManagementPolicy = trigger.PolicyObserve
+	}
+	if r.ImportID != "" {
+		out.Import = &convergev1.ResourceImport{Id: r.ImportID}
+	}
 	if len(r.Rollup) > 0 {
 		out.Rollup = toRollup(r.Rollup)
 	}

@@ -163,7 +163,7 @@ func (s *Service) plannedTeardown(ctx context.Context, id store.ResourceKey, bef
 			if e := s.kinds.Get(st.Kind, st.KindVersion); e != nil {
 				policy = e.Teardown()
 			}
-			action = policy.Action(st.DeletionPolicy)
+			action = policy.Action(st.DeletionPolicy, st.Observed)
 		}
 		out[i] = &convergev1.PlannedTeardownStep{
 			Resource: &convergev1.ResourceRef{Namespace: st.Namespace, Kind: st.Kind, Name: st.Name},

@@ -55,7 +55,8 @@ func (s *Service) applyKind(ctx context.Context, req *convergev1.ApplyKindReques
 	if err != nil {
 		return nil, invalid("manifest: %v", err)
 	}
-	next.ResyncEvery = e.ResyncInterval()
+	next.ResyncEvery, next.ObserveEvery = e.ResyncInterval(), e.ObserveInterval()
+	next.Actor = actor(ctx)
 	row, result, err := s.store.ApplyKind(ctx, next, func(prev store.Kind) error { return stabilityGate(prev, m) })
 	var breaking *breakingError
 	if errors.As(err, &breaking) {

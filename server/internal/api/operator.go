@@ -53,3 +53,23 @@ func (s *Service) ReconcileResource(ctx context.Context, req *convergev1.Reconci
 	s.publish(ctx, notify.Changes)
 	return &convergev1.ReconcileResourceResponse{Resource: toResource(r, s.isParked)}, nil
 }
+
+// SetManagementPolicy moves a resource between full management and
+// observation (or back to its kind's policy): one change, recorded with
+// the caller, after which its reconcile runs again under the new policy.
+func (s *Service) SetManagementPolicy(ctx context.Context, req *convergev1.SetManagementPolicyRequest) (*convergev1.SetManagementPolicyResponse, error) {
+	key := store.ResourceKey{Namespace: namespaceOr(req.GetNamespace()), Kind: req.GetKind(), Name: req.GetName()}
+	observes := func(kind string, version int32) bool {
+		e := s.kinds.Get(kind, version)
+		return e != nil && e.Observes()
+	}
+	r, changed, err := s.store.SetManagementPolicy(ctx, actor(ctx), key, req.GetManagementPolicy(), req.GetReason(), observes)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if changed {
+		s.publish(ctx, notify.Tasks)
+		s.publish(ctx, notify.Changes)
+	}
+	return &convergev1.SetManagementPolicyResponse{Resource: toResource(r, s.isParked), Changed: changed}, nil
+}

@@ -47,7 +47,7 @@ func (s *Service) UpdateKindPolicy(ctx context.Context, req *convergev1.UpdateKi
 	if err != nil {
 		return nil, invalid("policy: %v", err)
 	}
-	updated, err := s.store.UpdateKindPolicy(ctx, row.Kind, row.Version, row.Revision, row.Policy, e.ResyncInterval())
+	updated, err := s.store.UpdateKindPolicy(ctx, actor(ctx), row.Kind, row.Version, row.Revision, row.Policy, e.ResyncInterval(), e.ObserveInterval())
 	if err != nil {
 		return nil, storeError(err)
 	}

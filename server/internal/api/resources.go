@@ -13,6 +13,7 @@ import (
 	"github.com/convergehq/converge/server/internal/labels"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // DefaultNamespace is used when a request names none.
@@ -166,9 +167,14 @@ func (s *Service) validate(reqs []*convergev1.ApplyResourceRequest, batch bool) 
 		if r.GetLabels() == nil {
 			lbl = []byte("{}")
 		}
+		if r.GetManagementPolicy() == trigger.PolicyObserve && !e.Observes() {
+			return nil, invalid("%s: management_policy: kind %s v%d has no observe reaction, so its resources cannot be observed (rule M26)",
+				id, e.Kind, e.Version)
+		}
 		inputs[i] = store.ApplyInput{Namespace: ns, Kind: r.GetKind(), KindVersion: r.GetKindVersion(), Name: r.GetName(),
 			Labels: lbl, Spec: spec, DeletionPolicy: r.GetDeletionPolicy(), KindRevision: e.Revision,
-			ProviderConfig: namedConfig(r.GetProviderConfig())}
+			ProviderConfig: namedConfig(r.GetProviderConfig()), ManagementPolicy: r.GetManagementPolicy(),
+			ImportID: r.GetImport().GetId()}
 	}
 	return inputs, nil
 }

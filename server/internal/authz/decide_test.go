@@ -109,7 +109,8 @@ func TestWritesAreNotReads(t *testing.T) {
 		"DeleteResource": authz.NeedResourceWrite, "RollbackResource": authz.NeedResourceWrite,
 		"QuarantineResource": authz.NeedResourceWrite, "UnquarantineResource": authz.NeedResourceWrite,
 		"ReconcileResource": authz.NeedResourceWrite, "InvokeOperation": authz.NeedResourceWrite,
-		"NoSuchMethod": authz.NeedAdmin,
+		"SetManagementPolicy": authz.NeedResourceWrite,
+		"NoSuchMethod":        authz.NeedAdmin,
 	} {
 		if got := authz.NeedOf(m); got != want {
 			t.Errorf("NeedOf(%s) = %v, want %v", m, got, want)

@@ -25,6 +25,7 @@ var needs = map[string]Need{
 	"DeleteResource": NeedResourceWrite, "RollbackResource": NeedResourceWrite,
 	"QuarantineResource": NeedResourceWrite, "UnquarantineResource": NeedResourceWrite,
 	"ReconcileResource": NeedResourceWrite, "InvokeOperation": NeedResourceWrite,
+	"SetManagementPolicy": NeedResourceWrite,
 
 	"SetLogLevel": NeedAdmin,
 }

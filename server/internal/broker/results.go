@@ -134,6 +134,8 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 	switch l.key.trigger {
 	case trigger.SpecChange, trigger.Resync, trigger.ChildrenSettled:
 		out.ResyncAfter = e.ResyncInterval()
+	case trigger.Observe:
+		out.ResyncAfter = e.ObserveInterval()
 	}
 	if reaction.Emits[manifest.EmitOperationOutput] {
 		output, err := operationOutput(ok.GetOperationOutput())

@@ -51,7 +51,7 @@ func buildTask(reg *kinds.Registry, e *kinds.Entry, c store.Claimed, reaction st
 		t.Resource = &convergev1.TaskResource{
 			Namespace: c.Namespace, Name: c.Name, Uid: fmt.Sprint(c.ResourceID),
 			Generation: c.Generation, Labels: decodeLabels(c.Labels), Spec: c.Spec, Status: c.Status,
-			RejectedStatus: c.RejectedStatus,
+			RejectedStatus: c.RejectedStatus, ImportId: c.ImportID,
 		}
 	}
 	t.Config = reg.EffectiveConfig(c.Kind, c.Version, c.ProviderConfig)

@@ -44,8 +44,11 @@ Each document names what it is with a top-level "type":
                   disabled
   resource        an instance of a kind: kind, kind_version, name, labels,
                   spec, provider_config (a named config on top of the
-                  default) and deletion_policy (delete or retain; left out:
-                  the kind's)
+                  default), deletion_policy (delete or retain; left out:
+                  the kind's), management_policy (full or observe; left
+                  out: as it is, or the kind's for a new resource) and
+                  import ({id: ...}: adopt that existing object instead of
+                  creating one)
 
 They are applied in that order, so a document may rely on the ones above
 it: kinds, provider configs and reactor bindings one at a time, then
@@ -72,6 +75,8 @@ the wait timed out.`,
   #   name: hello-world
   #   deletion_policy: retain    # optional: deleting it forgets it, no teardown
   #   provider_config: eu        # optional: a named config, over the default
+  #   management_policy: observe # optional: only observe it, never change it
+  #   import: {id: hw-0042}      # optional: adopt this existing object
   #   spec:
   #     greeting: Hello
 

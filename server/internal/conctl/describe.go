@@ -157,6 +157,15 @@ func describeIdentity(w io.Writer, d *described) error {
 	if c := r.GetProviderConfig(); c != "" {
 		field(w, "", "Provider config", c)
 	}
+	if m := r.GetEffectiveManagementPolicy(); m == "observe" || r.GetManagementPolicy() != "" {
+		if r.GetManagementPolicy() == "" {
+			m += " (the kind's)"
+		}
+		field(w, "", "Managed", m)
+	}
+	if id := r.GetImport().GetId(); id != "" {
+		field(w, "", "Import", id)
+	}
 	if r.GetDeletionRequestedAt() != nil {
 		field(w, "", "Deletion requested", when(d.now, r.GetDeletionRequestedAt()))
 	}

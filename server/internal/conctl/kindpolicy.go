@@ -50,7 +50,9 @@ named and leaves the others as they are.
 The fields:
 %s
 Integers take a number, booleans true or false, deletion_policy delete or
-retain; an empty value ("deletion_policy=") or 0 returns a field to the
+retain, management_policy full or observe (observe needs the kind to have
+an observe reaction; the kind's resources without a policy of their own
+move over, each recording the change); an empty value ("deletion_policy=") or 0 returns a field to the
 server's default. max_transient_attempts=-1 means never give up: the
 failure stays transient however often it recurs.`, policyFieldHelp()),
 		Example: `  conctl kind policy greeting/v1
@@ -89,6 +91,7 @@ var policyZero = map[string]string{
 	"orphan_grace_seconds":    "prune at once",
 	"max_transient_attempts":  fmt.Sprintf("server default, %d", limits.DefaultMaxTransientAttempts),
 	"deletion_policy":         "delete",
+	"management_policy":       "full",
 }
 
 func policyFields() protoreflect.FieldDescriptors {

@@ -29,7 +29,8 @@ func TestKindPolicyShow(t *testing.T) {
 		"orphan_grace_seconds      0 (prune at once)\n" +
 		"max_transient_attempts    0 (server default, 20)\n" +
 		"retired                   true\n" +
-		"deletion_policy           (delete)\n"
+		"deletion_policy           (delete)\n" +
+		"management_policy         (full)\n"
 	if r.code != 0 || r.stdout != want {
 		t.Fatalf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", r.code, r.stdout, want, r.stderr)
 	}
@@ -39,7 +40,7 @@ func TestKindPolicyShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stdout)
 	}
-	if len(got) != 8 || got["max_inflight"] != float64(5) || got["orphan_grace_seconds"] != float64(0) || got["deletion_policy"] != "" {
+	if len(got) != 9 || got["max_inflight"] != float64(5) || got["orphan_grace_seconds"] != float64(0) || got["deletion_policy"] != "" {
 		t.Fatalf("-o json must show every field: %v", got)
 	}
 }
@@ -74,7 +75,7 @@ func TestKindPolicyErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--set", "max_inflght=10"}, "error: --set max_inflght=10: unknown policy field \"max_inflght\"; the fields are max_inflight, task_deadline_seconds, resync_interval_seconds, resync_recomposes, orphan_grace_seconds, max_transient_attempts, retired, deletion_policy" + usage},
+		{[]string{"--set", "max_inflght=10"}, "error: --set max_inflght=10: unknown policy field \"max_inflght\"; the fields are max_inflight, task_deadline_seconds, resync_interval_seconds, resync_recomposes, orphan_grace_seconds, max_transient_attempts, retired, deletion_policy, management_policy" + usage},
 		{[]string{"--set", "max_inflight"}, "error: --set \"max_inflight\": want FIELD=VALUE, e.g. max_inflight=10" + usage},
 		{[]string{"--set", "max_inflight=ten"}, "error: --set max_inflight=ten: want an integer, got \"ten\"" + usage},
 		{[]string{"--set", "retired=maybe"}, "error: --set retired=maybe: want true or false, got \"maybe\"" + usage},

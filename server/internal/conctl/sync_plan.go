@@ -38,7 +38,7 @@ type syncItem struct {
 	// Action is create, update, unchanged, delete or keep.
 	Action string `json:"action"`
 	// Changes says what an update changes: spec, labels, kind_version,
-	// deletion_policy, provider_config.
+	// deletion_policy, provider_config, management_policy, import.
 	Changes []string `json:"changes,omitempty"`
 	// Result is what the server did (not set by --dry-run): created,
 	// configured, relabeled, unchanged, deleting, deleted or kept.
@@ -192,7 +192,8 @@ func pruneCandidatesOf(members []*convergev1.Resource, declared map[string]bool)
 
 // resourceChanges names what applying want would change in have, by the
 // server's own test: the spec as a JSON value, the labels as a map, the
-// kind version, the deletion policy and the named provider config.
+// kind version, the deletion policy, the named provider config, and the
+// management policy and import when the document names them.
 func resourceChanges(have *convergev1.Resource, want *convergev1.ApplyResourceRequest) []string {
 	var changes []string
 	if !proto.Equal(specOrEmpty(have.GetSpec()), specOrEmpty(want.GetSpec())) {
@@ -209,6 +210,13 @@ func resourceChanges(have *convergev1.Resource, want *convergev1.ApplyResourceRe
 	}
 	if storedConfigName(have.GetProviderConfig()) != storedConfigName(want.GetProviderConfig()) {
 		changes = append(changes, "provider_config")
+	}
+	// Left out of the document, these keep what the resource has.
+	if p := want.GetManagementPolicy(); p != "" && p != have.GetManagementPolicy() {
+		changes = append(changes, "management_policy")
+	}
+	if id := want.GetImport().GetId(); id != "" && id != have.GetImport().GetId() {
+		changes = append(changes, "import")
 	}
 	return changes
 }

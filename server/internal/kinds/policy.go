@@ -20,6 +20,7 @@ func PolicyFromProto(p *convergev1.KindPolicy) store.Policy {
 		MaxTransientAttempts:  p.GetMaxTransientAttempts(),
 		Retired:               p.GetRetired(),
 		DeletionPolicy:        p.GetDeletionPolicy(),
+		ManagementPolicy:      p.GetManagementPolicy(),
 	}
 }
 
@@ -34,6 +35,7 @@ func PolicyToProto(p store.Policy) *convergev1.KindPolicy {
 		MaxTransientAttempts:  p.MaxTransientAttempts,
 		Retired:               p.Retired,
 		DeletionPolicy:        p.DeletionPolicy,
+		ManagementPolicy:      p.ManagementPolicy,
 	}
 }
 

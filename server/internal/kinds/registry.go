@@ -67,6 +67,23 @@ func (e *Entry) ResyncInterval() time.Duration {
 	return e.Compiled.Policy.ResyncInterval
 }
 
+// ObserveInterval is how often observed resources of this kind are
+// re-observed by its observe reaction; 0 when never (no interval, or no
+// observe reaction).
+func (e *Entry) ObserveInterval() time.Duration {
+	if !e.Observes() {
+		return 0
+	}
+	return e.Compiled.Policy.ResyncInterval
+}
+
+// Observes reports whether the kind has an observe reaction: only then may
+// its resources be observed.
+func (e *Entry) Observes() bool {
+	_, ok := e.reactions[trigger.Observe]
+	return ok
+}
+
 // MaxInflight caps this kind version's tasks in flight across replicas
 // (0: no cap).
 func (e *Entry) MaxInflight() int32 { return e.Row.Policy.MaxInflight }
@@ -272,7 +289,7 @@ func (r *Registry) Refresh(ctx context.Context) error {
 	}
 	anyResync := false
 	for _, e := range next {
-		anyResync = anyResync || e.ResyncInterval() > 0
+		anyResync = anyResync || e.ResyncInterval() > 0 || e.ObserveInterval() > 0
 	}
 	r.mu.Lock()
 	r.entries, r.configs, r.fingerprint, r.anyResync = next, configs, fp, anyResync

@@ -128,6 +128,8 @@ func (c *checker) checkEmits(i int, r *convergev1.Reaction) {
 			c.add(field, name, RuleReactorEmitsSideEffectOnly, "a reactor reaction emits only sideEffect, not %s", e)
 		case trig == trigger.ChildrenSettled && e != EmitStatus && e != EmitConditions:
 			c.add(field, name, RuleSettledEmitsStatusOnly, "childrenSettled emits only status and conditions, not %s", e)
+		case trig == trigger.Observe && e != EmitStatus && e != EmitConditions:
+			c.add(field, name, RuleObserveEmitsStatusOnly, "observe emits only status and conditions, not %s: an observed resource is never changed", e)
 		case e == EmitSideEffect && trig != trigger.Reactor:
 			c.add(field, name, RuleSideEffectOnlyFromReactor, "only a reactor reaction may emit sideEffect")
 		case e == EmitFinalizer && trig != trigger.DeleteRequested:
@@ -153,8 +155,12 @@ func (c *checker) checkKind() {
 	has := func(trigger string) bool {
 		return slices.ContainsFunc(reactions, func(r *convergev1.Reaction) bool { return r.GetTrigger() == trigger })
 	}
-	if reactorIndex(c.m) < 0 && !has(trigger.SpecChange) {
-		c.add("reactions", "", RuleSpecChangeRequired, "no specChange reaction: every kind except a reactor kind needs one to act on its spec")
+	observed := c.m.GetPolicy().GetManagementPolicy() == trigger.PolicyObserve
+	if reactorIndex(c.m) < 0 && !has(trigger.SpecChange) && !(observed && has(trigger.Observe)) {
+		c.add("reactions", "", RuleSpecChangeRequired, "no specChange reaction: every kind except a reactor kind needs one to act on its spec (or, with policy.management_policy observe, an observe reaction)")
+	}
+	if observed && !has(trigger.Observe) {
+		c.add("policy.management_policy", "", RuleObservePolicyNeedsReaction, "management_policy is observe, but no reaction has trigger observe, so nothing would ever observe the kind's resources")
 	}
 	if f := c.m.GetFinalizer(); f != "" && !has(trigger.DeleteRequested) {
 		c.add("finalizer", "", RuleFinalizerNeedsDelete, "finalizer %q is set, but no deleteRequested reaction clears it, so no resource could ever be deleted", f)

@@ -35,6 +35,8 @@ const (
 	RuleUniqueOperationVerbs       Rule = "M22"
 	RuleSchemaCompiles             Rule = "M23"
 	RuleSchemaDescribesObject      Rule = "M24"
+	RuleObserveEmitsStatusOnly     Rule = "M25"
+	RuleObservePolicyNeedsReaction Rule = "M26"
 )
 
 // Rules returns every rule in order.
@@ -51,12 +53,13 @@ var allRules = []Rule{
 	RuleOutputOnlyFromOperation, RuleReactorEmitsSideEffectOnly, RuleReactorKindAlone,
 	RuleSideEffectOnlyFromReactor, RuleResyncNeedsInterval, RuleVerbOnlyOnOperation,
 	RuleUniqueOperationVerbs, RuleSchemaCompiles, RuleSchemaDescribesObject,
+	RuleObserveEmitsStatusOnly, RuleObservePolicyNeedsReaction,
 }
 
 var summaries = map[Rule]string{
 	RuleUniqueReactionNames:        "reaction names are unique",
 	RuleOneReactionPerTrigger:      "at most one reaction per trigger; for operation, at most one per verb",
-	RuleSpecChangeRequired:         "a kind that is not a reactor kind has a specChange reaction",
+	RuleSpecChangeRequired:         "a kind that is not a reactor kind has a specChange reaction (an observe reaction, when policy.management_policy is observe)",
 	RuleDeleteNeedsFinalizer:       "a deleteRequested reaction needs the manifest's finalizer",
 	RuleDeleteEmitsFinalizer:       "a deleteRequested reaction emits finalizer",
 	RuleFinalizerNeedsDelete:       "a manifest with a finalizer has a deleteRequested reaction",
@@ -78,6 +81,8 @@ var summaries = map[Rule]string{
 	RuleUniqueOperationVerbs:       "operations[].verb values are unique",
 	RuleSchemaCompiles:             "spec, status, config and operation input schemas compile",
 	RuleSchemaDescribesObject:      "spec_schema and status_schema describe an object",
+	RuleObserveEmitsStatusOnly:     "an observe reaction emits only status and conditions",
+	RuleObservePolicyNeedsReaction: "policy.management_policy observe needs an observe reaction",
 }
 
 // Summary returns the rule in one line, e.g. "reaction names are unique".

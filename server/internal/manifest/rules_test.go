@@ -130,6 +130,12 @@ func TestRules(t *testing.T) {
 		{"status schema describing strings or numbers", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
 			m.StatusSchema = mustStruct(t, map[string]any{"type": []any{"string", "number"}})
 		}, RuleSchemaDescribesObject, "status_schema/type"},
+		{"observe emitting children", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
+			m.Reactions = append(m.Reactions, reaction("look", trigger.Observe, EmitStatus, EmitChildren))
+		}, RuleObserveEmitsStatusOnly, "reactions[5].emits"},
+		{"observe policy without an observe reaction", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
+			m.Policy.ManagementPolicy = trigger.PolicyObserve
+		}, RuleObservePolicyNeedsReaction, "policy.management_policy"},
 	}
 	covered := map[Rule]bool{}
 	for _, tt := range tests {
@@ -241,5 +247,22 @@ func TestCompileToleratesNilEntries(t *testing.T) {
 	m.Operations = append(m.Operations, nil)
 	if _, err := Compile(m); err == nil {
 		t.Error("Compile with nil entries = nil error, want problems")
+	}
+}
+
+// TestObserveOnlyKind: a kind whose resources are only ever observed
+// needs an observe reaction, and then no specChange reaction.
+func TestObserveOnlyKind(t *testing.T) {
+	m := parseManifest(t, `{"kind": "net.vpc", "kind_version": 1,
+	  "policy": {"management_policy": "observe"},
+	  "reactions": [{"name": "look", "trigger": "observe", "emits": ["status", "conditions"]}]}`)
+	if _, err := Compile(m); err != nil {
+		t.Fatalf("an observe-only kind: %v", err)
+	}
+	m.Policy.ManagementPolicy = trigger.PolicyFull
+	_, err := Compile(m)
+	var me *Error
+	if !errors.As(err, &me) || !me.Has(RuleSpecChangeRequired) {
+		t.Fatalf("the same kind managed in full: %v; want M3", err)
 	}
 }

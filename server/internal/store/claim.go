@@ -75,6 +75,8 @@ type Claimed struct {
 	// TraceParent is the W3C traceparent of the change that queued the
 	// task ('' when it was not traced).
 	TraceParent string
+	// ImportID names the existing object the resource adopts ('' = none).
+	ImportID string
 }
 
 // claimSQL takes ready tasks for the wants and leases them. Each want
@@ -124,7 +126,7 @@ const claimSQL = `
 	    WHERE t.id = picked.id
 	    RETURNING t.id, t.epoch, t.kind, t.kind_version, t.trigger, t.key, t.payload, t.generation, t.attempts + 1 AS attempt,
 	        t.resource_id, r.id IS NOT NULL AS present, r.namespace, r.name, r.labels, r.spec, r.status,
-	        r.provider_config, r.rollup, r.rejected_status, t.traceparent
+	        r.provider_config, r.rollup, r.rejected_status, t.traceparent, r.import_id
 	), running AS (
 	    UPDATE operations o SET state = 'running', attempts = o.attempts + 1
 	    FROM claimed c WHERE c.trigger LIKE 'operation:%' AND o.id = c.key
@@ -207,10 +209,13 @@ func claim(ctx context.Context, q batcher, member string, lease time.Duration, w
 		var err error
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
 			var c Claimed
-			var ns, name, pc, tp *string
+			var ns, name, pc, tp, imp *string
 			err := row.Scan(&c.TaskID, &c.Epoch, &c.Kind, &c.Version, &c.Trigger, &c.Key, &c.Payload, &c.Generation,
 				&c.Attempt, &c.ResourceID, &c.Exists, &ns, &name, &c.Labels, &c.Spec, &c.Status, &pc, &c.Rollup,
-				&c.RejectedStatus, &tp)
+				&c.RejectedStatus, &tp, &imp)
+			if imp != nil {
+				c.ImportID = *imp
+			}
 			if tp != nil {
 				c.TraceParent = *tp
 			}

@@ -85,7 +85,7 @@ func recordRequeue(ctx context.Context, tx pgx.Tx, kind string, version int32, n
 }
 
 // requeueBatchSQL queues, for the oldest pending config change, a
-// specChange task at the current generation for up to $1 of its next
+// reconcile task (specChange, or observe) at the current generation for up to $1 of its next
 // resources that may be re-observed now (converge_observable: synced, and
 // nothing holds them; a resource with work queued gets the new config when
 // that work is claimed), records a ConfigChanged event for each, and moves
@@ -102,7 +102,7 @@ const requeueBatchSQL = `
 	    FOR NO KEY UPDATE OF r
 	), queued AS (
 	    INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-	    SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+	    SELECT r.id, converge_reconcile_trigger(r, 'specChange'), r.kind, r.kind_version, r.shard, r.generation
 	    FROM resources r JOIN batch b ON b.id = r.id
 	    WHERE converge_observable(r)
 	    ORDER BY r.id

@@ -130,15 +130,17 @@ type ResourceState struct {
 	Quarantined    bool
 	ProviderConfig string
 	DeletionPolicy string
+	// Observed: its management policy is observe (deleting it forgets it).
+	Observed bool
 }
 
 // stateColumns are ResourceState's columns of resources r, in dest order.
 const stateColumns = `r.id, r.namespace, r.kind, r.name, r.kind_version, r.generation, converge_phase(r), r.spec, r.labels,
-	r.deletion_requested_at IS NOT NULL, r.quarantined, r.provider_config, r.deletion_policy`
+	r.deletion_requested_at IS NOT NULL, r.quarantined, r.provider_config, r.deletion_policy, converge_observed(r)`
 
 func (st *ResourceState) dest() []any {
 	return []any{&st.ID, &st.Namespace, &st.Kind, &st.Name, &st.KindVersion, &st.Generation, &st.Phase,
-		&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy}
+		&st.Spec, &st.Labels, &st.Deleting, &st.Quarantined, &st.ProviderConfig, &st.DeletionPolicy, &st.Observed}
 }
 
 // ResourceStates reads the current state of the named resources that

@@ -61,7 +61,7 @@ func finishInternal(ctx context.Context, tx pgx.Tx, t InternalTask) error {
 // lockResource locks a resource row for an internal task and reports
 // whether it still exists.
 func lockResource(ctx context.Context, tx pgx.Tx, id int64, dest ...any) (bool, error) {
-	err := tx.QueryRow(ctx, `SELECT `+lockedColumns+` FROM resources WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(dest...)
+	err := tx.QueryRow(ctx, `SELECT `+lockedColumns+` FROM resources r WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -69,7 +69,7 @@ func lockResource(ctx context.Context, tx pgx.Tx, id int64, dest ...any) (bool, 
 }
 
 const lockedColumns = `namespace, kind, kind_version, name, generation, synced_generation,
-	deletion_requested_at IS NOT NULL, deletion_policy, subtree, quarantined`
+	deletion_requested_at IS NOT NULL, deletion_policy, subtree, quarantined, converge_observed(r)`
 
 type lockedRow struct {
 	namespace, kind, name string
@@ -79,10 +79,11 @@ type lockedRow struct {
 	deletionPolicy        string
 	subtree               string
 	quarantined           bool
+	observed              bool
 }
 
 func (r *lockedRow) dest() []any {
-	return []any{&r.namespace, &r.kind, &r.version, &r.name, &r.generation, &r.synced, &r.deleting, &r.deletionPolicy, &r.subtree, &r.quarantined}
+	return []any{&r.namespace, &r.kind, &r.version, &r.name, &r.generation, &r.synced, &r.deleting, &r.deletionPolicy, &r.subtree, &r.quarantined, &r.observed}
 }
 
 // RollupCounts are a composite's children by phase.

@@ -20,6 +20,8 @@ type Policy struct {
 	Retired               bool
 	// DeletionPolicy is "", "delete" or "retain".
 	DeletionPolicy string
+	// ManagementPolicy is "", "full" or "observe".
+	ManagementPolicy string
 }
 
 // Kind is a stored kind version.
@@ -37,18 +39,24 @@ type Kind struct {
 	// as written (the caller derives it from the compiled manifest): when
 	// it changes, the kind's resources are rescheduled.
 	ResyncEvery time.Duration
+	// ObserveEvery is, on writes, how often the kind's observed resources
+	// are re-observed (0: never, or no observe reaction).
+	ObserveEvery time.Duration
+	// Actor is, on writes, who makes the change: the events of resources
+	// it moves to another management policy name it.
+	Actor string
 }
 
 const kindColumns = `kind, kind_version, manifest, max_inflight, task_deadline_seconds,
 	resync_interval_seconds, resync_recomposes, orphan_grace_seconds, max_transient_attempts,
-	retired, deletion_policy, revision, created_at, updated_at`
+	retired, deletion_policy, revision, created_at, updated_at, management_policy`
 
 func scanKind(row pgx.Row) (Kind, error) {
 	var k Kind
 	p := &k.Policy
 	err := row.Scan(&k.Kind, &k.Version, &k.Manifest, &p.MaxInflight, &p.TaskDeadlineSeconds,
 		&p.ResyncIntervalSeconds, &p.ResyncRecomposes, &p.OrphanGraceSeconds, &p.MaxTransientAttempts,
-		&p.Retired, &p.DeletionPolicy, &k.Revision, &k.CreatedAt, &k.UpdatedAt)
+		&p.Retired, &p.DeletionPolicy, &k.Revision, &k.CreatedAt, &k.UpdatedAt, &p.ManagementPolicy)
 	return k, err
 }
 
@@ -70,12 +78,12 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind, check func(prev Kind) err
 			out, err = scanKind(tx.QueryRow(ctx, `
 				INSERT INTO kinds (kind, kind_version, manifest, max_inflight, task_deadline_seconds,
 				    resync_interval_seconds, resync_recomposes, orphan_grace_seconds,
-				    max_transient_attempts, retired, deletion_policy)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+				    max_transient_attempts, retired, deletion_policy, management_policy)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 				RETURNING `+kindColumns,
 				k.Kind, k.Version, k.Manifest, k.Policy.MaxInflight, k.Policy.TaskDeadlineSeconds,
 				k.Policy.ResyncIntervalSeconds, k.Policy.ResyncRecomposes, k.Policy.OrphanGraceSeconds,
-				k.Policy.MaxTransientAttempts, k.Policy.Retired, k.Policy.DeletionPolicy))
+				k.Policy.MaxTransientAttempts, k.Policy.Retired, k.Policy.DeletionPolicy, k.Policy.ManagementPolicy))
 			return err
 		case err != nil:
 			return err
@@ -89,17 +97,17 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind, check func(prev Kind) err
 		out, err = scanKind(tx.QueryRow(ctx, `
 			UPDATE kinds SET manifest = $3, max_inflight = $4, task_deadline_seconds = $5,
 			    resync_interval_seconds = $6, resync_recomposes = $7, orphan_grace_seconds = $8,
-			    max_transient_attempts = $9, retired = $10, deletion_policy = $11,
+			    max_transient_attempts = $9, retired = $10, deletion_policy = $11, management_policy = $12,
 			    revision = revision + CASE WHEN manifest <> $3::jsonb THEN 1 ELSE 0 END, updated_at = now()
 			WHERE kind = $1 AND kind_version = $2
 			  AND (manifest <> $3::jsonb OR max_inflight <> $4 OR task_deadline_seconds <> $5
 			       OR resync_interval_seconds <> $6 OR resync_recomposes <> $7
 			       OR orphan_grace_seconds <> $8 OR max_transient_attempts <> $9 OR retired <> $10
-			       OR deletion_policy <> $11)
+			       OR deletion_policy <> $11 OR management_policy <> $12)
 			RETURNING `+kindColumns,
 			k.Kind, k.Version, k.Manifest, k.Policy.MaxInflight, k.Policy.TaskDeadlineSeconds,
 			k.Policy.ResyncIntervalSeconds, k.Policy.ResyncRecomposes, k.Policy.OrphanGraceSeconds,
-			k.Policy.MaxTransientAttempts, k.Policy.Retired, k.Policy.DeletionPolicy))
+			k.Policy.MaxTransientAttempts, k.Policy.Retired, k.Policy.DeletionPolicy, k.Policy.ManagementPolicy))
 		if errors.Is(err, pgx.ErrNoRows) {
 			result, out = "unchanged", prev
 			return nil
@@ -107,7 +115,10 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind, check func(prev Kind) err
 		if err != nil {
 			return err
 		}
-		return rescheduleIfResyncChanged(ctx, tx, prev, out, k.ResyncEvery)
+		if err := repolicyKind(ctx, tx, k.Kind, k.Version, prev.Policy.ManagementPolicy, out.Policy.ManagementPolicy, k.Actor); err != nil {
+			return err
+		}
+		return rescheduleIfResyncChanged(ctx, tx, prev, out, k.ResyncEvery, k.ObserveEvery)
 	})
 	return out, result, err
 }
@@ -115,7 +126,7 @@ func (s *Store) ApplyKind(ctx context.Context, k Kind, check func(prev Kind) err
 // UpdateKindPolicy replaces a kind version's policy, leaving its manifest
 // and revision alone, if the stored revision is still revision (the
 // caller validated the policy against that manifest).
-func (s *Store) UpdateKindPolicy(ctx context.Context, kind string, version int32, revision int64, p Policy, resyncEvery time.Duration) (Kind, error) {
+func (s *Store) UpdateKindPolicy(ctx context.Context, actor, kind string, version int32, revision int64, p Policy, resyncEvery, observeEvery time.Duration) (Kind, error) {
 	var out Kind
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		prev, err := scanKind(tx.QueryRow(ctx,
@@ -136,15 +147,18 @@ func (s *Store) UpdateKindPolicy(ctx context.Context, kind string, version int32
 		out, err = scanKind(tx.QueryRow(ctx, `
 			UPDATE kinds SET max_inflight = $3, task_deadline_seconds = $4, resync_interval_seconds = $5,
 			    resync_recomposes = $6, orphan_grace_seconds = $7, max_transient_attempts = $8, retired = $9,
-			    deletion_policy = $10, updated_at = now()
+			    deletion_policy = $10, management_policy = $11, updated_at = now()
 			WHERE kind = $1 AND kind_version = $2
 			RETURNING `+kindColumns,
 			kind, version, p.MaxInflight, p.TaskDeadlineSeconds, p.ResyncIntervalSeconds, p.ResyncRecomposes,
-			p.OrphanGraceSeconds, p.MaxTransientAttempts, p.Retired, p.DeletionPolicy))
+			p.OrphanGraceSeconds, p.MaxTransientAttempts, p.Retired, p.DeletionPolicy, p.ManagementPolicy))
 		if err != nil {
 			return err
 		}
-		return rescheduleIfResyncChanged(ctx, tx, prev, out, resyncEvery)
+		if err := repolicyKind(ctx, tx, kind, version, prev.Policy.ManagementPolicy, out.Policy.ManagementPolicy, actor); err != nil {
+			return err
+		}
+		return rescheduleIfResyncChanged(ctx, tx, prev, out, resyncEvery, observeEvery)
 	})
 	return out, err
 }
@@ -152,7 +166,7 @@ func (s *Store) UpdateKindPolicy(ctx context.Context, kind string, version int32
 // rescheduleIfResyncChanged reschedules a kind version's resources when
 // what decides its resync changed (the interval, recomposing, or the
 // reactions in the manifest) and resync is or was on.
-func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, every time.Duration) error {
+func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, every, observeEvery time.Duration) error {
 	was, is := prev.Policy.ResyncIntervalSeconds, next.Policy.ResyncIntervalSeconds
 	if was == 0 && is == 0 {
 		return nil
@@ -160,7 +174,7 @@ func rescheduleIfResyncChanged(ctx context.Context, tx pgx.Tx, prev, next Kind, 
 	if was == is && prev.Policy.ResyncRecomposes == next.Policy.ResyncRecomposes && prev.Revision == next.Revision {
 		return nil
 	}
-	return scheduleResyncs(ctx, tx, next.Kind, next.Version, every)
+	return scheduleResyncs(ctx, tx, next.Kind, next.Version, every, observeEvery)
 }
 
 // GetKind returns one kind version.

@@ -21,7 +21,7 @@ const QuarantineMessage = "cancelled: the resource was quarantined"
 // quarantinedTriggers are the triggers of work a quarantine drops while it
 // waits for a worker: everything that would act on the resource, but not
 // the server's own rollup, gate and teardown bookkeeping.
-var quarantinedTriggers = []string{trigger.SpecChange, trigger.Resync, trigger.ChildrenSettled}
+var quarantinedTriggers = []string{trigger.SpecChange, trigger.Resync, trigger.ChildrenSettled, trigger.Observe}
 
 // actionRow is what an operator action reads of the resource it locks.
 type actionRow struct {
@@ -225,7 +225,7 @@ func recomposeComposite(ctx context.Context, tx pgx.Tx, id int64) (bool, error) 
 		return false, err
 	}
 	var queued bool
-	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE resource_id = $1 AND trigger = 'specChange')`, id).Scan(&queued)
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE resource_id = $1 AND trigger IN ('specChange', 'observe'))`, id).Scan(&queued)
 	return queued, err
 }
 
@@ -274,14 +274,7 @@ func (s *Store) ReconcileResource(ctx context.Context, actor string, key Resourc
 		// running one is left as it is: it is the forced run, its result
 		// counts, and its attempt count stands, so a retry after it is the
 		// next attempt, never one already run under the same token.
-		if _, err := tx.Exec(ctx, `DELETE FROM tasks WHERE resource_id = $1 AND trigger = $2 AND key = '' AND claimed_by IS NULL`,
-			row.id, trigger.SpecChange); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-			SELECT id, $2, kind, kind_version, shard, generation FROM resources WHERE id = $1
-			ON CONFLICT (resource_id, trigger, key) DO NOTHING`, row.id, trigger.SpecChange); err != nil {
+		if err := requeueReconcile(ctx, tx, []int64{row.id}, false); err != nil {
 			return err
 		}
 		if err := insertEvent(ctx, tx, row, "Normal", "ReconcileRequested", msg, actor); err != nil {

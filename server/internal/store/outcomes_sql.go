@@ -24,7 +24,7 @@ const supersededLease = `t.id = o.task_id AND t.epoch = o.epoch AND t.generation
 
 // Trigger classes.
 const (
-	isReconcile = `t.trigger IN ('specChange', 'childrenSettled', 'resync')`
+	isReconcile = `t.trigger IN ('specChange', 'childrenSettled', 'resync', 'observe')`
 	isTeardown  = `t.trigger = 'deleteRequested'`
 	isOperation = `t.trigger LIKE 'operation:%'`
 	isDelivery  = `t.trigger = 'reactor'`
@@ -253,17 +253,17 @@ const applyTransientSQL = `
 	SELECT id, not_before FROM t`
 
 // releaseSupersededSQL handles leases that are current but whose
-// resource moved to a newer generation: a specChange task runs again at
-// the new generation; any other task (a childrenSettled or teardown from
+// resource moved to a newer generation: a specChange (or observe) task
+// runs again at the new generation; any other task (a childrenSettled or teardown from
 // before the change) is dropped, since what changed queues it afresh.
 const releaseSupersededSQL = `
 	WITH ` + outcomeInput + `, dropped AS (
 	    DELETE FROM tasks t USING o
-	    WHERE ` + supersededLease + ` AND t.trigger <> 'specChange'
+	    WHERE ` + supersededLease + ` AND t.trigger NOT IN ('specChange', 'observe')
 	    RETURNING t.id
 	), released AS (
 	    UPDATE tasks t SET claimed_by = NULL, lease_expires_at = NULL, not_before = now()
-	    FROM o WHERE ` + supersededLease + ` AND t.trigger = 'specChange'
+	    FROM o WHERE ` + supersededLease + ` AND t.trigger IN ('specChange', 'observe')
 	    RETURNING t.id
 	)
 	SELECT id FROM dropped UNION ALL SELECT id FROM released`

@@ -4,14 +4,15 @@ import (
 	"strings"
 )
 
-// queueReconcile is the statement that queues specChange work for the
+// queueReconcile is the statement that queues reconcile work for the
 // rows r of from (a FROM item yielding resource rows) that match filter
 // and whose reconcile is due (converge_due, functions.sql: the one home of
-// that rule).
+// that rule), under the trigger their management policy gives it
+// (converge_reconcile_trigger: specChange, or observe).
 func queueReconcile(from, filter string) string {
 	return `
 	INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-	SELECT r.id, 'specChange', r.kind, r.kind_version, r.shard, r.generation
+	SELECT r.id, converge_reconcile_trigger(r, 'specChange'), r.kind, r.kind_version, r.shard, r.generation
 	FROM ` + from + `
 	WHERE ` + filter + ` AND converge_due(r)
 	ORDER BY r.id`

@@ -43,6 +43,12 @@ type Resource struct {
 	Phase               string
 	Waiting             *string
 	DeletionPolicy      string
+	// ManagementPolicy is the resource's own ("", "full" or "observe");
+	// Observed says what it is managed by now (converge_observed).
+	ManagementPolicy string
+	Observed         bool
+	// ImportID names the existing object it adopts ("" = none).
+	ImportID string
 	// ProviderConfig names the provider config on top of the default
 	// ("" = the default alone).
 	ProviderConfig string
@@ -82,11 +88,13 @@ func resourceColumns(summary bool) string {
 		r.waiting, r.deletion_policy, r.provider_config, r.rollup,
 		o.namespace, o.kind, o.name, rt.namespace, rt.kind, rt.name,
 		(t.task).trigger, (t.task).claimed_by IS NOT NULL, (t.task).not_before, (t.task).attempts,
-		coalesce(converge_waits_for(r, t.task), ''), r.rejected_status, r.failure_reason`
+		coalesce(converge_waits_for(r, t.task), ''), r.rejected_status, r.failure_reason,
+		r.management_policy, converge_observed(r), r.import_id`
 }
 
 // resourceJoins attaches, to each resource row r, its owner o, its root
-// rt, and as t.task its pending worker task: its reconcile (specChange)
+// rt, and as t.task its pending worker task: its reconcile (specChange, or
+// observe)
 // task first, else its oldest other one. Reactor deliveries about it are
 // its reactor's work, and rollups, gates and teardowns the server's.
 const resourceJoins = `LEFT JOIN resources o ON o.id = r.owner_id
@@ -94,7 +102,7 @@ const resourceJoins = `LEFT JOIN resources o ON o.id = r.owner_id
 	LEFT JOIN LATERAL (
 	SELECT tk AS task FROM tasks tk
 	WHERE tk.resource_id = r.id AND tk.trigger NOT IN ('rollup', 'gate', 'teardown', 'reactor')
-	ORDER BY tk.trigger <> 'specChange', tk.id LIMIT 1) t ON true`
+	ORDER BY tk.trigger NOT IN ('specChange', 'observe'), tk.id LIMIT 1) t ON true`
 
 func scanResource(row pgx.Row) (Resource, error) {
 	var r Resource
@@ -109,7 +117,7 @@ func scanResource(row pgx.Row) (Resource, error) {
 		&r.Quarantined, &r.OrphanedUntil, &r.DeletionRequestedAt, &r.ResourceVersion, &r.Reconciles, &r.CreatedAt,
 		&r.UpdatedAt, &r.Phase, &r.Waiting, &r.DeletionPolicy, &r.ProviderConfig, &r.Rollup,
 		&ons, &okind, &oname, &rns, &rkind, &rname, &trigger, &claimed, &notBefore, &attempts,
-		&r.Wait, &r.RejectedStatus, &r.FailureReason)
+		&r.Wait, &r.RejectedStatus, &r.FailureReason, &r.ManagementPolicy, &r.Observed, &r.ImportID)
 	if err != nil {
 		return r, err
 	}
@@ -138,6 +146,14 @@ type ApplyInput struct {
 	// ProviderConfig names a provider config of the kind version on top
 	// of its default ("" = the default alone).
 	ProviderConfig string
+	// ManagementPolicy is "full" or "observe"; "" leaves an existing
+	// resource's as it is (a new one follows its kind's): an apply that
+	// does not mention it never moves a resource between observed and
+	// managed (SetManagementPolicy returns one to its kind's).
+	ManagementPolicy string
+	// ImportID names an existing object to adopt; "" leaves an existing
+	// resource's as it is (a new one adopts nothing).
+	ImportID string
 	// KindRevision is the kind revision Spec was validated against; the
 	// apply fails with ErrStaleKind if the kind changed since.
 	KindRevision int64
@@ -151,6 +167,10 @@ type ApplyResult struct {
 	// generation bumped), "relabeled" or
 	// "unchanged".
 	Result string
+	// labelsChanged: the labels or the deletion policy changed (a
+	// relabeled result may be a management policy change alone, which
+	// records an event of its own).
+	labelsChanged bool
 }
 
 type resourceKey struct{ namespace, kind, name string }
@@ -233,8 +253,9 @@ func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in
 		if len(creates) > 0 {
 			queueCreates(batch, in, creates, index, actor, results, &scheduled)
 		}
+		var repolicied []policyChange
 		if len(updates) > 0 {
-			queueUpdates(batch, in, updates, existing, keys, results)
+			queueUpdates(batch, in, updates, existing, keys, results, &repolicied)
 		}
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
@@ -250,6 +271,9 @@ func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in
 				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "SpecChanged",
 					fmt.Sprintf("spec changed: generation %d", r.Generation), actor)
 			case "relabeled":
+				if !r.labelsChanged {
+					continue
+				}
 				ev.add(r.ID, a.Namespace, a.Kind, a.Name, r.Generation, "Normal", "Relabeled", "labels changed", actor)
 			}
 		}
@@ -261,11 +285,18 @@ func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in
 				return nil
 			})
 		}
+		moved := repolicyEvents(ev, repolicied, actor)
 		ev.queue(batch)
-		if batch.Len() == 0 {
-			return nil
+		if batch.Len() > 0 {
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
 		}
-		return tx.SendBatch(ctx, batch).Close()
+		if len(moved) > 0 {
+			scheduled = true
+			return requeueReconcile(ctx, tx, moved, true)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, err
@@ -277,8 +308,10 @@ func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in
 // records their Created events by $9, in one statement.
 var createResourcesSQL = `
 	WITH ins AS (
-	    INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy, provider_config)
-	    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[])
+	    INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy, provider_config,
+	                                management_policy, import_id)
+	    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[],
+	                         $10::text[], $11::text[])
 	    RETURNING r.*
 	), sched AS (` + queueReconcile(`ins r`, `true`) + `
 	    RETURNING 1
@@ -298,12 +331,14 @@ func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, index map[re
 	versions := make([]int32, n)
 	labels, specs := make([][]byte, n), make([][]byte, n)
 	policies, configs := make([]string, n), make([]string, n)
+	managed, imports := make([]string, n), make([]string, n)
 	for j, i := range creates {
 		a := in[i]
 		ns[j], kinds[j], names[j], versions[j] = a.Namespace, a.Kind, a.Name, a.KindVersion
 		labels[j], specs[j], policies[j], configs[j] = a.Labels, a.Spec, a.DeletionPolicy, a.ProviderConfig
+		managed[j], imports[j] = a.ManagementPolicy, a.ImportID
 	}
-	batch.Queue(createResourcesSQL, ns, kinds, versions, names, labels, specs, policies, configs, actor).Query(func(rows pgx.Rows) error {
+	batch.Queue(createResourcesSQL, ns, kinds, versions, names, labels, specs, policies, configs, actor, managed, imports).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, gen, queued int64
 			var k resourceKey
@@ -319,19 +354,23 @@ func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, index map[re
 
 // queueUpdates queues the update of the existing (locked) resources
 // in[updates], which fills their results: configured when the spec, the
-// version or the provider config changed (a new generation), relabeled
-// when only labels or the deletion policy did, unchanged otherwise.
-func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map[resourceKey]existingRow, keys []resourceKey, results []ApplyResult) {
+// version, the provider config or the import changed (a new generation),
+// relabeled when only labels, the deletion policy or the management
+// policy did, unchanged otherwise. A management policy change is added to
+// repolicied.
+func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map[resourceKey]existingRow, keys []resourceKey, results []ApplyResult, repolicied *[]policyChange) {
 	n := len(updates)
 	ids := make([]int64, n)
 	versions := make([]int32, n)
 	labels, specs := make([][]byte, n), make([][]byte, n)
 	policies, configs := make([]string, n), make([]string, n)
+	managed, imports := make([]string, n), make([]string, n)
 	byID := make(map[int64]int, n)
 	for j, i := range updates {
 		a, prev := in[i], existing[keys[i]]
 		ids[j], versions[j], labels[j], specs[j] = prev.id, a.KindVersion, a.Labels, a.Spec
 		policies[j], configs[j] = a.DeletionPolicy, a.ProviderConfig
+		managed[j], imports[j] = a.ManagementPolicy, a.ImportID
 		byID[prev.id] = i
 		results[i] = ApplyResult{ID: prev.id, Generation: prev.generation, Result: "unchanged"}
 	}
@@ -342,30 +381,44 @@ func queueUpdates(batch *pgx.Batch, in []ApplyInput, updates []int, existing map
 		    spec = u.spec,
 		    deletion_policy = u.deletion_policy,
 		    provider_config = u.provider_config,
+		    management_policy = coalesce(nullif(u.management_policy, ''), r.management_policy),
+		    import_id = coalesce(nullif(u.import_id, ''), r.import_id),
 		    generation = r.generation + CASE WHEN r.spec <> u.spec
 		        OR r.kind_version <> u.kind_version
-		        OR r.provider_config <> u.provider_config THEN 1 ELSE 0 END,
+		        OR r.provider_config <> u.provider_config
+		        OR r.import_id <> coalesce(nullif(u.import_id, ''), r.import_id) THEN 1 ELSE 0 END,
 		    resource_version = r.resource_version + 1,
 		    updated_at = now()
-		FROM unnest($1::bigint[], $2::int[], $3::jsonb[], $4::jsonb[], $5::text[], $6::text[])
-		     AS u(id, kind_version, labels, spec, deletion_policy, provider_config)
-		WHERE r.id = u.id
+		FROM unnest($1::bigint[], $2::int[], $3::jsonb[], $4::jsonb[], $5::text[], $6::text[], $7::text[], $8::text[])
+		     AS u(id, kind_version, labels, spec, deletion_policy, provider_config, management_policy, import_id),
+		     resources old
+		WHERE r.id = u.id AND old.id = u.id
 		  AND (r.spec <> u.spec OR r.labels <> u.labels
 		   OR r.kind_version <> u.kind_version OR r.deletion_policy <> u.deletion_policy
-		   OR r.provider_config <> u.provider_config)
-		RETURNING r.id, r.generation`,
-		ids, versions, labels, specs, policies, configs).Query(func(rows pgx.Rows) error {
+		   OR r.provider_config <> u.provider_config
+		   OR r.management_policy <> coalesce(nullif(u.management_policy, ''), r.management_policy)
+		   OR r.import_id <> coalesce(nullif(u.import_id, ''), r.import_id))
+		RETURNING r.id, r.generation, old.management_policy, r.management_policy,
+		    converge_observed(old), converge_observed(r),
+		    old.labels <> r.labels OR old.deletion_policy <> r.deletion_policy`,
+		ids, versions, labels, specs, policies, configs, managed, imports).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, gen int64
-			if err := rows.Scan(&id, &gen); err != nil {
+			var pc policyChange
+			var relabeled bool
+			if err := rows.Scan(&id, &gen, &pc.fromOwn, &pc.toOwn, &pc.wasObserved, &pc.isObserved, &relabeled); err != nil {
 				return err
+			}
+			if pc.fromOwn != pc.toOwn {
+				pc.id, pc.generation, pc.at = id, gen, in[byID[id]]
+				*repolicied = append(*repolicied, pc)
 			}
 			i := byID[id]
 			result := "relabeled"
 			if gen != results[i].Generation {
 				result = "configured"
 			}
-			results[i] = ApplyResult{ID: id, Generation: gen, Result: result}
+			results[i] = ApplyResult{ID: id, Generation: gen, Result: result, labelsChanged: relabeled}
 		}
 		return rows.Err()
 	})

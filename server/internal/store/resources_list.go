@@ -159,12 +159,15 @@ func (s *Store) DeleteResource(ctx context.Context, actor string, key ResourceKe
 			OR EXISTS (SELECT 1 FROM edges e WHERE e.dependency_id = $1)`, id).Scan(&hasDependents); err != nil {
 			return err
 		}
-		action := policy.Action(r.deletionPolicy)
+		action := policy.Action(r.deletionPolicy, r.observed)
 		if !r.deleting && !hasDependents && action != TeardownReaction {
 			gone = true
 			reason := "deleted; the kind has no teardown reaction"
-			if action == TeardownRetain {
+			switch action {
+			case TeardownRetain:
 				reason = "forgotten without teardown: deletion policy retain"
+			case TeardownObserved:
+				reason = "forgotten without teardown: management policy observe; the external object stays"
 			}
 			batch := &pgx.Batch{}
 			batch.Queue(`DELETE FROM resources WHERE id = $1`, id)

@@ -29,10 +29,10 @@ func (s *Store) QueueResyncs(ctx context.Context, limit int) (int, error) {
 			    RETURNING r.*
 			), queued AS (
 			    INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-			    SELECT r.id, 'resync', r.kind, r.kind_version, r.shard, r.generation
+			    SELECT r.id, converge_reconcile_trigger(r, 'resync'), r.kind, r.kind_version, r.shard, r.generation
 			    FROM cleared r
 			    WHERE converge_observable(r)
-			      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.resource_id = r.id AND t.trigger = 'specChange')
+			      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.resource_id = r.id AND t.trigger IN ('specChange', 'observe'))
 			    ORDER BY r.id
 			    ON CONFLICT (resource_id, trigger, key) DO NOTHING
 			)
@@ -42,19 +42,17 @@ func (s *Store) QueueResyncs(ctx context.Context, limit int) (int, error) {
 }
 
 // scheduleResyncs gives every settled resource of a kind version its next
-// resync, spread over one interval so they do not all come due at once,
-// or clears them all when interval is 0. It runs when the kind's resync
-// policy changes: the one time such a change touches every resource of
-// the kind.
-func scheduleResyncs(ctx context.Context, tx pgx.Tx, kind string, version int32, interval time.Duration) error {
-	if interval <= 0 {
-		_, err := tx.Exec(ctx, `UPDATE resources SET resync_at = NULL
-			WHERE kind = $1 AND kind_version = $2 AND resync_at IS NOT NULL`, kind, version)
-		return err
-	}
+// resync, spread over one interval so they do not all come due at once
+// (interval for managed resources, observe for observed ones), or clears
+// it where the interval is 0. It runs when the kind's resync policy
+// changes: the one time such a change touches every resource of the kind.
+func scheduleResyncs(ctx context.Context, tx pgx.Tx, kind string, version int32, interval, observe time.Duration) error {
 	_, err := tx.Exec(ctx, `UPDATE resources r
-		SET resync_at = now() + random() * $3 * interval '1 millisecond'
-		WHERE r.kind = $1 AND r.kind_version = $2 AND converge_observable(r)`,
-		kind, version, interval.Milliseconds())
+		SET resync_at = CASE WHEN e.every > 0 AND converge_observable(r)
+		                     THEN now() + random() * e.every * interval '1 millisecond' END
+		FROM (SELECT r2.id, CASE WHEN converge_observed(r2) THEN $4::bigint ELSE $3::bigint END AS every
+		      FROM resources r2 WHERE r2.kind = $1 AND r2.kind_version = $2) e
+		WHERE r.id = e.id AND (e.every > 0 AND converge_observable(r) OR r.resync_at IS NOT NULL)`,
+		kind, version, interval.Milliseconds(), observe.Milliseconds())
 	return err
 }

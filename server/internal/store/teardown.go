@@ -20,11 +20,17 @@ const (
 	TeardownReaction = "reaction" // the kind's deleteRequested reaction runs
 	TeardownRemove   = "remove"   // no teardown reaction: removed at once
 	TeardownRetain   = "retain"   // deletion policy retain: forgotten
+	TeardownObserved = "observed" // management policy observe: forgotten
 )
 
 // Action says how a resource of this kind whose own deletion policy is
-// resourcePolicy ("" = the kind's) is torn down.
-func (p TeardownPolicy) Action(resourcePolicy string) string {
+// resourcePolicy ("" = the kind's) is torn down; observed says whether its
+// management policy is observe (converge_observed): its external object
+// is someone else's, so it is forgotten, never torn down.
+func (p TeardownPolicy) Action(resourcePolicy string, observed bool) string {
+	if observed {
+		return TeardownObserved
+	}
 	if resourcePolicy == "retain" || (resourcePolicy == "" && p.Retain) {
 		return TeardownRetain
 	}
@@ -64,7 +70,7 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 		if blocked {
 			return finishInternal(ctx, tx, t)
 		}
-		action := policy(r.kind, r.version).Action(r.deletionPolicy)
+		action := policy(r.kind, r.version).Action(r.deletionPolicy, r.observed)
 		if action == TeardownReaction {
 			tag, err := tx.Exec(ctx, `
 				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
@@ -77,8 +83,11 @@ func (s *Store) Teardown(ctx context.Context, t InternalTask, policy func(kind s
 			return finishInternal(ctx, tx, t)
 		}
 		reason := "removed: the kind has no teardown reaction"
-		if action == TeardownRetain {
+		switch action {
+		case TeardownRetain:
 			reason = "forgotten without teardown: deletion policy retain"
+		case TeardownObserved:
+			reason = "forgotten without teardown: management policy observe; the external object stays"
 		}
 		if err := finishInternal(ctx, tx, t); err != nil {
 			return err

@@ -15,6 +15,10 @@ const (
 	Operation       = "operation"
 	Reactor         = "reactor"
 	Resync          = "resync"
+	// Observe runs instead of specChange and resync for a resource whose
+	// management policy is observe: it reports what exists and changes
+	// nothing.
+	Observe = "observe"
 )
 
 // Work the server does itself, queued beside workers' tasks.
@@ -32,7 +36,7 @@ const (
 const OperationPrefix = Operation + ":"
 
 // Reactions lists the reaction triggers, in the order the docs give them.
-var Reactions = []string{SpecChange, ChildrenSettled, DeleteRequested, Operation, Reactor, Resync}
+var Reactions = []string{SpecChange, ChildrenSettled, DeleteRequested, Operation, Reactor, Resync, Observe}
 
 // Internal lists the server's own task triggers.
 var Internal = []string{Rollup, Gate, Teardown}
@@ -40,7 +44,7 @@ var Internal = []string{Rollup, Gate, Teardown}
 // Queued lists every task trigger but operations' (which are
 // OperationPrefix plus a verb): the reaction triggers a task runs under
 // (every one but Operation) and the internal ones.
-var Queued = []string{SpecChange, Resync, ChildrenSettled, DeleteRequested, Reactor, Rollup, Gate, Teardown}
+var Queued = []string{SpecChange, Resync, ChildrenSettled, DeleteRequested, Reactor, Rollup, Gate, Teardown, Observe}
 
 // OfOperation returns the task trigger of an operation verb.
 func OfOperation(verb string) string { return OperationPrefix + verb }
@@ -55,4 +59,21 @@ func IsInternal(t string) bool { return t == Rollup || t == Gate || t == Teardow
 
 // Reconciles reports whether a task of this trigger reconciles its
 // resource: its result sets the resource's status and failure.
-func Reconciles(t string) bool { return t == SpecChange || t == ChildrenSettled || t == Resync }
+func Reconciles(t string) bool {
+	return t == SpecChange || t == ChildrenSettled || t == Resync || t == Observe
+}
+
+// Management policies: whether the engine manages a resource's external
+// object (creates, updates and deletes it) or only observes it. The SQL
+// function converge_observed (migrations/functions.sql) is the one place
+// that picks a resource's effective policy, and with it the trigger of its
+// reconcile work: Observe for an observed resource, else SpecChange (and
+// Resync).
+const (
+	PolicyFull    = "full"
+	PolicyObserve = "observe"
+)
+
+// Mutating lists the reaction triggers an observed resource never runs:
+// they create, change or delete its external object.
+var Mutating = []string{SpecChange, Resync, DeleteRequested}

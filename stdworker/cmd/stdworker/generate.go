@@ -55,7 +55,7 @@ skipped, naming the attribute and why; the others are written.`,
 	fl.StringVar(&g.mirror, "mirror", "", "install the provider from this filesystem mirror only (default: as terraform's CLI configuration says)")
 	fl.BoolVar(&g.forbidReplace, "forbid-replace", false, "make the kinds refuse a plan that would replace (destroy and re-create) an object")
 	fl.IntVar(&g.resync, "resync-interval", 3600, "the kinds' resync interval in seconds: how often drift is looked for (0: never)")
-	fl.BoolVar(&g.dataSources, "data-sources", false, "also generate observe-only kinds from data sources (not available yet: observe-only kinds do not exist)")
+	fl.BoolVar(&g.dataSources, "data-sources", false, "also generate kinds from data sources (not available yet)")
 	return cmd
 }
 
@@ -71,7 +71,7 @@ func (g generateFlags) run(cmd *cobra.Command) error {
 	case g.owner == "":
 		return usageError{errors.New("--owner: required, the team that owns the kinds")}
 	case g.dataSources:
-		return errors.New("--data-sources: data sources would be observe-only kinds, which Converge does not have yet; generate resource types only")
+		return errors.New("--data-sources: kinds from data sources are not generated yet; generate resource types only (an existing object of one is adopted read-only with management_policy observe and import.id)")
 	case g.resync < 0:
 		return usageError{fmt.Errorf("--resync-interval: %d must be 0 or more seconds", g.resync)}
 	}

@@ -120,7 +120,7 @@ func TestKindsGenerate(t *testing.T) {
 		{[]string{"--schema", schema, "--out", out, "--owner", "tf-time"}, "--provider: required"},
 		{[]string{"--provider", "hashicorp/time", "--out", out, "--owner", "tf-time"}, "--provider: \"hashicorp/time\" must be SOURCE@VERSION"},
 		{[]string{"--provider", "hashicorp/time@0.14.2", "--schema", schema, "--out", out, "--owner", "other"}, "--out:"},
-		{[]string{"--provider", "hashicorp/time@0.14.2", "--schema", schema, "--out", out, "--owner", "tf-time", "--data-sources"}, "observe-only kinds"},
+		{[]string{"--provider", "hashicorp/time@0.14.2", "--schema", schema, "--out", out, "--owner", "tf-time", "--data-sources"}, "not generated yet"},
 		{[]string{"--provider", "hashicorp/time@0.14.2", "--schema", "/nonexistent.json", "--out", out, "--owner", "tf-time"}, "--schema:"},
 	} {
 		stdout.Reset()

@@ -176,6 +176,7 @@ func resourceKind(typ, local string, rs *Schema, config map[string]any, opts Opt
 	reactions := []Reaction{
 		{Name: "apply", Trigger: "specChange", Emits: []string{"status", "conditions"}, Description: "terraform plan, then apply; a plan that replaces the object says so in a condition (and is refused when the kind forbids replacement)."},
 		{Name: "destroy", Trigger: "deleteRequested", Emits: []string{"finalizer"}, Description: "terraform destroy; the resource is removed once it succeeds."},
+		{Name: "observe", Trigger: "observe", Emits: []string{"status", "conditions"}, Description: "for a resource whose management policy is observe: terraform import of its import.id while the state is empty, then a refresh-only plan; reports the object as it is and changes nothing."},
 	}
 	policy := Policy{TaskDeadlineSeconds: 3600, MaxTransientAttempts: 10}
 	if opts.ResyncSeconds > 0 {

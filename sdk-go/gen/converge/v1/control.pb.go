@@ -458,6 +458,15 @@ type ApplyResourceRequest struct {
 	DeletionPolicy string `protobuf:"bytes,7,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
 	// A named provider config of the kind version, on top of its default.
 	ProviderConfig string `protobuf:"bytes,8,opt,name=provider_config,json=providerConfig,proto3" json:"provider_config,omitempty"`
+	// "full" or "observe" (see KindPolicy.management_policy). Empty leaves
+	// an existing resource's as it is (a new one follows its kind's), so an
+	// apply that does not mention it never moves a resource between observed
+	// and managed; SetManagementPolicy returns one to its kind's. A change is
+	// recorded as a ManagementPolicyChanged event.
+	ManagementPolicy string `protobuf:"bytes,9,opt,name=management_policy,json=managementPolicy,proto3" json:"management_policy,omitempty"`
+	// Adopt this existing object instead of creating one. Changing it is a
+	// new generation; leaving it out keeps an existing resource's.
+	Import *ResourceImport `protobuf:"bytes,10,opt,name=import,proto3" json:"import,omitempty"`
 	// Run the call exactly as it would run and answer what it would do,
 	// storing nothing (see DryRunReport).
 	DryRun bool `protobuf:"varint,50,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
@@ -552,6 +561,20 @@ func (x *ApplyResourceRequest) GetProviderConfig() string {
 		return x.ProviderConfig
 	}
 	return ""
+}
+
+func (x *ApplyResourceRequest) GetManagementPolicy() string {
+	if x != nil {
+		return x.ManagementPolicy
+	}
+	return ""
+}
+
+func (x *ApplyResourceRequest) GetImport() *ResourceImport {
+	if x != nil {
+		return x.Import
+	}
+	return nil
 }
 
 func (x *ApplyResourceRequest) GetDryRun() bool {
@@ -4961,6 +4984,136 @@ func (x *ReconcileResourceResponse) GetDryRun() *DryRunReport {
 	return nil
 }
 
+type SetManagementPolicyRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// "full", "observe", or empty: the kind's policy.
+	ManagementPolicy string `protobuf:"bytes,4,opt,name=management_policy,json=managementPolicy,proto3" json:"management_policy,omitempty"`
+	Reason           string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetManagementPolicyRequest) Reset() {
+	*x = SetManagementPolicyRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetManagementPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetManagementPolicyRequest) ProtoMessage() {}
+
+func (x *SetManagementPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetManagementPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetManagementPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *SetManagementPolicyRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *SetManagementPolicyRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SetManagementPolicyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetManagementPolicyRequest) GetManagementPolicy() string {
+	if x != nil {
+		return x.ManagementPolicy
+	}
+	return ""
+}
+
+func (x *SetManagementPolicyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type SetManagementPolicyResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// False when the resource already had this policy: nothing changed.
+	Changed       bool `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetManagementPolicyResponse) Reset() {
+	*x = SetManagementPolicyResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetManagementPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetManagementPolicyResponse) ProtoMessage() {}
+
+func (x *SetManagementPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetManagementPolicyResponse.ProtoReflect.Descriptor instead.
+func (*SetManagementPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *SetManagementPolicyResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *SetManagementPolicyResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
 type InvokeOperationRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -4976,7 +5129,7 @@ type InvokeOperationRequest struct {
 
 func (x *InvokeOperationRequest) Reset() {
 	*x = InvokeOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[73]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4988,7 +5141,7 @@ func (x *InvokeOperationRequest) String() string {
 func (*InvokeOperationRequest) ProtoMessage() {}
 
 func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[73]
+	mi := &file_converge_v1_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5001,7 +5154,7 @@ func (x *InvokeOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationRequest.ProtoReflect.Descriptor instead.
 func (*InvokeOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{73}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *InvokeOperationRequest) GetNamespace() string {
@@ -5055,7 +5208,7 @@ type InvokeOperationResponse struct {
 
 func (x *InvokeOperationResponse) Reset() {
 	*x = InvokeOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5067,7 +5220,7 @@ func (x *InvokeOperationResponse) String() string {
 func (*InvokeOperationResponse) ProtoMessage() {}
 
 func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[74]
+	mi := &file_converge_v1_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5080,7 +5233,7 @@ func (x *InvokeOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeOperationResponse.ProtoReflect.Descriptor instead.
 func (*InvokeOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{74}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *InvokeOperationResponse) GetOperation() *Operation {
@@ -5099,7 +5252,7 @@ type GetOperationRequest struct {
 
 func (x *GetOperationRequest) Reset() {
 	*x = GetOperationRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5111,7 +5264,7 @@ func (x *GetOperationRequest) String() string {
 func (*GetOperationRequest) ProtoMessage() {}
 
 func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[75]
+	mi := &file_converge_v1_control_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5124,7 +5277,7 @@ func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
 func (*GetOperationRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{75}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetOperationRequest) GetId() string {
@@ -5143,7 +5296,7 @@ type GetOperationResponse struct {
 
 func (x *GetOperationResponse) Reset() {
 	*x = GetOperationResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[76]
+	mi := &file_converge_v1_control_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5155,7 +5308,7 @@ func (x *GetOperationResponse) String() string {
 func (*GetOperationResponse) ProtoMessage() {}
 
 func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[76]
+	mi := &file_converge_v1_control_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5168,7 +5321,7 @@ func (x *GetOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationResponse.ProtoReflect.Descriptor instead.
 func (*GetOperationResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{76}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GetOperationResponse) GetOperation() *Operation {
@@ -5189,7 +5342,7 @@ type ListOperationsRequest struct {
 
 func (x *ListOperationsRequest) Reset() {
 	*x = ListOperationsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[77]
+	mi := &file_converge_v1_control_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5201,7 +5354,7 @@ func (x *ListOperationsRequest) String() string {
 func (*ListOperationsRequest) ProtoMessage() {}
 
 func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[77]
+	mi := &file_converge_v1_control_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5214,7 +5367,7 @@ func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
 func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{77}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListOperationsRequest) GetNamespace() string {
@@ -5248,7 +5401,7 @@ type ListOperationsResponse struct {
 
 func (x *ListOperationsResponse) Reset() {
 	*x = ListOperationsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[78]
+	mi := &file_converge_v1_control_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5260,7 +5413,7 @@ func (x *ListOperationsResponse) String() string {
 func (*ListOperationsResponse) ProtoMessage() {}
 
 func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[78]
+	mi := &file_converge_v1_control_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5273,7 +5426,7 @@ func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
 func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{78}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ListOperationsResponse) GetOperations() []*Operation {
@@ -5300,7 +5453,7 @@ type CountResourcesRequest struct {
 
 func (x *CountResourcesRequest) Reset() {
 	*x = CountResourcesRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[79]
+	mi := &file_converge_v1_control_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5312,7 +5465,7 @@ func (x *CountResourcesRequest) String() string {
 func (*CountResourcesRequest) ProtoMessage() {}
 
 func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[79]
+	mi := &file_converge_v1_control_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5325,7 +5478,7 @@ func (x *CountResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesRequest.ProtoReflect.Descriptor instead.
 func (*CountResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{79}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *CountResourcesRequest) GetNamespace() string {
@@ -5374,7 +5527,7 @@ type CountResourcesResponse struct {
 
 func (x *CountResourcesResponse) Reset() {
 	*x = CountResourcesResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[80]
+	mi := &file_converge_v1_control_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5386,7 +5539,7 @@ func (x *CountResourcesResponse) String() string {
 func (*CountResourcesResponse) ProtoMessage() {}
 
 func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[80]
+	mi := &file_converge_v1_control_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5399,7 +5552,7 @@ func (x *CountResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResourcesResponse.ProtoReflect.Descriptor instead.
 func (*CountResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{80}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *CountResourcesResponse) GetPhases() map[string]int64 {
@@ -5424,7 +5577,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[81]
+	mi := &file_converge_v1_control_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5436,7 +5589,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[81]
+	mi := &file_converge_v1_control_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5602,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{81}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{83}
 }
 
 type WhoAmIResponse struct {
@@ -5472,7 +5625,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[82]
+	mi := &file_converge_v1_control_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5484,7 +5637,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[82]
+	mi := &file_converge_v1_control_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5497,7 +5650,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{82}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *WhoAmIResponse) GetIdentity() string {
@@ -5543,7 +5696,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[83]
+	mi := &file_converge_v1_control_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5555,7 +5708,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[83]
+	mi := &file_converge_v1_control_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5568,7 +5721,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{83}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{85}
 }
 
 type GetClusterResponse struct {
@@ -5589,7 +5742,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[84]
+	mi := &file_converge_v1_control_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5601,7 +5754,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[84]
+	mi := &file_converge_v1_control_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5614,7 +5767,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{84}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *GetClusterResponse) GetMembers() []*ClusterMember {
@@ -5662,7 +5815,7 @@ type SetLogLevelRequest struct {
 
 func (x *SetLogLevelRequest) Reset() {
 	*x = SetLogLevelRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[85]
+	mi := &file_converge_v1_control_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5674,7 +5827,7 @@ func (x *SetLogLevelRequest) String() string {
 func (*SetLogLevelRequest) ProtoMessage() {}
 
 func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[85]
+	mi := &file_converge_v1_control_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5687,7 +5840,7 @@ func (x *SetLogLevelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelRequest.ProtoReflect.Descriptor instead.
 func (*SetLogLevelRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{85}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *SetLogLevelRequest) GetLevel() string {
@@ -5709,7 +5862,7 @@ type SetLogLevelResponse struct {
 
 func (x *SetLogLevelResponse) Reset() {
 	*x = SetLogLevelResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[86]
+	mi := &file_converge_v1_control_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5721,7 +5874,7 @@ func (x *SetLogLevelResponse) String() string {
 func (*SetLogLevelResponse) ProtoMessage() {}
 
 func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[86]
+	mi := &file_converge_v1_control_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5734,7 +5887,7 @@ func (x *SetLogLevelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLogLevelResponse.ProtoReflect.Descriptor instead.
 func (*SetLogLevelResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{86}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *SetLogLevelResponse) GetLevel() string {
@@ -5769,7 +5922,7 @@ type ClusterMember struct {
 
 func (x *ClusterMember) Reset() {
 	*x = ClusterMember{}
-	mi := &file_converge_v1_control_proto_msgTypes[87]
+	mi := &file_converge_v1_control_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5781,7 +5934,7 @@ func (x *ClusterMember) String() string {
 func (*ClusterMember) ProtoMessage() {}
 
 func (x *ClusterMember) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[87]
+	mi := &file_converge_v1_control_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5794,7 +5947,7 @@ func (x *ClusterMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterMember.ProtoReflect.Descriptor instead.
 func (*ClusterMember) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{87}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ClusterMember) GetId() string {
@@ -5873,7 +6026,7 @@ type ServedReaction struct {
 
 func (x *ServedReaction) Reset() {
 	*x = ServedReaction{}
-	mi := &file_converge_v1_control_proto_msgTypes[88]
+	mi := &file_converge_v1_control_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5885,7 +6038,7 @@ func (x *ServedReaction) String() string {
 func (*ServedReaction) ProtoMessage() {}
 
 func (x *ServedReaction) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[88]
+	mi := &file_converge_v1_control_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5898,7 +6051,7 @@ func (x *ServedReaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServedReaction.ProtoReflect.Descriptor instead.
 func (*ServedReaction) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{88}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ServedReaction) GetKind() string {
@@ -5973,7 +6126,7 @@ type RolloutWaveSpec struct {
 
 func (x *RolloutWaveSpec) Reset() {
 	*x = RolloutWaveSpec{}
-	mi := &file_converge_v1_control_proto_msgTypes[89]
+	mi := &file_converge_v1_control_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5985,7 +6138,7 @@ func (x *RolloutWaveSpec) String() string {
 func (*RolloutWaveSpec) ProtoMessage() {}
 
 func (x *RolloutWaveSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[89]
+	mi := &file_converge_v1_control_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5998,7 +6151,7 @@ func (x *RolloutWaveSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWaveSpec.ProtoReflect.Descriptor instead.
 func (*RolloutWaveSpec) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{89}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RolloutWaveSpec) GetSize() isRolloutWaveSpec_Size {
@@ -6095,7 +6248,7 @@ type StartRolloutRequest struct {
 
 func (x *StartRolloutRequest) Reset() {
 	*x = StartRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[90]
+	mi := &file_converge_v1_control_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6107,7 +6260,7 @@ func (x *StartRolloutRequest) String() string {
 func (*StartRolloutRequest) ProtoMessage() {}
 
 func (x *StartRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[90]
+	mi := &file_converge_v1_control_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6120,7 +6273,7 @@ func (x *StartRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRolloutRequest.ProtoReflect.Descriptor instead.
 func (*StartRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{90}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *StartRolloutRequest) GetKind() string {
@@ -6225,7 +6378,7 @@ type StartRolloutResponse struct {
 
 func (x *StartRolloutResponse) Reset() {
 	*x = StartRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[91]
+	mi := &file_converge_v1_control_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6237,7 +6390,7 @@ func (x *StartRolloutResponse) String() string {
 func (*StartRolloutResponse) ProtoMessage() {}
 
 func (x *StartRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[91]
+	mi := &file_converge_v1_control_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6250,7 +6403,7 @@ func (x *StartRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRolloutResponse.ProtoReflect.Descriptor instead.
 func (*StartRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{91}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *StartRolloutResponse) GetRollout() *Rollout {
@@ -6306,7 +6459,7 @@ type Rollout struct {
 
 func (x *Rollout) Reset() {
 	*x = Rollout{}
-	mi := &file_converge_v1_control_proto_msgTypes[92]
+	mi := &file_converge_v1_control_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6318,7 +6471,7 @@ func (x *Rollout) String() string {
 func (*Rollout) ProtoMessage() {}
 
 func (x *Rollout) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[92]
+	mi := &file_converge_v1_control_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6331,7 +6484,7 @@ func (x *Rollout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollout.ProtoReflect.Descriptor instead.
 func (*Rollout) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{92}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Rollout) GetId() int64 {
@@ -6494,7 +6647,7 @@ type RolloutWave struct {
 
 func (x *RolloutWave) Reset() {
 	*x = RolloutWave{}
-	mi := &file_converge_v1_control_proto_msgTypes[93]
+	mi := &file_converge_v1_control_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6506,7 +6659,7 @@ func (x *RolloutWave) String() string {
 func (*RolloutWave) ProtoMessage() {}
 
 func (x *RolloutWave) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[93]
+	mi := &file_converge_v1_control_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6519,7 +6672,7 @@ func (x *RolloutWave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutWave.ProtoReflect.Descriptor instead.
 func (*RolloutWave) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{93}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *RolloutWave) GetIndex() int32 {
@@ -6594,7 +6747,7 @@ type RolloutCounts struct {
 
 func (x *RolloutCounts) Reset() {
 	*x = RolloutCounts{}
-	mi := &file_converge_v1_control_proto_msgTypes[94]
+	mi := &file_converge_v1_control_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6606,7 +6759,7 @@ func (x *RolloutCounts) String() string {
 func (*RolloutCounts) ProtoMessage() {}
 
 func (x *RolloutCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[94]
+	mi := &file_converge_v1_control_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6619,7 +6772,7 @@ func (x *RolloutCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutCounts.ProtoReflect.Descriptor instead.
 func (*RolloutCounts) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{94}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *RolloutCounts) GetTotal() int32 {
@@ -6682,7 +6835,7 @@ type RolloutFailure struct {
 
 func (x *RolloutFailure) Reset() {
 	*x = RolloutFailure{}
-	mi := &file_converge_v1_control_proto_msgTypes[95]
+	mi := &file_converge_v1_control_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6694,7 +6847,7 @@ func (x *RolloutFailure) String() string {
 func (*RolloutFailure) ProtoMessage() {}
 
 func (x *RolloutFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[95]
+	mi := &file_converge_v1_control_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6707,7 +6860,7 @@ func (x *RolloutFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutFailure.ProtoReflect.Descriptor instead.
 func (*RolloutFailure) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{95}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *RolloutFailure) GetWave() int32 {
@@ -6740,7 +6893,7 @@ type GetRolloutRequest struct {
 
 func (x *GetRolloutRequest) Reset() {
 	*x = GetRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[96]
+	mi := &file_converge_v1_control_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6752,7 +6905,7 @@ func (x *GetRolloutRequest) String() string {
 func (*GetRolloutRequest) ProtoMessage() {}
 
 func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[96]
+	mi := &file_converge_v1_control_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6765,7 +6918,7 @@ func (x *GetRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolloutRequest.ProtoReflect.Descriptor instead.
 func (*GetRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{96}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *GetRolloutRequest) GetRolloutId() int64 {
@@ -6784,7 +6937,7 @@ type GetRolloutResponse struct {
 
 func (x *GetRolloutResponse) Reset() {
 	*x = GetRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[97]
+	mi := &file_converge_v1_control_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6796,7 +6949,7 @@ func (x *GetRolloutResponse) String() string {
 func (*GetRolloutResponse) ProtoMessage() {}
 
 func (x *GetRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[97]
+	mi := &file_converge_v1_control_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6809,7 +6962,7 @@ func (x *GetRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolloutResponse.ProtoReflect.Descriptor instead.
 func (*GetRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{97}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *GetRolloutResponse) GetRollout() *Rollout {
@@ -6831,7 +6984,7 @@ type ListRolloutsRequest struct {
 
 func (x *ListRolloutsRequest) Reset() {
 	*x = ListRolloutsRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[98]
+	mi := &file_converge_v1_control_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6843,7 +6996,7 @@ func (x *ListRolloutsRequest) String() string {
 func (*ListRolloutsRequest) ProtoMessage() {}
 
 func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[98]
+	mi := &file_converge_v1_control_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6856,7 +7009,7 @@ func (x *ListRolloutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsRequest.ProtoReflect.Descriptor instead.
 func (*ListRolloutsRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{98}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListRolloutsRequest) GetKind() string {
@@ -6883,7 +7036,7 @@ type ListRolloutsResponse struct {
 
 func (x *ListRolloutsResponse) Reset() {
 	*x = ListRolloutsResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[99]
+	mi := &file_converge_v1_control_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6895,7 +7048,7 @@ func (x *ListRolloutsResponse) String() string {
 func (*ListRolloutsResponse) ProtoMessage() {}
 
 func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[99]
+	mi := &file_converge_v1_control_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6908,7 +7061,7 @@ func (x *ListRolloutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolloutsResponse.ProtoReflect.Descriptor instead.
 func (*ListRolloutsResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{99}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ListRolloutsResponse) GetRollouts() []*Rollout {
@@ -6931,7 +7084,7 @@ type PauseRolloutRequest struct {
 
 func (x *PauseRolloutRequest) Reset() {
 	*x = PauseRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[100]
+	mi := &file_converge_v1_control_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6943,7 +7096,7 @@ func (x *PauseRolloutRequest) String() string {
 func (*PauseRolloutRequest) ProtoMessage() {}
 
 func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[100]
+	mi := &file_converge_v1_control_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6956,7 +7109,7 @@ func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
 func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{100}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *PauseRolloutRequest) GetRolloutId() int64 {
@@ -6991,7 +7144,7 @@ type PauseRolloutResponse struct {
 
 func (x *PauseRolloutResponse) Reset() {
 	*x = PauseRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[101]
+	mi := &file_converge_v1_control_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7003,7 +7156,7 @@ func (x *PauseRolloutResponse) String() string {
 func (*PauseRolloutResponse) ProtoMessage() {}
 
 func (x *PauseRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[101]
+	mi := &file_converge_v1_control_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7016,7 +7169,7 @@ func (x *PauseRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRolloutResponse.ProtoReflect.Descriptor instead.
 func (*PauseRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{101}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *PauseRolloutResponse) GetRollout() *Rollout {
@@ -7046,7 +7199,7 @@ type ResumeRolloutRequest struct {
 
 func (x *ResumeRolloutRequest) Reset() {
 	*x = ResumeRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[102]
+	mi := &file_converge_v1_control_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7058,7 +7211,7 @@ func (x *ResumeRolloutRequest) String() string {
 func (*ResumeRolloutRequest) ProtoMessage() {}
 
 func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[102]
+	mi := &file_converge_v1_control_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7071,7 +7224,7 @@ func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{102}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ResumeRolloutRequest) GetRolloutId() int64 {
@@ -7106,7 +7259,7 @@ type ResumeRolloutResponse struct {
 
 func (x *ResumeRolloutResponse) Reset() {
 	*x = ResumeRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[103]
+	mi := &file_converge_v1_control_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7118,7 +7271,7 @@ func (x *ResumeRolloutResponse) String() string {
 func (*ResumeRolloutResponse) ProtoMessage() {}
 
 func (x *ResumeRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[103]
+	mi := &file_converge_v1_control_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7131,7 +7284,7 @@ func (x *ResumeRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRolloutResponse.ProtoReflect.Descriptor instead.
 func (*ResumeRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{103}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ResumeRolloutResponse) GetRollout() *Rollout {
@@ -7161,7 +7314,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[104]
+	mi := &file_converge_v1_control_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7173,7 +7326,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[104]
+	mi := &file_converge_v1_control_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7186,7 +7339,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{104}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *AbortRolloutRequest) GetRolloutId() int64 {
@@ -7221,7 +7374,7 @@ type AbortRolloutResponse struct {
 
 func (x *AbortRolloutResponse) Reset() {
 	*x = AbortRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[105]
+	mi := &file_converge_v1_control_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7233,7 +7386,7 @@ func (x *AbortRolloutResponse) String() string {
 func (*AbortRolloutResponse) ProtoMessage() {}
 
 func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[105]
+	mi := &file_converge_v1_control_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7246,7 +7399,7 @@ func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutResponse.ProtoReflect.Descriptor instead.
 func (*AbortRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{105}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *AbortRolloutResponse) GetRollout() *Rollout {
@@ -7276,7 +7429,7 @@ type RollbackRolloutRequest struct {
 
 func (x *RollbackRolloutRequest) Reset() {
 	*x = RollbackRolloutRequest{}
-	mi := &file_converge_v1_control_proto_msgTypes[106]
+	mi := &file_converge_v1_control_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7288,7 +7441,7 @@ func (x *RollbackRolloutRequest) String() string {
 func (*RollbackRolloutRequest) ProtoMessage() {}
 
 func (x *RollbackRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[106]
+	mi := &file_converge_v1_control_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7301,7 +7454,7 @@ func (x *RollbackRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRolloutRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{106}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *RollbackRolloutRequest) GetRolloutId() int64 {
@@ -7336,7 +7489,7 @@ type RollbackRolloutResponse struct {
 
 func (x *RollbackRolloutResponse) Reset() {
 	*x = RollbackRolloutResponse{}
-	mi := &file_converge_v1_control_proto_msgTypes[107]
+	mi := &file_converge_v1_control_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7348,7 +7501,7 @@ func (x *RollbackRolloutResponse) String() string {
 func (*RollbackRolloutResponse) ProtoMessage() {}
 
 func (x *RollbackRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_control_proto_msgTypes[107]
+	mi := &file_converge_v1_control_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7361,7 +7514,7 @@ func (x *RollbackRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRolloutResponse.ProtoReflect.Descriptor instead.
 func (*RollbackRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_converge_v1_control_proto_rawDescGZIP(), []int{107}
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *RollbackRolloutResponse) GetRollout() *Rollout {
@@ -7406,7 +7559,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\fkind_version\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x01R\vkindVersion\x12\x17\n" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\"H\n" +
 	"\x12DeleteKindResponse\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xdb\x04\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xd5\x05\n" +
 	"\x14ApplyResourceRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -7417,7 +7570,10 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x06labels\x18\x05 \x03(\v2-.converge.v1.ApplyResourceRequest.LabelsEntryBE\xbaHB\x9a\x01?\x10@\"4r2\x10\x01\x18\xfd\x012+^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$*\x05r\x03\x18\xfd\x01R\x06labels\x12+\n" +
 	"\x04spec\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12@\n" +
 	"\x0fdeletion_policy\x18\a \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x120\n" +
-	"\x0fprovider_config\x18\b \x01(\tB\a\xbaH\x04r\x02\x18?R\x0eproviderConfig\x12\x17\n" +
+	"\x0fprovider_config\x18\b \x01(\tB\a\xbaH\x04r\x02\x18?R\x0eproviderConfig\x12C\n" +
+	"\x11management_policy\x18\t \x01(\tB\x16\xbaH\x13r\x11R\x00R\x04fullR\aobserveR\x10managementPolicy\x123\n" +
+	"\x06import\x18\n" +
+	" \x01(\v2\x1b.converge.v1.ResourceImportR\x06import\x12\x17\n" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\x12 \n" +
 	"\aplan_id\x183 \x01(\tB\a\xbaH\x04r\x02\x18@R\x06planId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
@@ -7795,7 +7951,18 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\"\x82\x01\n" +
 	"\x19ReconcileResourceResponse\x121\n" +
 	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xf7\x01\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xf2\x01\n" +
+	"\x1aSetManagementPolicyRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12C\n" +
+	"\x11management_policy\x18\x04 \x01(\tB\x16\xbaH\x13r\x11R\x00R\x04fullR\aobserveR\x10managementPolicy\x12 \n" +
+	"\x06reason\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06reason\"j\n" +
+	"\x1bSetManagementPolicyResponse\x121\n" +
+	"\bresource\x18\x01 \x01(\v2\x15.converge.v1.ResourceR\bresource\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\xf7\x01\n" +
 	"\x16InvokeOperationRequest\x12(\n" +
 	"\tnamespace\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
@@ -7993,7 +8160,7 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\"}\n" +
 	"\x17RollbackRolloutResponse\x12.\n" +
 	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun2\x9f1\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun2\xdf2\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -8025,7 +8192,8 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\x10RollbackResource\x12$.converge.v1.RollbackResourceRequest\x1a%.converge.v1.RollbackResourceResponse\"J\x82\xd3\xe4\x93\x02D:\x01*\"?/api/v1/namespaces/{namespace}/resources/{kind}/{name}/rollback\x12\xb3\x01\n" +
 	"\x12QuarantineResource\x12&.converge.v1.QuarantineResourceRequest\x1a'.converge.v1.QuarantineResourceResponse\"L\x82\xd3\xe4\x93\x02F:\x01*\"A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/quarantine\x12\xbb\x01\n" +
 	"\x14UnquarantineResource\x12(.converge.v1.UnquarantineResourceRequest\x1a).converge.v1.UnquarantineResourceResponse\"N\x82\xd3\xe4\x93\x02H:\x01*\"C/api/v1/namespaces/{namespace}/resources/{kind}/{name}/unquarantine\x12\xaf\x01\n" +
-	"\x11ReconcileResource\x12%.converge.v1.ReconcileResourceRequest\x1a&.converge.v1.ReconcileResourceResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/api/v1/namespaces/{namespace}/resources/{kind}/{name}/reconcile\x12\xaa\x01\n" +
+	"\x11ReconcileResource\x12%.converge.v1.ReconcileResourceRequest\x1a&.converge.v1.ReconcileResourceResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/api/v1/namespaces/{namespace}/resources/{kind}/{name}/reconcile\x12\xbd\x01\n" +
+	"\x13SetManagementPolicy\x12'.converge.v1.SetManagementPolicyRequest\x1a(.converge.v1.SetManagementPolicyResponse\"S\x82\xd3\xe4\x93\x02M:\x01*\"H/api/v1/namespaces/{namespace}/resources/{kind}/{name}/management-policy\x12\xaa\x01\n" +
 	"\x0fInvokeOperation\x12#.converge.v1.InvokeOperationRequest\x1a$.converge.v1.InvokeOperationResponse\"L\x82\xd3\xe4\x93\x02F:\x01*\"A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/operations\x12t\n" +
 	"\fGetOperation\x12 .converge.v1.GetOperationRequest\x1a!.converge.v1.GetOperationResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/operations/{id}\x12\xa4\x01\n" +
 	"\x0eListOperations\x12\".converge.v1.ListOperationsRequest\x1a#.converge.v1.ListOperationsResponse\"I\x82\xd3\xe4\x93\x02C\x12A/api/v1/namespaces/{namespace}/resources/{kind}/{name}/operations\x12e\n" +
@@ -8059,7 +8227,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 112)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -8134,274 +8302,281 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*UnquarantineResourceResponse)(nil), // 70: converge.v1.UnquarantineResourceResponse
 	(*ReconcileResourceRequest)(nil),     // 71: converge.v1.ReconcileResourceRequest
 	(*ReconcileResourceResponse)(nil),    // 72: converge.v1.ReconcileResourceResponse
-	(*InvokeOperationRequest)(nil),       // 73: converge.v1.InvokeOperationRequest
-	(*InvokeOperationResponse)(nil),      // 74: converge.v1.InvokeOperationResponse
-	(*GetOperationRequest)(nil),          // 75: converge.v1.GetOperationRequest
-	(*GetOperationResponse)(nil),         // 76: converge.v1.GetOperationResponse
-	(*ListOperationsRequest)(nil),        // 77: converge.v1.ListOperationsRequest
-	(*ListOperationsResponse)(nil),       // 78: converge.v1.ListOperationsResponse
-	(*CountResourcesRequest)(nil),        // 79: converge.v1.CountResourcesRequest
-	(*CountResourcesResponse)(nil),       // 80: converge.v1.CountResourcesResponse
-	(*WhoAmIRequest)(nil),                // 81: converge.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 82: converge.v1.WhoAmIResponse
-	(*GetClusterRequest)(nil),            // 83: converge.v1.GetClusterRequest
-	(*GetClusterResponse)(nil),           // 84: converge.v1.GetClusterResponse
-	(*SetLogLevelRequest)(nil),           // 85: converge.v1.SetLogLevelRequest
-	(*SetLogLevelResponse)(nil),          // 86: converge.v1.SetLogLevelResponse
-	(*ClusterMember)(nil),                // 87: converge.v1.ClusterMember
-	(*ServedReaction)(nil),               // 88: converge.v1.ServedReaction
-	(*RolloutWaveSpec)(nil),              // 89: converge.v1.RolloutWaveSpec
-	(*StartRolloutRequest)(nil),          // 90: converge.v1.StartRolloutRequest
-	(*StartRolloutResponse)(nil),         // 91: converge.v1.StartRolloutResponse
-	(*Rollout)(nil),                      // 92: converge.v1.Rollout
-	(*RolloutWave)(nil),                  // 93: converge.v1.RolloutWave
-	(*RolloutCounts)(nil),                // 94: converge.v1.RolloutCounts
-	(*RolloutFailure)(nil),               // 95: converge.v1.RolloutFailure
-	(*GetRolloutRequest)(nil),            // 96: converge.v1.GetRolloutRequest
-	(*GetRolloutResponse)(nil),           // 97: converge.v1.GetRolloutResponse
-	(*ListRolloutsRequest)(nil),          // 98: converge.v1.ListRolloutsRequest
-	(*ListRolloutsResponse)(nil),         // 99: converge.v1.ListRolloutsResponse
-	(*PauseRolloutRequest)(nil),          // 100: converge.v1.PauseRolloutRequest
-	(*PauseRolloutResponse)(nil),         // 101: converge.v1.PauseRolloutResponse
-	(*ResumeRolloutRequest)(nil),         // 102: converge.v1.ResumeRolloutRequest
-	(*ResumeRolloutResponse)(nil),        // 103: converge.v1.ResumeRolloutResponse
-	(*AbortRolloutRequest)(nil),          // 104: converge.v1.AbortRolloutRequest
-	(*AbortRolloutResponse)(nil),         // 105: converge.v1.AbortRolloutResponse
-	(*RollbackRolloutRequest)(nil),       // 106: converge.v1.RollbackRolloutRequest
-	(*RollbackRolloutResponse)(nil),      // 107: converge.v1.RollbackRolloutResponse
-	nil,                                  // 108: converge.v1.ApplyResourceRequest.LabelsEntry
-	nil,                                  // 109: converge.v1.CountResourcesResponse.PhasesEntry
-	(*KindManifest)(nil),                 // 110: converge.v1.KindManifest
-	(*DryRunReport)(nil),                 // 111: converge.v1.DryRunReport
-	(*structpb.Struct)(nil),              // 112: google.protobuf.Struct
-	(*Resource)(nil),                     // 113: converge.v1.Resource
-	(*ResourceRef)(nil),                  // 114: converge.v1.ResourceRef
-	(*Event)(nil),                        // 115: converge.v1.Event
-	(*Change)(nil),                       // 116: converge.v1.Change
-	(*Rollup)(nil),                       // 117: converge.v1.Rollup
-	(*timestamppb.Timestamp)(nil),        // 118: google.protobuf.Timestamp
-	(*Culprit)(nil),                      // 119: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 120: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 121: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 122: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 123: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 124: converge.v1.Revision
-	(*Operation)(nil),                    // 125: converge.v1.Operation
+	(*SetManagementPolicyRequest)(nil),   // 73: converge.v1.SetManagementPolicyRequest
+	(*SetManagementPolicyResponse)(nil),  // 74: converge.v1.SetManagementPolicyResponse
+	(*InvokeOperationRequest)(nil),       // 75: converge.v1.InvokeOperationRequest
+	(*InvokeOperationResponse)(nil),      // 76: converge.v1.InvokeOperationResponse
+	(*GetOperationRequest)(nil),          // 77: converge.v1.GetOperationRequest
+	(*GetOperationResponse)(nil),         // 78: converge.v1.GetOperationResponse
+	(*ListOperationsRequest)(nil),        // 79: converge.v1.ListOperationsRequest
+	(*ListOperationsResponse)(nil),       // 80: converge.v1.ListOperationsResponse
+	(*CountResourcesRequest)(nil),        // 81: converge.v1.CountResourcesRequest
+	(*CountResourcesResponse)(nil),       // 82: converge.v1.CountResourcesResponse
+	(*WhoAmIRequest)(nil),                // 83: converge.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 84: converge.v1.WhoAmIResponse
+	(*GetClusterRequest)(nil),            // 85: converge.v1.GetClusterRequest
+	(*GetClusterResponse)(nil),           // 86: converge.v1.GetClusterResponse
+	(*SetLogLevelRequest)(nil),           // 87: converge.v1.SetLogLevelRequest
+	(*SetLogLevelResponse)(nil),          // 88: converge.v1.SetLogLevelResponse
+	(*ClusterMember)(nil),                // 89: converge.v1.ClusterMember
+	(*ServedReaction)(nil),               // 90: converge.v1.ServedReaction
+	(*RolloutWaveSpec)(nil),              // 91: converge.v1.RolloutWaveSpec
+	(*StartRolloutRequest)(nil),          // 92: converge.v1.StartRolloutRequest
+	(*StartRolloutResponse)(nil),         // 93: converge.v1.StartRolloutResponse
+	(*Rollout)(nil),                      // 94: converge.v1.Rollout
+	(*RolloutWave)(nil),                  // 95: converge.v1.RolloutWave
+	(*RolloutCounts)(nil),                // 96: converge.v1.RolloutCounts
+	(*RolloutFailure)(nil),               // 97: converge.v1.RolloutFailure
+	(*GetRolloutRequest)(nil),            // 98: converge.v1.GetRolloutRequest
+	(*GetRolloutResponse)(nil),           // 99: converge.v1.GetRolloutResponse
+	(*ListRolloutsRequest)(nil),          // 100: converge.v1.ListRolloutsRequest
+	(*ListRolloutsResponse)(nil),         // 101: converge.v1.ListRolloutsResponse
+	(*PauseRolloutRequest)(nil),          // 102: converge.v1.PauseRolloutRequest
+	(*PauseRolloutResponse)(nil),         // 103: converge.v1.PauseRolloutResponse
+	(*ResumeRolloutRequest)(nil),         // 104: converge.v1.ResumeRolloutRequest
+	(*ResumeRolloutResponse)(nil),        // 105: converge.v1.ResumeRolloutResponse
+	(*AbortRolloutRequest)(nil),          // 106: converge.v1.AbortRolloutRequest
+	(*AbortRolloutResponse)(nil),         // 107: converge.v1.AbortRolloutResponse
+	(*RollbackRolloutRequest)(nil),       // 108: converge.v1.RollbackRolloutRequest
+	(*RollbackRolloutResponse)(nil),      // 109: converge.v1.RollbackRolloutResponse
+	nil,                                  // 110: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 111: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 112: converge.v1.KindManifest
+	(*DryRunReport)(nil),                 // 113: converge.v1.DryRunReport
+	(*structpb.Struct)(nil),              // 114: google.protobuf.Struct
+	(*ResourceImport)(nil),               // 115: converge.v1.ResourceImport
+	(*Resource)(nil),                     // 116: converge.v1.Resource
+	(*ResourceRef)(nil),                  // 117: converge.v1.ResourceRef
+	(*Event)(nil),                        // 118: converge.v1.Event
+	(*Change)(nil),                       // 119: converge.v1.Change
+	(*Rollup)(nil),                       // 120: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 121: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 122: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 123: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 124: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 125: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 126: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 127: converge.v1.Revision
+	(*Operation)(nil),                    // 128: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	110, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	110, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	111, // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	110, // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	110, // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	111, // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	108, // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	112, // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	113, // 8: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
-	111, // 9: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	8,   // 10: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
-	12,  // 11: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	111, // 12: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
-	110, // 13: converge.v1.PlanChangeRequest.kinds:type_name -> converge.v1.KindManifest
-	8,   // 14: converge.v1.PlanChangeRequest.resources:type_name -> converge.v1.ApplyResourceRequest
-	1,   // 15: converge.v1.PlanChangeResponse.kinds:type_name -> converge.v1.ApplyKindResponse
-	11,  // 16: converge.v1.PlanChangeResponse.resources:type_name -> converge.v1.ApplyResourcesResponse
-	15,  // 17: converge.v1.PlanChangeResponse.composites:type_name -> converge.v1.CompositePlan
-	18,  // 18: converge.v1.PlanChangeResponse.totals:type_name -> converge.v1.PlanTotals
-	114, // 19: converge.v1.CompositePlan.composite:type_name -> converge.v1.ResourceRef
-	16,  // 20: converge.v1.CompositePlan.children:type_name -> converge.v1.PlannedChild
-	17,  // 21: converge.v1.CompositePlan.edges_added:type_name -> converge.v1.PlannedEdge
-	17,  // 22: converge.v1.CompositePlan.edges_removed:type_name -> converge.v1.PlannedEdge
-	112, // 23: converge.v1.CompositePlan.status:type_name -> google.protobuf.Struct
-	112, // 24: converge.v1.PlannedChild.spec_before:type_name -> google.protobuf.Struct
-	112, // 25: converge.v1.PlannedChild.spec_after:type_name -> google.protobuf.Struct
-	114, // 26: converge.v1.PlannedEdge.dependent:type_name -> converge.v1.ResourceRef
-	114, // 27: converge.v1.PlannedEdge.dependency:type_name -> converge.v1.ResourceRef
-	113, // 28: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	113, // 29: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	113, // 30: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	114, // 31: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
-	111, // 32: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	115, // 33: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	116, // 34: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
-	31,  // 35: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	114, // 36: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	117, // 37: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
-	31,  // 38: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	114, // 39: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
-	34,  // 40: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	114, // 41: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	114, // 42: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	118, // 43: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
-	37,  // 44: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
-	38,  // 45: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	119, // 46: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	114, // 47: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	114, // 48: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	114, // 49: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
-	39,  // 50: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	120, // 51: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	121, // 52: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	110, // 53: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	111, // 54: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
-	122, // 55: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	122, // 56: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	111, // 57: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	122, // 58: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	122, // 59: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	111, // 60: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	123, // 61: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	123, // 62: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	111, // 63: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	123, // 64: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	123, // 65: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	111, // 66: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	124, // 67: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
-	64,  // 68: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
-	64,  // 69: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
-	114, // 70: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
-	118, // 71: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
-	118, // 72: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	118, // 73: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
-	112, // 74: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
-	112, // 75: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
-	113, // 76: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	111, // 77: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	113, // 78: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	111, // 79: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	113, // 80: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	111, // 81: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	113, // 82: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	111, // 83: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	112, // 84: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	125, // 85: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	125, // 86: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	125, // 87: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	109, // 88: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
-	87,  // 89: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	118, // 90: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
-	118, // 91: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	118, // 92: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
-	88,  // 93: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
-	89,  // 94: converge.v1.StartRolloutRequest.waves:type_name -> converge.v1.RolloutWaveSpec
-	92,  // 95: converge.v1.StartRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	111, // 96: converge.v1.StartRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	93,  // 97: converge.v1.Rollout.waves:type_name -> converge.v1.RolloutWave
-	94,  // 98: converge.v1.Rollout.counts:type_name -> converge.v1.RolloutCounts
-	95,  // 99: converge.v1.Rollout.failures:type_name -> converge.v1.RolloutFailure
-	118, // 100: converge.v1.Rollout.created_at:type_name -> google.protobuf.Timestamp
-	118, // 101: converge.v1.Rollout.updated_at:type_name -> google.protobuf.Timestamp
-	118, // 102: converge.v1.Rollout.finished_at:type_name -> google.protobuf.Timestamp
-	94,  // 103: converge.v1.RolloutWave.counts:type_name -> converge.v1.RolloutCounts
-	118, // 104: converge.v1.RolloutWave.started_at:type_name -> google.protobuf.Timestamp
-	118, // 105: converge.v1.RolloutWave.finished_at:type_name -> google.protobuf.Timestamp
-	118, // 106: converge.v1.RolloutWave.not_before:type_name -> google.protobuf.Timestamp
-	114, // 107: converge.v1.RolloutFailure.resource:type_name -> converge.v1.ResourceRef
-	92,  // 108: converge.v1.GetRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	92,  // 109: converge.v1.ListRolloutsResponse.rollouts:type_name -> converge.v1.Rollout
-	92,  // 110: converge.v1.PauseRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	111, // 111: converge.v1.PauseRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	92,  // 112: converge.v1.ResumeRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	111, // 113: converge.v1.ResumeRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	92,  // 114: converge.v1.AbortRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	111, // 115: converge.v1.AbortRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	92,  // 116: converge.v1.RollbackRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	111, // 117: converge.v1.RollbackRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	0,   // 118: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,   // 119: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,   // 120: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,   // 121: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	40,  // 122: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	42,  // 123: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	44,  // 124: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	46,  // 125: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	48,  // 126: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	50,  // 127: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	52,  // 128: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	54,  // 129: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	56,  // 130: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,   // 131: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10,  // 132: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13,  // 133: converge.v1.ControlService.PlanChange:input_type -> converge.v1.PlanChangeRequest
-	19,  // 134: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	21,  // 135: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	23,  // 136: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	29,  // 137: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	32,  // 138: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	35,  // 139: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	58,  // 140: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	60,  // 141: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
-	62,  // 142: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
-	65,  // 143: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	67,  // 144: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	69,  // 145: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	71,  // 146: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	73,  // 147: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	75,  // 148: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	77,  // 149: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	25,  // 150: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	27,  // 151: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	79,  // 152: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	81,  // 153: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	83,  // 154: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	85,  // 155: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
-	90,  // 156: converge.v1.ControlService.StartRollout:input_type -> converge.v1.StartRolloutRequest
-	96,  // 157: converge.v1.ControlService.GetRollout:input_type -> converge.v1.GetRolloutRequest
-	98,  // 158: converge.v1.ControlService.ListRollouts:input_type -> converge.v1.ListRolloutsRequest
-	100, // 159: converge.v1.ControlService.PauseRollout:input_type -> converge.v1.PauseRolloutRequest
-	102, // 160: converge.v1.ControlService.ResumeRollout:input_type -> converge.v1.ResumeRolloutRequest
-	104, // 161: converge.v1.ControlService.AbortRollout:input_type -> converge.v1.AbortRolloutRequest
-	106, // 162: converge.v1.ControlService.RollbackRollout:input_type -> converge.v1.RollbackRolloutRequest
-	1,   // 163: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,   // 164: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,   // 165: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,   // 166: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	41,  // 167: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	43,  // 168: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	45,  // 169: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	47,  // 170: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	49,  // 171: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	51,  // 172: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	53,  // 173: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	55,  // 174: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	57,  // 175: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,   // 176: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11,  // 177: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14,  // 178: converge.v1.ControlService.PlanChange:output_type -> converge.v1.PlanChangeResponse
-	20,  // 179: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	22,  // 180: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	24,  // 181: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	30,  // 182: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	33,  // 183: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	36,  // 184: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	59,  // 185: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	61,  // 186: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
-	63,  // 187: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
-	66,  // 188: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	68,  // 189: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	70,  // 190: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	72,  // 191: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	74,  // 192: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	76,  // 193: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	78,  // 194: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	26,  // 195: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	28,  // 196: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	80,  // 197: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	82,  // 198: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	84,  // 199: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	86,  // 200: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
-	91,  // 201: converge.v1.ControlService.StartRollout:output_type -> converge.v1.StartRolloutResponse
-	97,  // 202: converge.v1.ControlService.GetRollout:output_type -> converge.v1.GetRolloutResponse
-	99,  // 203: converge.v1.ControlService.ListRollouts:output_type -> converge.v1.ListRolloutsResponse
-	101, // 204: converge.v1.ControlService.PauseRollout:output_type -> converge.v1.PauseRolloutResponse
-	103, // 205: converge.v1.ControlService.ResumeRollout:output_type -> converge.v1.ResumeRolloutResponse
-	105, // 206: converge.v1.ControlService.AbortRollout:output_type -> converge.v1.AbortRolloutResponse
-	107, // 207: converge.v1.ControlService.RollbackRollout:output_type -> converge.v1.RollbackRolloutResponse
-	163, // [163:208] is the sub-list for method output_type
-	118, // [118:163] is the sub-list for method input_type
-	118, // [118:118] is the sub-list for extension type_name
-	118, // [118:118] is the sub-list for extension extendee
-	0,   // [0:118] is the sub-list for field type_name
+	112, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	112, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	113, // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	112, // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	112, // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	113, // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	110, // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	114, // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	115, // 8: converge.v1.ApplyResourceRequest.import:type_name -> converge.v1.ResourceImport
+	116, // 9: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	113, // 10: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	8,   // 11: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
+	12,  // 12: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
+	113, // 13: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
+	112, // 14: converge.v1.PlanChangeRequest.kinds:type_name -> converge.v1.KindManifest
+	8,   // 15: converge.v1.PlanChangeRequest.resources:type_name -> converge.v1.ApplyResourceRequest
+	1,   // 16: converge.v1.PlanChangeResponse.kinds:type_name -> converge.v1.ApplyKindResponse
+	11,  // 17: converge.v1.PlanChangeResponse.resources:type_name -> converge.v1.ApplyResourcesResponse
+	15,  // 18: converge.v1.PlanChangeResponse.composites:type_name -> converge.v1.CompositePlan
+	18,  // 19: converge.v1.PlanChangeResponse.totals:type_name -> converge.v1.PlanTotals
+	117, // 20: converge.v1.CompositePlan.composite:type_name -> converge.v1.ResourceRef
+	16,  // 21: converge.v1.CompositePlan.children:type_name -> converge.v1.PlannedChild
+	17,  // 22: converge.v1.CompositePlan.edges_added:type_name -> converge.v1.PlannedEdge
+	17,  // 23: converge.v1.CompositePlan.edges_removed:type_name -> converge.v1.PlannedEdge
+	114, // 24: converge.v1.CompositePlan.status:type_name -> google.protobuf.Struct
+	114, // 25: converge.v1.PlannedChild.spec_before:type_name -> google.protobuf.Struct
+	114, // 26: converge.v1.PlannedChild.spec_after:type_name -> google.protobuf.Struct
+	117, // 27: converge.v1.PlannedEdge.dependent:type_name -> converge.v1.ResourceRef
+	117, // 28: converge.v1.PlannedEdge.dependency:type_name -> converge.v1.ResourceRef
+	116, // 29: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	116, // 30: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	116, // 31: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	117, // 32: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
+	113, // 33: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	118, // 34: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	119, // 35: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	31,  // 36: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
+	117, // 37: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	120, // 38: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	31,  // 39: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
+	117, // 40: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	34,  // 41: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
+	117, // 42: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	117, // 43: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	121, // 44: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	37,  // 45: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
+	38,  // 46: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
+	122, // 47: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	117, // 48: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	117, // 49: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	117, // 50: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	39,  // 51: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
+	123, // 52: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	124, // 53: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	112, // 54: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	113, // 55: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
+	125, // 56: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	125, // 57: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	113, // 58: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	125, // 59: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	125, // 60: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	113, // 61: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	126, // 62: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	126, // 63: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	113, // 64: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	126, // 65: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	126, // 66: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	113, // 67: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	127, // 68: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	64,  // 69: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
+	64,  // 70: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
+	117, // 71: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
+	121, // 72: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
+	121, // 73: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	121, // 74: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
+	114, // 75: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
+	114, // 76: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
+	116, // 77: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	113, // 78: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	116, // 79: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	113, // 80: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	116, // 81: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	113, // 82: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	116, // 83: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	113, // 84: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	116, // 85: converge.v1.SetManagementPolicyResponse.resource:type_name -> converge.v1.Resource
+	114, // 86: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	128, // 87: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	128, // 88: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	128, // 89: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	111, // 90: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	89,  // 91: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
+	121, // 92: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	121, // 93: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	121, // 94: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	90,  // 95: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
+	91,  // 96: converge.v1.StartRolloutRequest.waves:type_name -> converge.v1.RolloutWaveSpec
+	94,  // 97: converge.v1.StartRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	113, // 98: converge.v1.StartRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	95,  // 99: converge.v1.Rollout.waves:type_name -> converge.v1.RolloutWave
+	96,  // 100: converge.v1.Rollout.counts:type_name -> converge.v1.RolloutCounts
+	97,  // 101: converge.v1.Rollout.failures:type_name -> converge.v1.RolloutFailure
+	121, // 102: converge.v1.Rollout.created_at:type_name -> google.protobuf.Timestamp
+	121, // 103: converge.v1.Rollout.updated_at:type_name -> google.protobuf.Timestamp
+	121, // 104: converge.v1.Rollout.finished_at:type_name -> google.protobuf.Timestamp
+	96,  // 105: converge.v1.RolloutWave.counts:type_name -> converge.v1.RolloutCounts
+	121, // 106: converge.v1.RolloutWave.started_at:type_name -> google.protobuf.Timestamp
+	121, // 107: converge.v1.RolloutWave.finished_at:type_name -> google.protobuf.Timestamp
+	121, // 108: converge.v1.RolloutWave.not_before:type_name -> google.protobuf.Timestamp
+	117, // 109: converge.v1.RolloutFailure.resource:type_name -> converge.v1.ResourceRef
+	94,  // 110: converge.v1.GetRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	94,  // 111: converge.v1.ListRolloutsResponse.rollouts:type_name -> converge.v1.Rollout
+	94,  // 112: converge.v1.PauseRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	113, // 113: converge.v1.PauseRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	94,  // 114: converge.v1.ResumeRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	113, // 115: converge.v1.ResumeRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	94,  // 116: converge.v1.AbortRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	113, // 117: converge.v1.AbortRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	94,  // 118: converge.v1.RollbackRolloutResponse.rollout:type_name -> converge.v1.Rollout
+	113, // 119: converge.v1.RollbackRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	0,   // 120: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,   // 121: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,   // 122: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,   // 123: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	40,  // 124: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	42,  // 125: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	44,  // 126: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	46,  // 127: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	48,  // 128: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	50,  // 129: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	52,  // 130: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	54,  // 131: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	56,  // 132: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,   // 133: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10,  // 134: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13,  // 135: converge.v1.ControlService.PlanChange:input_type -> converge.v1.PlanChangeRequest
+	19,  // 136: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	21,  // 137: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	23,  // 138: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	29,  // 139: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	32,  // 140: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	35,  // 141: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	58,  // 142: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	60,  // 143: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
+	62,  // 144: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
+	65,  // 145: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	67,  // 146: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	69,  // 147: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	71,  // 148: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	73,  // 149: converge.v1.ControlService.SetManagementPolicy:input_type -> converge.v1.SetManagementPolicyRequest
+	75,  // 150: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	77,  // 151: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	79,  // 152: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	25,  // 153: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	27,  // 154: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	81,  // 155: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	83,  // 156: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	85,  // 157: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	87,  // 158: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	92,  // 159: converge.v1.ControlService.StartRollout:input_type -> converge.v1.StartRolloutRequest
+	98,  // 160: converge.v1.ControlService.GetRollout:input_type -> converge.v1.GetRolloutRequest
+	100, // 161: converge.v1.ControlService.ListRollouts:input_type -> converge.v1.ListRolloutsRequest
+	102, // 162: converge.v1.ControlService.PauseRollout:input_type -> converge.v1.PauseRolloutRequest
+	104, // 163: converge.v1.ControlService.ResumeRollout:input_type -> converge.v1.ResumeRolloutRequest
+	106, // 164: converge.v1.ControlService.AbortRollout:input_type -> converge.v1.AbortRolloutRequest
+	108, // 165: converge.v1.ControlService.RollbackRollout:input_type -> converge.v1.RollbackRolloutRequest
+	1,   // 166: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,   // 167: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,   // 168: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,   // 169: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	41,  // 170: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	43,  // 171: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	45,  // 172: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	47,  // 173: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	49,  // 174: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	51,  // 175: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	53,  // 176: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	55,  // 177: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	57,  // 178: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,   // 179: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11,  // 180: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14,  // 181: converge.v1.ControlService.PlanChange:output_type -> converge.v1.PlanChangeResponse
+	20,  // 182: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	22,  // 183: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	24,  // 184: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	30,  // 185: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	33,  // 186: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	36,  // 187: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	59,  // 188: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	61,  // 189: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
+	63,  // 190: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
+	66,  // 191: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	68,  // 192: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	70,  // 193: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	72,  // 194: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	74,  // 195: converge.v1.ControlService.SetManagementPolicy:output_type -> converge.v1.SetManagementPolicyResponse
+	76,  // 196: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	78,  // 197: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	80,  // 198: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	26,  // 199: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	28,  // 200: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	82,  // 201: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	84,  // 202: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	86,  // 203: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	88,  // 204: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	93,  // 205: converge.v1.ControlService.StartRollout:output_type -> converge.v1.StartRolloutResponse
+	99,  // 206: converge.v1.ControlService.GetRollout:output_type -> converge.v1.GetRolloutResponse
+	101, // 207: converge.v1.ControlService.ListRollouts:output_type -> converge.v1.ListRolloutsResponse
+	103, // 208: converge.v1.ControlService.PauseRollout:output_type -> converge.v1.PauseRolloutResponse
+	105, // 209: converge.v1.ControlService.ResumeRollout:output_type -> converge.v1.ResumeRolloutResponse
+	107, // 210: converge.v1.ControlService.AbortRollout:output_type -> converge.v1.AbortRolloutResponse
+	109, // 211: converge.v1.ControlService.RollbackRollout:output_type -> converge.v1.RollbackRolloutResponse
+	166, // [166:212] is the sub-list for method output_type
+	120, // [120:166] is the sub-list for method input_type
+	120, // [120:120] is the sub-list for extension type_name
+	120, // [120:120] is the sub-list for extension extendee
+	0,   // [0:120] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -8411,7 +8586,7 @@ func file_converge_v1_control_proto_init() {
 	}
 	file_converge_v1_rules_proto_init()
 	file_converge_v1_types_proto_init()
-	file_converge_v1_control_proto_msgTypes[89].OneofWrappers = []any{
+	file_converge_v1_control_proto_msgTypes[91].OneofWrappers = []any{
 		(*RolloutWaveSpec_Count)(nil),
 		(*RolloutWaveSpec_Percent)(nil),
 		(*RolloutWaveSpec_LabelSelector)(nil),
@@ -8422,7 +8597,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   110,
+			NumMessages:   112,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

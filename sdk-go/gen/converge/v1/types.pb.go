@@ -269,7 +269,8 @@ func (x *Conversion) GetExpr() string {
 type Reaction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// One of specChange, childrenSettled, deleteRequested, operation, reactor, resync.
+	// One of specChange, childrenSettled, deleteRequested, operation,
+	// reactor, resync, observe.
 	Trigger string `protobuf:"bytes,2,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	// Any of children, edges, configs, status, conditions, finalizer,
 	// operationOutput, sideEffect.
@@ -367,8 +368,14 @@ type KindPolicy struct {
 	// "delete" (default): deleting a resource runs its teardown. "retain":
 	// the resource is forgotten without teardown.
 	DeletionPolicy string `protobuf:"bytes,8,opt,name=deletion_policy,json=deletionPolicy,proto3" json:"deletion_policy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// "full" (default): the engine creates, updates and deletes the kind's
+	// resources. "observe": it only observes them (the kind's observe
+	// reaction reports what exists), never asks for create, update or
+	// delete, and deleting one leaves its external object in place. A
+	// resource's own management_policy wins over this.
+	ManagementPolicy string `protobuf:"bytes,9,opt,name=management_policy,json=managementPolicy,proto3" json:"management_policy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *KindPolicy) Reset() {
@@ -457,6 +464,60 @@ func (x *KindPolicy) GetDeletionPolicy() string {
 	return ""
 }
 
+func (x *KindPolicy) GetManagementPolicy() string {
+	if x != nil {
+		return x.ManagementPolicy
+	}
+	return ""
+}
+
+// An existing external object a resource adopts instead of creating one.
+type ResourceImport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The object's identifier, as the kind's handler knows it (a cloud ID,
+	// an ARN, a Terraform import ID).
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceImport) Reset() {
+	*x = ResourceImport{}
+	mi := &file_converge_v1_types_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceImport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceImport) ProtoMessage() {}
+
+func (x *ResourceImport) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_types_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceImport.ProtoReflect.Descriptor instead.
+func (*ResourceImport) Descriptor() ([]byte, []int) {
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResourceImport) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 // An operation verb declared by a kind.
 type OperationDecl struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -470,7 +531,7 @@ type OperationDecl struct {
 
 func (x *OperationDecl) Reset() {
 	*x = OperationDecl{}
-	mi := &file_converge_v1_types_proto_msgTypes[4]
+	mi := &file_converge_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +543,7 @@ func (x *OperationDecl) String() string {
 func (*OperationDecl) ProtoMessage() {}
 
 func (x *OperationDecl) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[4]
+	mi := &file_converge_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +556,7 @@ func (x *OperationDecl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationDecl.ProtoReflect.Descriptor instead.
 func (*OperationDecl) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *OperationDecl) GetVerb() string {
@@ -570,13 +631,21 @@ type Resource struct {
 	// handed to the resource's later tasks; unset once a conforming status is
 	// applied.
 	RejectedStatus *structpb.Struct `protobuf:"bytes,26,opt,name=rejected_status,json=rejectedStatus,proto3" json:"rejected_status,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// "full" or "observe" (see KindPolicy.management_policy); empty: the kind's.
+	ManagementPolicy string `protobuf:"bytes,30,opt,name=management_policy,json=managementPolicy,proto3" json:"management_policy,omitempty"`
+	// What the resource is managed by now: its own management_policy, else
+	// its kind version's, else "full".
+	EffectiveManagementPolicy string `protobuf:"bytes,31,opt,name=effective_management_policy,json=effectiveManagementPolicy,proto3" json:"effective_management_policy,omitempty"`
+	// The existing object the resource adopted (or adopts on its first
+	// reconcile); unset when it created its own.
+	Import        *ResourceImport `protobuf:"bytes,32,opt,name=import,proto3" json:"import,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_converge_v1_types_proto_msgTypes[5]
+	mi := &file_converge_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +657,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[5]
+	mi := &file_converge_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +670,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Resource) GetNamespace() string {
@@ -786,6 +855,27 @@ func (x *Resource) GetRejectedStatus() *structpb.Struct {
 	return nil
 }
 
+func (x *Resource) GetManagementPolicy() string {
+	if x != nil {
+		return x.ManagementPolicy
+	}
+	return ""
+}
+
+func (x *Resource) GetEffectiveManagementPolicy() string {
+	if x != nil {
+		return x.EffectiveManagementPolicy
+	}
+	return ""
+}
+
+func (x *Resource) GetImport() *ResourceImport {
+	if x != nil {
+		return x.Import
+	}
+	return nil
+}
+
 // Names a resource.
 type ResourceRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -799,7 +889,7 @@ type ResourceRef struct {
 
 func (x *ResourceRef) Reset() {
 	*x = ResourceRef{}
-	mi := &file_converge_v1_types_proto_msgTypes[6]
+	mi := &file_converge_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +901,7 @@ func (x *ResourceRef) String() string {
 func (*ResourceRef) ProtoMessage() {}
 
 func (x *ResourceRef) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[6]
+	mi := &file_converge_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +914,7 @@ func (x *ResourceRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRef.ProtoReflect.Descriptor instead.
 func (*ResourceRef) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResourceRef) GetNamespace() string {
@@ -869,7 +959,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_converge_v1_types_proto_msgTypes[7]
+	mi := &file_converge_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +971,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[7]
+	mi := &file_converge_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +984,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Rollup) GetTotal() int32 {
@@ -966,7 +1056,7 @@ type Culprit struct {
 
 func (x *Culprit) Reset() {
 	*x = Culprit{}
-	mi := &file_converge_v1_types_proto_msgTypes[8]
+	mi := &file_converge_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1068,7 @@ func (x *Culprit) String() string {
 func (*Culprit) ProtoMessage() {}
 
 func (x *Culprit) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[8]
+	mi := &file_converge_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1081,7 @@ func (x *Culprit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Culprit.ProtoReflect.Descriptor instead.
 func (*Culprit) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Culprit) GetResource() *ResourceRef {
@@ -1045,7 +1135,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_converge_v1_types_proto_msgTypes[9]
+	mi := &file_converge_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1147,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[9]
+	mi := &file_converge_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1160,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Failure) GetMessage() string {
@@ -1131,7 +1221,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_converge_v1_types_proto_msgTypes[10]
+	mi := &file_converge_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1233,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[10]
+	mi := &file_converge_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1246,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Condition) GetType() string {
@@ -1223,7 +1313,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_converge_v1_types_proto_msgTypes[11]
+	mi := &file_converge_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1325,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[11]
+	mi := &file_converge_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1338,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Event) GetId() int64 {
@@ -1354,7 +1444,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_converge_v1_types_proto_msgTypes[12]
+	mi := &file_converge_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1456,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[12]
+	mi := &file_converge_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1469,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Change) GetCursor() string {
@@ -1504,7 +1594,7 @@ type ProviderConfig struct {
 
 func (x *ProviderConfig) Reset() {
 	*x = ProviderConfig{}
-	mi := &file_converge_v1_types_proto_msgTypes[13]
+	mi := &file_converge_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1606,7 @@ func (x *ProviderConfig) String() string {
 func (*ProviderConfig) ProtoMessage() {}
 
 func (x *ProviderConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[13]
+	mi := &file_converge_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1619,7 @@ func (x *ProviderConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderConfig.ProtoReflect.Descriptor instead.
 func (*ProviderConfig) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProviderConfig) GetKind() string {
@@ -1617,7 +1707,7 @@ type ReactorBinding struct {
 
 func (x *ReactorBinding) Reset() {
 	*x = ReactorBinding{}
-	mi := &file_converge_v1_types_proto_msgTypes[14]
+	mi := &file_converge_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1719,7 @@ func (x *ReactorBinding) String() string {
 func (*ReactorBinding) ProtoMessage() {}
 
 func (x *ReactorBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[14]
+	mi := &file_converge_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1732,7 @@ func (x *ReactorBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactorBinding.ProtoReflect.Descriptor instead.
 func (*ReactorBinding) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReactorBinding) GetName() string {
@@ -1738,7 +1828,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_converge_v1_types_proto_msgTypes[15]
+	mi := &file_converge_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1840,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[15]
+	mi := &file_converge_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1853,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Revision) GetGeneration() int64 {
@@ -1832,7 +1922,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_converge_v1_types_proto_msgTypes[16]
+	mi := &file_converge_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1934,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[16]
+	mi := &file_converge_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +1947,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Operation) GetId() string {
@@ -1962,7 +2052,7 @@ type DryRunReport struct {
 
 func (x *DryRunReport) Reset() {
 	*x = DryRunReport{}
-	mi := &file_converge_v1_types_proto_msgTypes[17]
+	mi := &file_converge_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2064,7 @@ func (x *DryRunReport) String() string {
 func (*DryRunReport) ProtoMessage() {}
 
 func (x *DryRunReport) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[17]
+	mi := &file_converge_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2077,7 @@ func (x *DryRunReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DryRunReport.ProtoReflect.Descriptor instead.
 func (*DryRunReport) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DryRunReport) GetResources() []*PlannedResourceChange {
@@ -2020,7 +2110,7 @@ type PlannedResourceChange struct {
 
 func (x *PlannedResourceChange) Reset() {
 	*x = PlannedResourceChange{}
-	mi := &file_converge_v1_types_proto_msgTypes[18]
+	mi := &file_converge_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2122,7 @@ func (x *PlannedResourceChange) String() string {
 func (*PlannedResourceChange) ProtoMessage() {}
 
 func (x *PlannedResourceChange) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[18]
+	mi := &file_converge_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2135,7 @@ func (x *PlannedResourceChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedResourceChange.ProtoReflect.Descriptor instead.
 func (*PlannedResourceChange) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PlannedResourceChange) GetResource() *ResourceRef {
@@ -2094,7 +2184,7 @@ type ResourceState struct {
 
 func (x *ResourceState) Reset() {
 	*x = ResourceState{}
-	mi := &file_converge_v1_types_proto_msgTypes[19]
+	mi := &file_converge_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2106,7 +2196,7 @@ func (x *ResourceState) String() string {
 func (*ResourceState) ProtoMessage() {}
 
 func (x *ResourceState) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[19]
+	mi := &file_converge_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2119,7 +2209,7 @@ func (x *ResourceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceState.ProtoReflect.Descriptor instead.
 func (*ResourceState) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResourceState) GetKindVersion() int32 {
@@ -2202,7 +2292,7 @@ type PlannedTeardownStep struct {
 
 func (x *PlannedTeardownStep) Reset() {
 	*x = PlannedTeardownStep{}
-	mi := &file_converge_v1_types_proto_msgTypes[20]
+	mi := &file_converge_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2214,7 +2304,7 @@ func (x *PlannedTeardownStep) String() string {
 func (*PlannedTeardownStep) ProtoMessage() {}
 
 func (x *PlannedTeardownStep) ProtoReflect() protoreflect.Message {
-	mi := &file_converge_v1_types_proto_msgTypes[20]
+	mi := &file_converge_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2227,7 +2317,7 @@ func (x *PlannedTeardownStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedTeardownStep.ProtoReflect.Descriptor instead.
 func (*PlannedTeardownStep) Descriptor() ([]byte, []int) {
-	return file_converge_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_converge_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PlannedTeardownStep) GetResource() *ResourceRef {
@@ -2285,16 +2375,16 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"Conversion\x12.\n" +
 	"\ffrom_version\x18\x01 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xff\xff\x01(\x00R\vfromVersion\x12\x1e\n" +
 	"\x04expr\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80 R\x04expr\"\xf5\x02\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80 R\x04expr\"\xfe\x02\n" +
 	"\bReaction\x127\n" +
-	"\x04name\x18\x01 \x01(\tB#\xbaH r\x1e\x10\x01\x18?2\x18^[a-zA-Z][a-zA-Z0-9_-]*$R\x04name\x12i\n" +
-	"\atrigger\x18\x02 \x01(\tBO\xbaHLrJR\n" +
-	"specChangeR\x0fchildrenSettledR\x0fdeleteRequestedR\toperationR\areactorR\x06resyncR\atrigger\x12|\n" +
+	"\x04name\x18\x01 \x01(\tB#\xbaH r\x1e\x10\x01\x18?2\x18^[a-zA-Z][a-zA-Z0-9_-]*$R\x04name\x12r\n" +
+	"\atrigger\x18\x02 \x01(\tBX\xbaHUrSR\n" +
+	"specChangeR\x0fchildrenSettledR\x0fdeleteRequestedR\toperationR\areactorR\x06resyncR\aobserveR\atrigger\x12|\n" +
 	"\x05emits\x18\x03 \x03(\tBf\xbaHc\x92\x01`\b\x01\x10\b\x18\x01\"XrVR\bchildrenR\x05edgesR\aconfigsR\x06statusR\n" +
 	"conditionsR\tfinalizerR\x0foperationOutputR\n" +
 	"sideEffectR\x05emits\x12\x1b\n" +
 	"\x04verb\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04verb\x12*\n" +
-	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\"\xd8\x03\n" +
+	"\vdescription\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\"\x9d\x04\n" +
 	"\n" +
 	"KindPolicy\x12.\n" +
 	"\fmax_inflight\x18\x01 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xc0\x84=(\x00R\vmaxInflight\x12?\n" +
@@ -2304,11 +2394,16 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\x14orphan_grace_seconds\x18\x05 \x01(\x05B\f\xbaH\t\x1a\a\x18\x80\x9a\x9e\x01(\x00R\x12orphanGraceSeconds\x12J\n" +
 	"\x16max_transient_attempts\x18\x06 \x01(\x05B\x14\xbaH\x11\x1a\x0f\x18\xc0\x84=(\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01R\x14maxTransientAttempts\x12\x18\n" +
 	"\aretired\x18\a \x01(\bR\aretired\x12@\n" +
-	"\x0fdeletion_policy\x18\b \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\"\xb0\x01\n" +
+	"\x0fdeletion_policy\x18\b \x01(\tB\x17\xbaH\x14r\x12R\x00R\x06deleteR\x06retainR\x0edeletionPolicy\x12C\n" +
+	"\x11management_policy\x18\t \x01(\tB\x16\xbaH\x13r\x11R\x00R\x04fullR\aobserveR\x10managementPolicy\",\n" +
+	"\x0eResourceImport\x12\x1a\n" +
+	"\x02id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x02id\"\xb0\x01\n" +
 	"\rOperationDecl\x127\n" +
 	"\x04verb\x18\x01 \x01(\tB#\xbaH r\x1e\x10\x01\x18?2\x18^[a-zA-Z][a-zA-Z0-9_-]*$R\x04verb\x12*\n" +
 	"\vdescription\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\vdescription\x12:\n" +
-	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\x88\t\n" +
+	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\xaa\n" +
+	"\n" +
 	"\bResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
@@ -2344,7 +2439,10 @@ const file_converge_v1_types_proto_rawDesc = "" +
 	"\awaiting\x18\x17 \x01(\tR\awaiting\x12'\n" +
 	"\x0fdeletion_policy\x18\x18 \x01(\tR\x0edeletionPolicy\x12'\n" +
 	"\x0fprovider_config\x18\x19 \x01(\tR\x0eproviderConfig\x12@\n" +
-	"\x0frejected_status\x18\x1a \x01(\v2\x17.google.protobuf.StructR\x0erejectedStatus\x1a9\n" +
+	"\x0frejected_status\x18\x1a \x01(\v2\x17.google.protobuf.StructR\x0erejectedStatus\x12+\n" +
+	"\x11management_policy\x18\x1e \x01(\tR\x10managementPolicy\x12>\n" +
+	"\x1beffective_management_policy\x18\x1f \x01(\tR\x19effectiveManagementPolicy\x123\n" +
+	"\x06import\x18  \x01(\v2\x1b.converge.v1.ResourceImportR\x06import\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"s\n" +
@@ -2510,89 +2608,91 @@ func file_converge_v1_types_proto_rawDescGZIP() []byte {
 	return file_converge_v1_types_proto_rawDescData
 }
 
-var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_converge_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_converge_v1_types_proto_goTypes = []any{
 	(*KindManifest)(nil),          // 0: converge.v1.KindManifest
 	(*Conversion)(nil),            // 1: converge.v1.Conversion
 	(*Reaction)(nil),              // 2: converge.v1.Reaction
 	(*KindPolicy)(nil),            // 3: converge.v1.KindPolicy
-	(*OperationDecl)(nil),         // 4: converge.v1.OperationDecl
-	(*Resource)(nil),              // 5: converge.v1.Resource
-	(*ResourceRef)(nil),           // 6: converge.v1.ResourceRef
-	(*Rollup)(nil),                // 7: converge.v1.Rollup
-	(*Culprit)(nil),               // 8: converge.v1.Culprit
-	(*Failure)(nil),               // 9: converge.v1.Failure
-	(*Condition)(nil),             // 10: converge.v1.Condition
-	(*Event)(nil),                 // 11: converge.v1.Event
-	(*Change)(nil),                // 12: converge.v1.Change
-	(*ProviderConfig)(nil),        // 13: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),        // 14: converge.v1.ReactorBinding
-	(*Revision)(nil),              // 15: converge.v1.Revision
-	(*Operation)(nil),             // 16: converge.v1.Operation
-	(*DryRunReport)(nil),          // 17: converge.v1.DryRunReport
-	(*PlannedResourceChange)(nil), // 18: converge.v1.PlannedResourceChange
-	(*ResourceState)(nil),         // 19: converge.v1.ResourceState
-	(*PlannedTeardownStep)(nil),   // 20: converge.v1.PlannedTeardownStep
-	nil,                           // 21: converge.v1.Resource.LabelsEntry
-	nil,                           // 22: converge.v1.ResourceState.LabelsEntry
-	(*structpb.Struct)(nil),       // 23: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*ResourceImport)(nil),        // 4: converge.v1.ResourceImport
+	(*OperationDecl)(nil),         // 5: converge.v1.OperationDecl
+	(*Resource)(nil),              // 6: converge.v1.Resource
+	(*ResourceRef)(nil),           // 7: converge.v1.ResourceRef
+	(*Rollup)(nil),                // 8: converge.v1.Rollup
+	(*Culprit)(nil),               // 9: converge.v1.Culprit
+	(*Failure)(nil),               // 10: converge.v1.Failure
+	(*Condition)(nil),             // 11: converge.v1.Condition
+	(*Event)(nil),                 // 12: converge.v1.Event
+	(*Change)(nil),                // 13: converge.v1.Change
+	(*ProviderConfig)(nil),        // 14: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),        // 15: converge.v1.ReactorBinding
+	(*Revision)(nil),              // 16: converge.v1.Revision
+	(*Operation)(nil),             // 17: converge.v1.Operation
+	(*DryRunReport)(nil),          // 18: converge.v1.DryRunReport
+	(*PlannedResourceChange)(nil), // 19: converge.v1.PlannedResourceChange
+	(*ResourceState)(nil),         // 20: converge.v1.ResourceState
+	(*PlannedTeardownStep)(nil),   // 21: converge.v1.PlannedTeardownStep
+	nil,                           // 22: converge.v1.Resource.LabelsEntry
+	nil,                           // 23: converge.v1.ResourceState.LabelsEntry
+	(*structpb.Struct)(nil),       // 24: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_converge_v1_types_proto_depIdxs = []int32{
-	23, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
-	23, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
-	23, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
+	24, // 0: converge.v1.KindManifest.spec_schema:type_name -> google.protobuf.Struct
+	24, // 1: converge.v1.KindManifest.status_schema:type_name -> google.protobuf.Struct
+	24, // 2: converge.v1.KindManifest.config_schema:type_name -> google.protobuf.Struct
 	2,  // 3: converge.v1.KindManifest.reactions:type_name -> converge.v1.Reaction
 	3,  // 4: converge.v1.KindManifest.policy:type_name -> converge.v1.KindPolicy
-	4,  // 5: converge.v1.KindManifest.operations:type_name -> converge.v1.OperationDecl
+	5,  // 5: converge.v1.KindManifest.operations:type_name -> converge.v1.OperationDecl
 	1,  // 6: converge.v1.KindManifest.conversion:type_name -> converge.v1.Conversion
-	24, // 7: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
-	24, // 8: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
-	23, // 9: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
-	21, // 10: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
-	23, // 11: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
-	23, // 12: converge.v1.Resource.status:type_name -> google.protobuf.Struct
-	10, // 13: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
-	9,  // 14: converge.v1.Resource.failure:type_name -> converge.v1.Failure
-	24, // 15: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	24, // 16: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	24, // 17: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
-	6,  // 18: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
-	6,  // 19: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
-	7,  // 20: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
-	23, // 21: converge.v1.Resource.rejected_status:type_name -> google.protobuf.Struct
-	8,  // 22: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
-	6,  // 23: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
-	6,  // 24: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
-	24, // 25: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
-	24, // 26: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	24, // 27: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
-	24, // 28: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
-	23, // 29: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
-	24, // 30: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
-	24, // 31: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
-	24, // 32: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
-	24, // 33: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
-	23, // 34: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
-	24, // 35: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
-	6,  // 36: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
-	23, // 37: converge.v1.Operation.input:type_name -> google.protobuf.Struct
-	23, // 38: converge.v1.Operation.output:type_name -> google.protobuf.Struct
-	24, // 39: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
-	24, // 40: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
-	18, // 41: converge.v1.DryRunReport.resources:type_name -> converge.v1.PlannedResourceChange
-	20, // 42: converge.v1.DryRunReport.teardown:type_name -> converge.v1.PlannedTeardownStep
-	6,  // 43: converge.v1.PlannedResourceChange.resource:type_name -> converge.v1.ResourceRef
-	19, // 44: converge.v1.PlannedResourceChange.before:type_name -> converge.v1.ResourceState
-	19, // 45: converge.v1.PlannedResourceChange.after:type_name -> converge.v1.ResourceState
-	23, // 46: converge.v1.ResourceState.spec:type_name -> google.protobuf.Struct
-	22, // 47: converge.v1.ResourceState.labels:type_name -> converge.v1.ResourceState.LabelsEntry
-	6,  // 48: converge.v1.PlannedTeardownStep.resource:type_name -> converge.v1.ResourceRef
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	25, // 7: converge.v1.KindManifest.created_at:type_name -> google.protobuf.Timestamp
+	25, // 8: converge.v1.KindManifest.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 9: converge.v1.OperationDecl.input_schema:type_name -> google.protobuf.Struct
+	22, // 10: converge.v1.Resource.labels:type_name -> converge.v1.Resource.LabelsEntry
+	24, // 11: converge.v1.Resource.spec:type_name -> google.protobuf.Struct
+	24, // 12: converge.v1.Resource.status:type_name -> google.protobuf.Struct
+	11, // 13: converge.v1.Resource.conditions:type_name -> converge.v1.Condition
+	10, // 14: converge.v1.Resource.failure:type_name -> converge.v1.Failure
+	25, // 15: converge.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	25, // 16: converge.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	25, // 17: converge.v1.Resource.deletion_requested_at:type_name -> google.protobuf.Timestamp
+	7,  // 18: converge.v1.Resource.owner:type_name -> converge.v1.ResourceRef
+	7,  // 19: converge.v1.Resource.root:type_name -> converge.v1.ResourceRef
+	8,  // 20: converge.v1.Resource.rollup:type_name -> converge.v1.Rollup
+	24, // 21: converge.v1.Resource.rejected_status:type_name -> google.protobuf.Struct
+	4,  // 22: converge.v1.Resource.import:type_name -> converge.v1.ResourceImport
+	9,  // 23: converge.v1.Rollup.culprits:type_name -> converge.v1.Culprit
+	7,  // 24: converge.v1.Culprit.resource:type_name -> converge.v1.ResourceRef
+	7,  // 25: converge.v1.Culprit.path:type_name -> converge.v1.ResourceRef
+	25, // 26: converge.v1.Failure.retry_at:type_name -> google.protobuf.Timestamp
+	25, // 27: converge.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	25, // 28: converge.v1.Event.time:type_name -> google.protobuf.Timestamp
+	25, // 29: converge.v1.Change.time:type_name -> google.protobuf.Timestamp
+	24, // 30: converge.v1.ProviderConfig.config:type_name -> google.protobuf.Struct
+	25, // 31: converge.v1.ProviderConfig.created_at:type_name -> google.protobuf.Timestamp
+	25, // 32: converge.v1.ProviderConfig.updated_at:type_name -> google.protobuf.Timestamp
+	25, // 33: converge.v1.ReactorBinding.created_at:type_name -> google.protobuf.Timestamp
+	25, // 34: converge.v1.ReactorBinding.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 35: converge.v1.Revision.spec:type_name -> google.protobuf.Struct
+	25, // 36: converge.v1.Revision.time:type_name -> google.protobuf.Timestamp
+	7,  // 37: converge.v1.Operation.resource:type_name -> converge.v1.ResourceRef
+	24, // 38: converge.v1.Operation.input:type_name -> google.protobuf.Struct
+	24, // 39: converge.v1.Operation.output:type_name -> google.protobuf.Struct
+	25, // 40: converge.v1.Operation.requested_at:type_name -> google.protobuf.Timestamp
+	25, // 41: converge.v1.Operation.finished_at:type_name -> google.protobuf.Timestamp
+	19, // 42: converge.v1.DryRunReport.resources:type_name -> converge.v1.PlannedResourceChange
+	21, // 43: converge.v1.DryRunReport.teardown:type_name -> converge.v1.PlannedTeardownStep
+	7,  // 44: converge.v1.PlannedResourceChange.resource:type_name -> converge.v1.ResourceRef
+	20, // 45: converge.v1.PlannedResourceChange.before:type_name -> converge.v1.ResourceState
+	20, // 46: converge.v1.PlannedResourceChange.after:type_name -> converge.v1.ResourceState
+	24, // 47: converge.v1.ResourceState.spec:type_name -> google.protobuf.Struct
+	23, // 48: converge.v1.ResourceState.labels:type_name -> converge.v1.ResourceState.LabelsEntry
+	7,  // 49: converge.v1.PlannedTeardownStep.resource:type_name -> converge.v1.ResourceRef
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_types_proto_init() }
@@ -2607,7 +2707,7 @@ func file_converge_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_types_proto_rawDesc), len(file_converge_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1831,7 +1831,8 @@ type Task struct {
 	KindVersion int32                  `protobuf:"varint,3,opt,name=kind_version,json=kindVersion,proto3" json:"kind_version,omitempty"`
 	// The reaction to run, by name.
 	Reaction string `protobuf:"bytes,4,opt,name=reaction,proto3" json:"reaction,omitempty"`
-	// What fired it, e.g. specChange.
+	// What fired it, e.g. specChange, or observe for a resource whose
+	// management policy is observe (its reconciles and resyncs).
 	Trigger  string        `protobuf:"bytes,5,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	Resource *TaskResource `protobuf:"bytes,6,opt,name=resource,proto3" json:"resource,omitempty"`
 	// Give up (and report a transient failure) by then.
@@ -2182,8 +2183,13 @@ type TaskResource struct {
 	// when there is none or a conforming status has been applied since. It
 	// is what the handler said it created, so a teardown can remove it.
 	RejectedStatus []byte `protobuf:"bytes,8,opt,name=rejected_status,json=rejectedStatus,proto3" json:"rejected_status,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The existing object the resource adopts (ResourceImport.id), on every
+	// task of a resource that names one: a handler that does not manage the
+	// object yet adopts it instead of creating one, and fails terminally,
+	// naming the id, when no such object exists.
+	ImportId      string `protobuf:"bytes,12,opt,name=import_id,json=importId,proto3" json:"import_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskResource) Reset() {
@@ -2270,6 +2276,13 @@ func (x *TaskResource) GetRejectedStatus() []byte {
 		return x.RejectedStatus
 	}
 	return nil
+}
+
+func (x *TaskResource) GetImportId() string {
+	if x != nil {
+		return x.ImportId
+	}
+	return ""
 }
 
 type Cancel struct {
@@ -2553,7 +2566,7 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x14watched_kind_version\x18\x04 \x01(\x05R\x12watchedKindVersion\x12-\n" +
 	"\x12watched_generation\x18\x05 \x01(\x03R\x11watchedGeneration\x12#\n" +
 	"\rwatched_phase\x18\x06 \x01(\tR\fwatchedPhase\x12%\n" +
-	"\x0ewatched_status\x18\a \x01(\fR\rwatchedStatus\"\xc1\x02\n" +
+	"\x0ewatched_status\x18\a \x01(\fR\rwatchedStatus\"\xde\x02\n" +
 	"\fTaskResource\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -2564,7 +2577,8 @@ const file_converge_v1_worker_proto_rawDesc = "" +
 	"\x06labels\x18\x05 \x03(\v2%.converge.v1.TaskResource.LabelsEntryR\x06labels\x12\x12\n" +
 	"\x04spec\x18\x06 \x01(\fR\x04spec\x12\x16\n" +
 	"\x06status\x18\a \x01(\fR\x06status\x12'\n" +
-	"\x0frejected_status\x18\b \x01(\fR\x0erejectedStatus\x1a9\n" +
+	"\x0frejected_status\x18\b \x01(\fR\x0erejectedStatus\x12\x1b\n" +
+	"\timport_id\x18\f \x01(\tR\bimportId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"J\n" +

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file converge/v1/types.proto.
  */
 export const file_converge_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEiigUKDEtpbmRNYW5pZmVzdBIaCgRraW5kGAEgASgJQgy6SAlyB8g+ARABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIdCgtkZXNjcmlwdGlvbhgDIAEoCUIIukgFcgMYgCASFwoFb3duZXIYBCABKAlCCLpIBXIDGP0BEiwKC3NwZWNfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1zdGF0dXNfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1jb25maWdfc2NoZW1hGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCglyZWFjdGlvbnMYCCADKAsyFS5jb252ZXJnZS52MS5SZWFjdGlvbkIIukgFkgECECASJwoGcG9saWN5GAkgASgLMhcuY29udmVyZ2UudjEuS2luZFBvbGljeRIbCglmaW5hbGl6ZXIYCiABKAlCCLpIBXIDGP0BEiIKB3dvcmtlcnMYCyADKAlCEbpIDpIBCxBAIgdyBRABGIAEEjgKCm9wZXJhdGlvbnMYDCADKAsyGi5jb252ZXJnZS52MS5PcGVyYXRpb25EZWNsQgi6SAWSAQIQIBIrCgpjb252ZXJzaW9uGA0gASgLMhcuY29udmVyZ2UudjEuQ29udmVyc2lvbhIQCghyZXZpc2lvbhgUIAEoAxIuCgpjcmVhdGVkX2F0GBUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJCgpDb252ZXJzaW9uEiEKDGZyb21fdmVyc2lvbhgBIAEoBUILukgIGgYY//8BKAASGAoEZXhwchgCIAEoCUIKukgHcgUQARiAICLMAgoIUmVhY3Rpb24SMQoEbmFtZRgBIAEoCUIjukggch4QARg/MhheW2EtekEtWl1bYS16QS1aMC05Xy1dKiQSYAoHdHJpZ2dlchgCIAEoCUJPukhMckpSCnNwZWNDaGFuZ2VSD2NoaWxkcmVuU2V0dGxlZFIPZGVsZXRlUmVxdWVzdGVkUglvcGVyYXRpb25SB3JlYWN0b3JSBnJlc3luYxJ1CgVlbWl0cxgDIAMoCUJmukhjkgFgCAEQCBgBIlhyVlIIY2hpbGRyZW5SBWVkZ2VzUgdjb25maWdzUgZzdGF0dXNSCmNvbmRpdGlvbnNSCWZpbmFsaXplclIPb3BlcmF0aW9uT3V0cHV0UgpzaWRlRWZmZWN0EhUKBHZlcmIYBCABKAlCB7pIBHICGD8SHQoLZGVzY3JpcHRpb24YBSABKAlCCLpIBXIDGIAIIsoCCgpLaW5kUG9saWN5EiEKDG1heF9pbmZsaWdodBgBIAEoBUILukgIGgYYwIQ9KAASKgoVdGFza19kZWFkbGluZV9zZWNvbmRzGAIgASgFQgu6SAgaBhiAowUoABItChdyZXN5bmNfaW50ZXJ2YWxfc2Vjb25kcxgDIAEoBUIMukgJGgcYgJqeASgAEhkKEXJlc3luY19yZWNvbXBvc2VzGAQgASgIEioKFG9ycGhhbl9ncmFjZV9zZWNvbmRzGAUgASgFQgy6SAkaBxiAmp4BKAASNAoWbWF4X3RyYW5zaWVudF9hdHRlbXB0cxgGIAEoBUIUukgRGg8YwIQ9KP///////////wESDwoHcmV0aXJlZBgHIAEoCBIwCg9kZWxldGlvbl9wb2xpY3kYCCABKAlCF7pIFHISUgBSBmRlbGV0ZVIGcmV0YWluIpABCg1PcGVyYXRpb25EZWNsEjEKBHZlcmIYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEh0KC2Rlc2NyaXB0aW9uGAIgASgJQgi6SAVyAxiACBItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IuQGCghSZXNvdXJjZRIRCgluYW1lc3BhY2UYASABKAkSDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSDAoEbmFtZRgEIAEoCRIxCgZsYWJlbHMYBSADKAsyIS5jb252ZXJnZS52MS5SZXNvdXJjZS5MYWJlbHNFbnRyeRIlCgRzcGVjGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZzdGF0dXMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBXBoYXNlGAggASgJEhIKCmdlbmVyYXRpb24YCSABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCiABKAMSDwoHaGVhbHRoeRgLIAEoCBIqCgpjb25kaXRpb25zGAwgAygLMhYuY29udmVyZ2UudjEuQ29uZGl0aW9uEiUKB2ZhaWx1cmUYDSABKAsyFC5jb252ZXJnZS52MS5GYWlsdXJlEgsKA3VpZBgOIAEoCRIYChByZXNvdXJjZV92ZXJzaW9uGA8gASgDEhIKCnJlY29uY2lsZXMYECABKAMSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOQoVZGVsZXRpb25fcmVxdWVzdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVvd25lchgUIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEiYKBHJvb3QYFSABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIjCgZyb2xsdXAYFiABKAsyEy5jb252ZXJnZS52MS5Sb2xsdXASDwoHd2FpdGluZxgXIAEoCRIXCg9kZWxldGlvbl9wb2xpY3kYGCABKAkSFwoPcHJvdmlkZXJfY29uZmlnGBkgASgJEjAKD3JlamVjdGVkX3N0YXR1cxgaIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJcCgtSZXNvdXJjZVJlZhIaCgluYW1lc3BhY2UYASABKAlCB7pIBHICGD8SFwoEa2luZBgCIAEoCUIJukgGcgQQARg/EhgKBG5hbWUYAyABKAlCCrpIB3IFEAEY/QEiqQEKBlJvbGx1cBINCgV0b3RhbBgBIAEoBRINCgVyZWFkeRgCIAEoBRITCgtyZWNvbmNpbGluZxgDIAEoBRIQCghkZWdyYWRlZBgEIAEoBRIOCgZmYWlsZWQYBSABKAUSEAoIZGVsZXRpbmcYBiABKAUSEAoIZXhjbHVkZWQYByABKAUSJgoIY3VscHJpdHMYCCADKAsyFC5jb252ZXJnZS52MS5DdWxwcml0In0KB0N1bHByaXQSKgoIcmVzb3VyY2UYASABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhINCgVwaGFzZRgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEiYKBHBhdGgYBCADKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZiKQAQoHRmFpbHVyZRIPCgdtZXNzYWdlGAEgASgJEhAKCGF0dGVtcHRzGAIgASgFEhAKCHRlcm1pbmFsGAMgASgIEhIKCmdlbmVyYXRpb24YBCABKAMSLAoIcmV0cnlfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgGIAEoCSL5AQoJQ29uZGl0aW9uEjIKBHR5cGUYASABKAlCJLpIIXIfEAEYPzIZXltBLVphLXpdW0EtWmEtejAtOV8uLV0qJBIrCgZzdGF0dXMYAiABKAlCG7pIGHIWUgRUcnVlUgVGYWxzZVIHVW5rbm93bhIYCgZyZWFzb24YAyABKAlCCLpIBXIDGIABEhoKB21lc3NhZ2UYBCABKAlCCbpIBnIEGICAAhI4ChRsYXN0X3RyYW5zaXRpb25fdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTb2JzZXJ2ZWRfZ2VuZXJhdGlvbhgGIAEoAyLLAQoFRXZlbnQSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSDAoEbmFtZRgFIAEoCRILCgN1aWQYBiABKAkSDAoEdHlwZRgHIAEoCRIOCgZyZWFzb24YCCABKAkSDwoHbWVzc2FnZRgJIAEoCRINCgVhY3RvchgKIAEoCRISCgpnZW5lcmF0aW9uGAsgASgDIqMCCgZDaGFuZ2USDgoGY3Vyc29yGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEgwKBGtpbmQYBCABKAkSFAoMa2luZF92ZXJzaW9uGAUgASgFEgwKBG5hbWUYBiABKAkSCwoDdWlkGAcgASgJEg0KBXBoYXNlGAggASgJEhYKDnByZXZpb3VzX3BoYXNlGAkgASgJEhIKCmdlbmVyYXRpb24YCiABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCyABKAMSGAoQcmVzb3VyY2VfdmVyc2lvbhgMIAEoAxIPCgdtZXNzYWdlGA0gASgJEigKBHRpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqUCCg5Qcm92aWRlckNvbmZpZxIaCgRraW5kGAEgASgJQgy6SAlyB8g+ARABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIaCgRuYW1lGAMgASgJQgy6SAlyB9A+ARABGD8SJwoGY29uZmlnGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIdCgtkZXNjcmlwdGlvbhgFIAEoCUIIukgFcgMYgAgSEAoIcmV2aXNpb24YCiABKAMSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAivwMKDlJlYWN0b3JCaW5kaW5nEhoKBG5hbWUYASABKAlCDLpICXIH0D4BEAEYPxIgCgp3YXRjaF9raW5kGAIgASgJQgy6SAlyB8g+ARABGD8SJwoSd2F0Y2hfa2luZF92ZXJzaW9uGAMgASgFQgu6SAgaBhj//wEoABJRCgt0cmFuc2l0aW9ucxgEIAMoCUI8ukg5kgE2CAEQBRgBIi5yLFIHY3JlYXRlZFIGc3luY2VkUghkZWdyYWRlZFIGZmFpbGVkUgdkZWxldGVkEiAKDmxhYmVsX3NlbGVjdG9yGAUgASgJQgi6SAVyAxiAIBIiCgxyZWFjdG9yX2tpbmQYBiABKAlCDLpICXIHyD4BEAEYPxIpChRyZWFjdG9yX2tpbmRfdmVyc2lvbhgHIAEoBUILukgIGgYY//8BKAESEAoIZGlzYWJsZWQYCCABKAgSEAoIcmV2aXNpb24YCiABKAMSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipAEKCFJldmlzaW9uEhIKCmdlbmVyYXRpb24YASABKAMSFAoMa2luZF92ZXJzaW9uGAIgASgFEiUKBHNwZWMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgEIAEoCRINCgVhY3RvchgFIAEoCRIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLWAgoJT3BlcmF0aW9uEgoKAmlkGAEgASgJEioKCHJlc291cmNlGAIgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDAoEdmVyYhgDIAEoCRImCgVpbnB1dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFc3RhdGUYBSABKAkSJwoGb3V0cHV0GAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdtZXNzYWdlGAcgASgJEg0KBWFjdG9yGAggASgJEg4KBnJlYXNvbhgJIAEoCRIwCgxyZXF1ZXN0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhdHRlbXB0cxgMIAEoBSJ5CgxEcnlSdW5SZXBvcnQSNQoJcmVzb3VyY2VzGAEgAygLMiIuY29udmVyZ2UudjEuUGxhbm5lZFJlc291cmNlQ2hhbmdlEjIKCHRlYXJkb3duGAIgAygLMiAuY29udmVyZ2UudjEuUGxhbm5lZFRlYXJkb3duU3RlcCK0AQoVUGxhbm5lZFJlc291cmNlQ2hhbmdlEioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSKgoGYmVmb3JlGAIgASgLMhouY29udmVyZ2UudjEuUmVzb3VyY2VTdGF0ZRIpCgVhZnRlchgDIAEoCzIaLmNvbnZlcmdlLnYxLlJlc291cmNlU3RhdGUSGAoQZ2VuZXJhdGlvbl9idW1wcxgEIAEoCCKvAgoNUmVzb3VyY2VTdGF0ZRIUCgxraW5kX3ZlcnNpb24YASABKAUSEgoKZ2VuZXJhdGlvbhgCIAEoAxINCgVwaGFzZRgDIAEoCRIlCgRzcGVjGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI2CgZsYWJlbHMYBSADKAsyJi5jb252ZXJnZS52MS5SZXNvdXJjZVN0YXRlLkxhYmVsc0VudHJ5EhAKCGRlbGV0aW5nGAYgASgIEhMKC3F1YXJhbnRpbmVkGAcgASgIEhcKD3Byb3ZpZGVyX2NvbmZpZxgIIAEoCRIXCg9kZWxldGlvbl9wb2xpY3kYCSABKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJfChNQbGFubmVkVGVhcmRvd25TdGVwEioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDAoEd2F2ZRgCIAEoBRIOCgZhY3Rpb24YAyABKAlCrAEKD2NvbS5jb252ZXJnZS52MUIKVHlwZXNQcm90b1ABWkBnaXRodWIuY29tL2NvbnZlcmdlaHEvY29udmVyZ2Uvc2RrLWdvL2dlbi9jb252ZXJnZS92MTtjb252ZXJnZXYxogIDQ1hYqgILQ29udmVyZ2UuVjHKAgtDb252ZXJnZVxWMeICF0NvbnZlcmdlXFYxXEdQQk1ldGFkYXRh6gIMQ29udmVyZ2U6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_converge_v1_rules, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chdjb252ZXJnZS92MS90eXBlcy5wcm90bxILY29udmVyZ2UudjEiigUKDEtpbmRNYW5pZmVzdBIaCgRraW5kGAEgASgJQgy6SAlyB8g+ARABGD8SIQoMa2luZF92ZXJzaW9uGAIgASgFQgu6SAgaBhj//wEoARIdCgtkZXNjcmlwdGlvbhgDIAEoCUIIukgFcgMYgCASFwoFb3duZXIYBCABKAlCCLpIBXIDGP0BEiwKC3NwZWNfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1zdGF0dXNfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1jb25maWdfc2NoZW1hGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCglyZWFjdGlvbnMYCCADKAsyFS5jb252ZXJnZS52MS5SZWFjdGlvbkIIukgFkgECECASJwoGcG9saWN5GAkgASgLMhcuY29udmVyZ2UudjEuS2luZFBvbGljeRIbCglmaW5hbGl6ZXIYCiABKAlCCLpIBXIDGP0BEiIKB3dvcmtlcnMYCyADKAlCEbpIDpIBCxBAIgdyBRABGIAEEjgKCm9wZXJhdGlvbnMYDCADKAsyGi5jb252ZXJnZS52MS5PcGVyYXRpb25EZWNsQgi6SAWSAQIQIBIrCgpjb252ZXJzaW9uGA0gASgLMhcuY29udmVyZ2UudjEuQ29udmVyc2lvbhIQCghyZXZpc2lvbhgUIAEoAxIuCgpjcmVhdGVkX2F0GBUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJCgpDb252ZXJzaW9uEiEKDGZyb21fdmVyc2lvbhgBIAEoBUILukgIGgYY//8BKAASGAoEZXhwchgCIAEoCUIKukgHcgUQARiAICLVAgoIUmVhY3Rpb24SMQoEbmFtZRgBIAEoCUIjukggch4QARg/MhheW2EtekEtWl1bYS16QS1aMC05Xy1dKiQSaQoHdHJpZ2dlchgCIAEoCUJYukhVclNSCnNwZWNDaGFuZ2VSD2NoaWxkcmVuU2V0dGxlZFIPZGVsZXRlUmVxdWVzdGVkUglvcGVyYXRpb25SB3JlYWN0b3JSBnJlc3luY1IHb2JzZXJ2ZRJ1CgVlbWl0cxgDIAMoCUJmukhjkgFgCAEQCBgBIlhyVlIIY2hpbGRyZW5SBWVkZ2VzUgdjb25maWdzUgZzdGF0dXNSCmNvbmRpdGlvbnNSCWZpbmFsaXplclIPb3BlcmF0aW9uT3V0cHV0UgpzaWRlRWZmZWN0EhUKBHZlcmIYBCABKAlCB7pIBHICGD8SHQoLZGVzY3JpcHRpb24YBSABKAlCCLpIBXIDGIAIIv0CCgpLaW5kUG9saWN5EiEKDG1heF9pbmZsaWdodBgBIAEoBUILukgIGgYYwIQ9KAASKgoVdGFza19kZWFkbGluZV9zZWNvbmRzGAIgASgFQgu6SAgaBhiAowUoABItChdyZXN5bmNfaW50ZXJ2YWxfc2Vjb25kcxgDIAEoBUIMukgJGgcYgJqeASgAEhkKEXJlc3luY19yZWNvbXBvc2VzGAQgASgIEioKFG9ycGhhbl9ncmFjZV9zZWNvbmRzGAUgASgFQgy6SAkaBxiAmp4BKAASNAoWbWF4X3RyYW5zaWVudF9hdHRlbXB0cxgGIAEoBUIUukgRGg8YwIQ9KP///////////wESDwoHcmV0aXJlZBgHIAEoCBIwCg9kZWxldGlvbl9wb2xpY3kYCCABKAlCF7pIFHISUgBSBmRlbGV0ZVIGcmV0YWluEjEKEW1hbmFnZW1lbnRfcG9saWN5GAkgASgJQha6SBNyEVIAUgRmdWxsUgdvYnNlcnZlIigKDlJlc291cmNlSW1wb3J0EhYKAmlkGAEgASgJQgq6SAdyBRABGIAIIpABCg1PcGVyYXRpb25EZWNsEjEKBHZlcmIYASABKAlCI7pIIHIeEAEYPzIYXlthLXpBLVpdW2EtekEtWjAtOV8tXSokEh0KC2Rlc2NyaXB0aW9uGAIgASgJQgi6SAVyAxiACBItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ItEHCghSZXNvdXJjZRIRCgluYW1lc3BhY2UYASABKAkSDAoEa2luZBgCIAEoCRIUCgxraW5kX3ZlcnNpb24YAyABKAUSDAoEbmFtZRgEIAEoCRIxCgZsYWJlbHMYBSADKAsyIS5jb252ZXJnZS52MS5SZXNvdXJjZS5MYWJlbHNFbnRyeRIlCgRzcGVjGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZzdGF0dXMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBXBoYXNlGAggASgJEhIKCmdlbmVyYXRpb24YCSABKAMSGQoRc3luY2VkX2dlbmVyYXRpb24YCiABKAMSDwoHaGVhbHRoeRgLIAEoCBIqCgpjb25kaXRpb25zGAwgAygLMhYuY29udmVyZ2UudjEuQ29uZGl0aW9uEiUKB2ZhaWx1cmUYDSABKAsyFC5jb252ZXJnZS52MS5GYWlsdXJlEgsKA3VpZBgOIAEoCRIYChByZXNvdXJjZV92ZXJzaW9uGA8gASgDEhIKCnJlY29uY2lsZXMYECABKAMSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOQoVZGVsZXRpb25fcmVxdWVzdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVvd25lchgUIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEiYKBHJvb3QYFSABKAsyGC5jb252ZXJnZS52MS5SZXNvdXJjZVJlZhIjCgZyb2xsdXAYFiABKAsyEy5jb252ZXJnZS52MS5Sb2xsdXASDwoHd2FpdGluZxgXIAEoCRIXCg9kZWxldGlvbl9wb2xpY3kYGCABKAkSFwoPcHJvdmlkZXJfY29uZmlnGBkgASgJEjAKD3JlamVjdGVkX3N0YXR1cxgaIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRbWFuYWdlbWVudF9wb2xpY3kYHiABKAkSIwobZWZmZWN0aXZlX21hbmFnZW1lbnRfcG9saWN5GB8gASgJEisKBmltcG9ydBggIAEoCzIbLmNvbnZlcmdlLnYxLlJlc291cmNlSW1wb3J0Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiXAoLUmVzb3VyY2VSZWYSGgoJbmFtZXNwYWNlGAEgASgJQge6SARyAhg/EhcKBGtpbmQYAiABKAlCCbpIBnIEEAEYPxIYCgRuYW1lGAMgASgJQgq6SAdyBRABGP0BIqkBCgZSb2xsdXASDQoFdG90YWwYASABKAUSDQoFcmVhZHkYAiABKAUSEwoLcmVjb25jaWxpbmcYAyABKAUSEAoIZGVncmFkZWQYBCABKAUSDgoGZmFpbGVkGAUgASgFEhAKCGRlbGV0aW5nGAYgASgFEhAKCGV4Y2x1ZGVkGAcgASgFEiYKCGN1bHByaXRzGAggAygLMhQuY29udmVyZ2UudjEuQ3VscHJpdCJ9CgdDdWxwcml0EioKCHJlc291cmNlGAEgASgLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYSDQoFcGhhc2UYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRImCgRwYXRoGAQgAygLMhguY29udmVyZ2UudjEuUmVzb3VyY2VSZWYikAEKB0ZhaWx1cmUSDwoHbWVzc2FnZRgBIAEoCRIQCghhdHRlbXB0cxgCIAEoBRIQCgh0ZXJtaW5hbBgDIAEoCBISCgpnZW5lcmF0aW9uGAQgASgDEiwKCHJldHJ5X2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YBiABKAki+QEKCUNvbmRpdGlvbhIyCgR0eXBlGAEgASgJQiS6SCFyHxABGD8yGV5bQS1aYS16XVtBLVphLXowLTlfLi1dKiQSKwoGc3RhdHVzGAIgASgJQhu6SBhyFlIEVHJ1ZVIFRmFsc2VSB1Vua25vd24SGAoGcmVhc29uGAMgASgJQgi6SAVyAxiAARIaCgdtZXNzYWdlGAQgASgJQgm6SAZyBBiAgAISOAoUbGFzdF90cmFuc2l0aW9uX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE29ic2VydmVkX2dlbmVyYXRpb24YBiABKAMiywEKBUV2ZW50EgoKAmlkGAEgASgDEigKBHRpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCW5hbWVzcGFjZRgDIAEoCRIMCgRraW5kGAQgASgJEgwKBG5hbWUYBSABKAkSCwoDdWlkGAYgASgJEgwKBHR5cGUYByABKAkSDgoGcmVhc29uGAggASgJEg8KB21lc3NhZ2UYCSABKAkSDQoFYWN0b3IYCiABKAkSEgoKZ2VuZXJhdGlvbhgLIAEoAyKjAgoGQ2hhbmdlEg4KBmN1cnNvchgBIAEoCRIMCgR0eXBlGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRIMCgRraW5kGAQgASgJEhQKDGtpbmRfdmVyc2lvbhgFIAEoBRIMCgRuYW1lGAYgASgJEgsKA3VpZBgHIAEoCRINCgVwaGFzZRgIIAEoCRIWCg5wcmV2aW91c19waGFzZRgJIAEoCRISCgpnZW5lcmF0aW9uGAogASgDEhkKEXN5bmNlZF9nZW5lcmF0aW9uGAsgASgDEhgKEHJlc291cmNlX3ZlcnNpb24YDCABKAMSDwoHbWVzc2FnZRgNIAEoCRIoCgR0aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKlAgoOUHJvdmlkZXJDb25maWcSGgoEa2luZBgBIAEoCUIMukgJcgfIPgEQARg/EiEKDGtpbmRfdmVyc2lvbhgCIAEoBUILukgIGgYY//8BKAESGgoEbmFtZRgDIAEoCUIMukgJcgfQPgEQARg/EicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSHQoLZGVzY3JpcHRpb24YBSABKAlCCLpIBXIDGIAIEhAKCHJldmlzaW9uGAogASgDEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIr8DCg5SZWFjdG9yQmluZGluZxIaCgRuYW1lGAEgASgJQgy6SAlyB9A+ARABGD8SIAoKd2F0Y2hfa2luZBgCIAEoCUIMukgJcgfIPgEQARg/EicKEndhdGNoX2tpbmRfdmVyc2lvbhgDIAEoBUILukgIGgYY//8BKAASUQoLdHJhbnNpdGlvbnMYBCADKAlCPLpIOZIBNggBEAUYASIucixSB2NyZWF0ZWRSBnN5bmNlZFIIZGVncmFkZWRSBmZhaWxlZFIHZGVsZXRlZBIgCg5sYWJlbF9zZWxlY3RvchgFIAEoCUIIukgFcgMYgCASIgoMcmVhY3Rvcl9raW5kGAYgASgJQgy6SAlyB8g+ARABGD8SKQoUcmVhY3Rvcl9raW5kX3ZlcnNpb24YByABKAVCC7pICBoGGP//ASgBEhAKCGRpc2FibGVkGAggASgIEhAKCHJldmlzaW9uGAogASgDEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqQBCghSZXZpc2lvbhISCgpnZW5lcmF0aW9uGAEgASgDEhQKDGtpbmRfdmVyc2lvbhgCIAEoBRIlCgRzcGVjGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIOCgZzb3VyY2UYBCABKAkSDQoFYWN0b3IYBSABKAkSKAoEdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi1gIKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRIqCghyZXNvdXJjZRgCIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEgwKBHZlcmIYAyABKAkSJgoFaW5wdXQYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBXN0YXRlGAUgASgJEicKBm91dHB1dBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHbWVzc2FnZRgHIAEoCRINCgVhY3RvchgIIAEoCRIOCgZyZWFzb24YCSABKAkSMAoMcmVxdWVzdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIYXR0ZW1wdHMYDCABKAUieQoMRHJ5UnVuUmVwb3J0EjUKCXJlc291cmNlcxgBIAMoCzIiLmNvbnZlcmdlLnYxLlBsYW5uZWRSZXNvdXJjZUNoYW5nZRIyCgh0ZWFyZG93bhgCIAMoCzIgLmNvbnZlcmdlLnYxLlBsYW5uZWRUZWFyZG93blN0ZXAitAEKFVBsYW5uZWRSZXNvdXJjZUNoYW5nZRIqCghyZXNvdXJjZRgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEioKBmJlZm9yZRgCIAEoCzIaLmNvbnZlcmdlLnYxLlJlc291cmNlU3RhdGUSKQoFYWZ0ZXIYAyABKAsyGi5jb252ZXJnZS52MS5SZXNvdXJjZVN0YXRlEhgKEGdlbmVyYXRpb25fYnVtcHMYBCABKAgirwIKDVJlc291cmNlU3RhdGUSFAoMa2luZF92ZXJzaW9uGAEgASgFEhIKCmdlbmVyYXRpb24YAiABKAMSDQoFcGhhc2UYAyABKAkSJQoEc3BlYxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNgoGbGFiZWxzGAUgAygLMiYuY29udmVyZ2UudjEuUmVzb3VyY2VTdGF0ZS5MYWJlbHNFbnRyeRIQCghkZWxldGluZxgGIAEoCBITCgtxdWFyYW50aW5lZBgHIAEoCBIXCg9wcm92aWRlcl9jb25maWcYCCABKAkSFwoPZGVsZXRpb25fcG9saWN5GAkgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiXwoTUGxhbm5lZFRlYXJkb3duU3RlcBIqCghyZXNvdXJjZRgBIAEoCzIYLmNvbnZlcmdlLnYxLlJlc291cmNlUmVmEgwKBHdhdmUYAiABKAUSDgoGYWN0aW9uGAMgASgJQqwBCg9jb20uY29udmVyZ2UudjFCClR5cGVzUHJvdG9QAVpAZ2l0aHViLmNvbS9jb252ZXJnZWhxL2NvbnZlcmdlL3Nkay1nby9nZW4vY29udmVyZ2UvdjE7Y29udmVyZ2V2MaICA0NYWKoCC0NvbnZlcmdlLlYxygILQ29udmVyZ2VcVjHiAhdDb252ZXJnZVxWMVxHUEJNZXRhZGF0YeoCDENvbnZlcmdlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_converge_v1_rules, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A kind manifest teaches the server a kind. It is pure data: schemas,
@@ -185,7 +185,8 @@ export type Reaction = Message<"converge.v1.Reaction"> & {
   name: string;
 
   /**
-   * One of specChange, childrenSettled, deleteRequested, operation, reactor, resync.
+   * One of specChange, childrenSettled, deleteRequested, operation,
+   * reactor, resync, observe.
    *
    * @generated from field: string trigger = 2;
    */
@@ -282,6 +283,17 @@ export type KindPolicy = Message<"converge.v1.KindPolicy"> & {
    * @generated from field: string deletion_policy = 8;
    */
   deletionPolicy: string;
+
+  /**
+   * "full" (default): the engine creates, updates and deletes the kind's
+   * resources. "observe": it only observes them (the kind's observe
+   * reaction reports what exists), never asks for create, update or
+   * delete, and deleting one leaves its external object in place. A
+   * resource's own management_policy wins over this.
+   *
+   * @generated from field: string management_policy = 9;
+   */
+  managementPolicy: string;
 };
 
 /**
@@ -290,6 +302,28 @@ export type KindPolicy = Message<"converge.v1.KindPolicy"> & {
  */
 export const KindPolicySchema: GenMessage<KindPolicy> = /*@__PURE__*/
   messageDesc(file_converge_v1_types, 3);
+
+/**
+ * An existing external object a resource adopts instead of creating one.
+ *
+ * @generated from message converge.v1.ResourceImport
+ */
+export type ResourceImport = Message<"converge.v1.ResourceImport"> & {
+  /**
+   * The object's identifier, as the kind's handler knows it (a cloud ID,
+   * an ARN, a Terraform import ID).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message converge.v1.ResourceImport.
+ * Use `create(ResourceImportSchema)` to create a new message.
+ */
+export const ResourceImportSchema: GenMessage<ResourceImport> = /*@__PURE__*/
+  messageDesc(file_converge_v1_types, 4);
 
 /**
  * An operation verb declared by a kind.
@@ -320,7 +354,7 @@ export type OperationDecl = Message<"converge.v1.OperationDecl"> & {
  * Use `create(OperationDeclSchema)` to create a new message.
  */
 export const OperationDeclSchema: GenMessage<OperationDecl> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 4);
+  messageDesc(file_converge_v1_types, 5);
 
 /**
  * A resource as the server holds it.
@@ -495,6 +529,29 @@ export type Resource = Message<"converge.v1.Resource"> & {
    * @generated from field: google.protobuf.Struct rejected_status = 26;
    */
   rejectedStatus?: JsonObject | undefined;
+
+  /**
+   * "full" or "observe" (see KindPolicy.management_policy); empty: the kind's.
+   *
+   * @generated from field: string management_policy = 30;
+   */
+  managementPolicy: string;
+
+  /**
+   * What the resource is managed by now: its own management_policy, else
+   * its kind version's, else "full".
+   *
+   * @generated from field: string effective_management_policy = 31;
+   */
+  effectiveManagementPolicy: string;
+
+  /**
+   * The existing object the resource adopted (or adopts on its first
+   * reconcile); unset when it created its own.
+   *
+   * @generated from field: converge.v1.ResourceImport import = 32;
+   */
+  import?: ResourceImport | undefined;
 };
 
 /**
@@ -502,7 +559,7 @@ export type Resource = Message<"converge.v1.Resource"> & {
  * Use `create(ResourceSchema)` to create a new message.
  */
 export const ResourceSchema: GenMessage<Resource> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 5);
+  messageDesc(file_converge_v1_types, 6);
 
 /**
  * Names a resource.
@@ -533,7 +590,7 @@ export type ResourceRef = Message<"converge.v1.ResourceRef"> & {
  * Use `create(ResourceRefSchema)` to create a new message.
  */
 export const ResourceRefSchema: GenMessage<ResourceRef> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 6);
+  messageDesc(file_converge_v1_types, 7);
 
 /**
  * A composite's view of its children. A composite is Ready only when every
@@ -593,7 +650,7 @@ export type Rollup = Message<"converge.v1.Rollup"> & {
  * Use `create(RollupSchema)` to create a new message.
  */
 export const RollupSchema: GenMessage<Rollup> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 7);
+  messageDesc(file_converge_v1_types, 8);
 
 /**
  * @generated from message converge.v1.Culprit
@@ -627,7 +684,7 @@ export type Culprit = Message<"converge.v1.Culprit"> & {
  * Use `create(CulpritSchema)` to create a new message.
  */
 export const CulpritSchema: GenMessage<Culprit> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 8);
+  messageDesc(file_converge_v1_types, 9);
 
 /**
  * @generated from message converge.v1.Failure
@@ -683,7 +740,7 @@ export type Failure = Message<"converge.v1.Failure"> & {
  * Use `create(FailureSchema)` to create a new message.
  */
 export const FailureSchema: GenMessage<Failure> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 9);
+  messageDesc(file_converge_v1_types, 10);
 
 /**
  * @generated from message converge.v1.Condition
@@ -729,7 +786,7 @@ export type Condition = Message<"converge.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 10);
+  messageDesc(file_converge_v1_types, 11);
 
 /**
  * An event records something that happened to a resource, and who did it.
@@ -802,7 +859,7 @@ export type Event = Message<"converge.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 11);
+  messageDesc(file_converge_v1_types, 12);
 
 /**
  * A change of a resource, as delivered by Watch.
@@ -892,7 +949,7 @@ export type Change = Message<"converge.v1.Change"> & {
  * Use `create(ChangeSchema)` to create a new message.
  */
 export const ChangeSchema: GenMessage<Change> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 12);
+  messageDesc(file_converge_v1_types, 13);
 
 /**
  * A provider config: settings the workers of one kind version need (an
@@ -957,7 +1014,7 @@ export type ProviderConfig = Message<"converge.v1.ProviderConfig"> & {
  * Use `create(ProviderConfigSchema)` to create a new message.
  */
 export const ProviderConfigSchema: GenMessage<ProviderConfig> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 13);
+  messageDesc(file_converge_v1_types, 14);
 
 /**
  * A reactor binding: when a resource of watch_kind goes through one of
@@ -1042,7 +1099,7 @@ export type ReactorBinding = Message<"converge.v1.ReactorBinding"> & {
  * Use `create(ReactorBindingSchema)` to create a new message.
  */
 export const ReactorBindingSchema: GenMessage<ReactorBinding> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 14);
+  messageDesc(file_converge_v1_types, 15);
 
 /**
  * One revision of a resource's spec.
@@ -1088,7 +1145,7 @@ export type Revision = Message<"converge.v1.Revision"> & {
  * Use `create(RevisionSchema)` to create a new message.
  */
 export const RevisionSchema: GenMessage<Revision> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 15);
+  messageDesc(file_converge_v1_types, 16);
 
 /**
  * An operation verb invoked on a resource: asynchronous, with a state and
@@ -1167,7 +1224,7 @@ export type Operation = Message<"converge.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 16);
+  messageDesc(file_converge_v1_types, 17);
 
 /**
  * What a write sent with dry_run would do. The server ran the call exactly
@@ -1200,7 +1257,7 @@ export type DryRunReport = Message<"converge.v1.DryRunReport"> & {
  * Use `create(DryRunReportSchema)` to create a new message.
  */
 export const DryRunReportSchema: GenMessage<DryRunReport> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 17);
+  messageDesc(file_converge_v1_types, 18);
 
 /**
  * @generated from message converge.v1.PlannedResourceChange
@@ -1239,7 +1296,7 @@ export type PlannedResourceChange = Message<"converge.v1.PlannedResourceChange">
  * Use `create(PlannedResourceChangeSchema)` to create a new message.
  */
 export const PlannedResourceChangeSchema: GenMessage<PlannedResourceChange> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 18);
+  messageDesc(file_converge_v1_types, 19);
 
 /**
  * The parts of a resource a write can change.
@@ -1298,7 +1355,7 @@ export type ResourceState = Message<"converge.v1.ResourceState"> & {
  * Use `create(ResourceStateSchema)` to create a new message.
  */
 export const ResourceStateSchema: GenMessage<ResourceState> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 19);
+  messageDesc(file_converge_v1_types, 20);
 
 /**
  * @generated from message converge.v1.PlannedTeardownStep
@@ -1333,5 +1390,5 @@ export type PlannedTeardownStep = Message<"converge.v1.PlannedTeardownStep"> & {
  * Use `create(PlannedTeardownStepSchema)` to create a new message.
  */
 export const PlannedTeardownStepSchema: GenMessage<PlannedTeardownStep> = /*@__PURE__*/
-  messageDesc(file_converge_v1_types, 20);
+  messageDesc(file_converge_v1_types, 21);
 

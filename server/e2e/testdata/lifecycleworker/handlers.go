@@ -24,8 +24,9 @@ const (
 
 // handlers holds what the flags set.
 type handlers struct {
-	driftDir string
-	records  *recorder
+	driftDir   string
+	objectsDir string
+	records    *recorder
 }
 
 // register serves every reaction of every kind on w.
@@ -40,6 +41,7 @@ func (h *handlers) register(w *converge.Worker) {
 	w.Handle(kindDB, 1, "reconcile", h.echo)
 	w.Handle(kindDB, 1, "resize", h.resize)
 	w.Handle(kindPager, 1, "page", h.page)
+	h.registerVPC(w)
 }
 
 // leafSpec is what the leaf kinds' specs may ask of the worker; other

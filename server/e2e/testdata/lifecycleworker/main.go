@@ -5,7 +5,7 @@
 // reactions it serves are listed in handlers.go; the tests' manifests
 // declare them.
 //
-//	lifecycleworker -server URL -record FILE [-drift-dir DIR] [-capacity N]
+//	lifecycleworker -server URL -record FILE [-drift-dir DIR] [-objects-dir DIR] [-capacity N]
 //
 // -record appends one JSON line to FILE for every task a handler runs
 // (kind, version, reaction, trigger, resource, generation, effective
@@ -13,7 +13,8 @@
 // for every default provider config the server pushes (OnConfig), so a
 // test can check what the worker saw and when. -drift-dir simulates drift:
 // while a file named KIND.NAME exists in DIR, that resource is reported
-// unhealthy.
+// unhealthy. -objects-dir holds the vpc kind's external objects
+// (vpc.go), for the adoption tests.
 package main
 
 import (
@@ -43,6 +44,7 @@ func run(args []string) error {
 	record := fs.String("record", "", "append a JSON line per task and per pushed config to this file (required)")
 	var h handlers
 	fs.StringVar(&h.driftDir, "drift-dir", "", "report a resource unhealthy while DIR/KIND.NAME exists")
+	fs.StringVar(&h.objectsDir, "objects-dir", os.TempDir(), "where the vpc kind's external objects live, one file ID.json each")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ type record struct {
 	// Config is the task's effective config, or the pushed default.
 	Config     json.RawMessage `json:"config,omitempty"`
 	DedupToken string          `json:"dedup_token,omitempty"`
+	ImportID   string          `json:"import_id,omitempty"`
 	Operation  *opRecord       `json:"operation,omitempty"`
 	Reactor    *reactorRecord  `json:"reactor,omitempty"`
 	At         time.Time       `json:"at"`
@@ -48,7 +49,7 @@ type reactorRecord struct {
 // taskRecord is the record of a task t that a handler runs.
 func taskRecord(t *converge.Task) record {
 	r := record{Event: "task", Kind: t.Kind, KindVersion: t.KindVersion, Reaction: t.Reaction, Trigger: t.Trigger,
-		Name: t.Name, UID: t.UID, Generation: t.Generation, Config: t.Config, DedupToken: t.DedupToken, At: time.Now()}
+		Name: t.Name, UID: t.UID, Generation: t.Generation, Config: t.Config, DedupToken: t.DedupToken, ImportID: t.ImportID, At: time.Now()}
 	if op := t.Operation; op != nil {
 		r.Operation = &opRecord{ID: op.ID, Verb: op.Verb, Input: op.Input}
 	}

@@ -163,7 +163,7 @@ func TestParseErrors(t *testing.T) {
 		{"rule violation names the field and line", "r.yaml", "type: resource\nkind: g\nkind_version: 1\nname: Not_Valid\n",
 			`r.yaml: document 1 (line 4): name: "Not_Valid" must be lower-case letters, digits, '.', '_' or '-', starting and ending with a letter or digit (e.g. web-1)`},
 		{"rule violation in a list", "m.yaml", "type: manifest\nkind: greeting\nkind_version: 1\nreactions:\n  - name: a\n    trigger: someday\n    emits: [status]\n",
-			`m.yaml: document 1 (line 6): reactions[0].trigger: "someday" is not one of specChange, childrenSettled, deleteRequested, operation, reactor, resync`},
+			`m.yaml: document 1 (line 6): reactions[0].trigger: "someday" is not one of specChange, childrenSettled, deleteRequested, operation, reactor, resync, observe`},
 		{"deletion policy outside its list", "r.yaml", "type: resource\nkind: g\nkind_version: 1\nname: a\ndeletion_policy: keep\n",
 			`r.yaml: document 1 (line 5): deletion_policy: "keep" is not one of delete, retain (or leave it out for the default)`},
 		{"kind deletion policy outside its list", "m.yaml", "type: manifest\nkind: g\nkind_version: 1\npolicy:\n  deletion_policy: Retain\n",
@@ -314,5 +314,22 @@ func TestParseDeletionPolicy(t *testing.T) {
 				t.Fatalf("deletion_policy = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseManagementPolicyAndImport(t *testing.T) {
+	docs, err := document.Parse("r.yaml", []byte(resourceYAML+"management_policy: observe\nimport: {id: vpc-0abc}\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	r := docs[0].Message.(*convergev1.ApplyResourceRequest)
+	if r.GetManagementPolicy() != "observe" || r.GetImport().GetId() != "vpc-0abc" {
+		t.Fatalf("management_policy %q, import %v", r.GetManagementPolicy(), r.GetImport())
+	}
+	_, err = document.Parse("r.yaml", []byte(resourceYAML+"management_policy: watch\nimport: {id: \"\"}\n"))
+	for _, want := range []string{`management_policy: "watch" is not one of full, observe`, "import.id:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad policy and empty import id: %v; want %q", err, want)
+		}
 	}
 }

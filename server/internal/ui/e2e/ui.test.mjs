@@ -104,6 +104,9 @@ test('a failing composite shows its culprit and the path to it', async () => {
   const flow = page.locator('svg.graph g.edge.dependency[data-from="default/account/broken-acct-0"][data-to="default/vpc/broken-vpc-0"] text.flow');
   assert.match(await flow.textContent(), /account_id/);
   await page.locator('[data-culprit="default/vpc/broken-vpc-1"]').waitFor();
+  // Its management policy is its kind's, full; it imports nothing.
+  assert.equal(await page.locator('[data-field="management"]').textContent(), "full (the kind's)");
+  assert.equal(await page.locator('[data-field="import"]').count(), 0, 'no import line for a resource that imports nothing');
   // A reader may not act on it: the buttons are greyed out.
   assert.equal(await page.locator('button[data-action="reconcile"]').isDisabled(), true, 'reconcile is disabled for a reader');
   assert.equal(await page.locator('button[data-action="quarantine"]').isDisabled(), true, 'quarantine is disabled for a reader');

@@ -119,6 +119,9 @@ const (
 	// ControlServiceReconcileResourceProcedure is the fully-qualified name of the ControlService's
 	// ReconcileResource RPC.
 	ControlServiceReconcileResourceProcedure = "/converge.v1.ControlService/ReconcileResource"
+	// ControlServiceSetManagementPolicyProcedure is the fully-qualified name of the ControlService's
+	// SetManagementPolicy RPC.
+	ControlServiceSetManagementPolicyProcedure = "/converge.v1.ControlService/SetManagementPolicy"
 	// ControlServiceInvokeOperationProcedure is the fully-qualified name of the ControlService's
 	// InvokeOperation RPC.
 	ControlServiceInvokeOperationProcedure = "/converge.v1.ControlService/InvokeOperation"
@@ -226,6 +229,10 @@ type ControlServiceClient interface {
 	// Run the resource's reconcile now at its current generation, even if it
 	// is synced or failed terminally.
 	ReconcileResource(context.Context, *v1.ReconcileResourceRequest) (*v1.ReconcileResourceResponse, error)
+	// Set a resource's management policy (full or observe, or empty for its
+	// kind's): one change, recorded as an event with its actor. The
+	// resource's reconcile runs again under the new policy.
+	SetManagementPolicy(context.Context, *v1.SetManagementPolicyRequest) (*v1.SetManagementPolicyResponse, error)
 	// Invoke an operation verb the kind declares; it runs asynchronously.
 	InvokeOperation(context.Context, *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error)
 	GetOperation(context.Context, *v1.GetOperationRequest) (*v1.GetOperationResponse, error)
@@ -447,6 +454,12 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("ReconcileResource")),
 			connect.WithClientOptions(opts...),
 		),
+		setManagementPolicy: connect.NewClient[v1.SetManagementPolicyRequest, v1.SetManagementPolicyResponse](
+			httpClient,
+			baseURL+ControlServiceSetManagementPolicyProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("SetManagementPolicy")),
+			connect.WithClientOptions(opts...),
+		),
 		invokeOperation: connect.NewClient[v1.InvokeOperationRequest, v1.InvokeOperationResponse](
 			httpClient,
 			baseURL+ControlServiceInvokeOperationProcedure,
@@ -577,6 +590,7 @@ type controlServiceClient struct {
 	quarantineResource   *connect.Client[v1.QuarantineResourceRequest, v1.QuarantineResourceResponse]
 	unquarantineResource *connect.Client[v1.UnquarantineResourceRequest, v1.UnquarantineResourceResponse]
 	reconcileResource    *connect.Client[v1.ReconcileResourceRequest, v1.ReconcileResourceResponse]
+	setManagementPolicy  *connect.Client[v1.SetManagementPolicyRequest, v1.SetManagementPolicyResponse]
 	invokeOperation      *connect.Client[v1.InvokeOperationRequest, v1.InvokeOperationResponse]
 	getOperation         *connect.Client[v1.GetOperationRequest, v1.GetOperationResponse]
 	listOperations       *connect.Client[v1.ListOperationsRequest, v1.ListOperationsResponse]
@@ -856,6 +870,15 @@ func (c *controlServiceClient) ReconcileResource(ctx context.Context, req *v1.Re
 	return nil, err
 }
 
+// SetManagementPolicy calls converge.v1.ControlService.SetManagementPolicy.
+func (c *controlServiceClient) SetManagementPolicy(ctx context.Context, req *v1.SetManagementPolicyRequest) (*v1.SetManagementPolicyResponse, error) {
+	response, err := c.setManagementPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // InvokeOperation calls converge.v1.ControlService.InvokeOperation.
 func (c *controlServiceClient) InvokeOperation(ctx context.Context, req *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error) {
 	response, err := c.invokeOperation.CallUnary(ctx, connect.NewRequest(req))
@@ -1055,6 +1078,10 @@ type ControlServiceHandler interface {
 	// Run the resource's reconcile now at its current generation, even if it
 	// is synced or failed terminally.
 	ReconcileResource(context.Context, *v1.ReconcileResourceRequest) (*v1.ReconcileResourceResponse, error)
+	// Set a resource's management policy (full or observe, or empty for its
+	// kind's): one change, recorded as an event with its actor. The
+	// resource's reconcile runs again under the new policy.
+	SetManagementPolicy(context.Context, *v1.SetManagementPolicyRequest) (*v1.SetManagementPolicyResponse, error)
 	// Invoke an operation verb the kind declares; it runs asynchronously.
 	InvokeOperation(context.Context, *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error)
 	GetOperation(context.Context, *v1.GetOperationRequest) (*v1.GetOperationResponse, error)
@@ -1272,6 +1299,12 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("ReconcileResource")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceSetManagementPolicyHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceSetManagementPolicyProcedure,
+		svc.SetManagementPolicy,
+		connect.WithSchema(controlServiceMethods.ByName("SetManagementPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
 	controlServiceInvokeOperationHandler := connect.NewUnaryHandlerSimple(
 		ControlServiceInvokeOperationProcedure,
 		svc.InvokeOperation,
@@ -1428,6 +1461,8 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceUnquarantineResourceHandler.ServeHTTP(w, r)
 		case ControlServiceReconcileResourceProcedure:
 			controlServiceReconcileResourceHandler.ServeHTTP(w, r)
+		case ControlServiceSetManagementPolicyProcedure:
+			controlServiceSetManagementPolicyHandler.ServeHTTP(w, r)
 		case ControlServiceInvokeOperationProcedure:
 			controlServiceInvokeOperationHandler.ServeHTTP(w, r)
 		case ControlServiceGetOperationProcedure:
@@ -1583,6 +1618,10 @@ func (UnimplementedControlServiceHandler) UnquarantineResource(context.Context, 
 
 func (UnimplementedControlServiceHandler) ReconcileResource(context.Context, *v1.ReconcileResourceRequest) (*v1.ReconcileResourceResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ReconcileResource is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) SetManagementPolicy(context.Context, *v1.SetManagementPolicyRequest) (*v1.SetManagementPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.SetManagementPolicy is not implemented"))
 }
 
 func (UnimplementedControlServiceHandler) InvokeOperation(context.Context, *v1.InvokeOperationRequest) (*v1.InvokeOperationResponse, error) {

@@ -97,6 +97,7 @@ export function kindPage(root, { params, session }) {
         ['orphan_grace_seconds', p.orphan_grace_seconds || 'default'],
         ['max_transient_attempts', p.max_transient_attempts || 'default'],
         ['deletion_policy', p.deletion_policy || 'delete'],
+        ['management_policy', p.management_policy || 'full'],
         ['retired', p.retired ? 'yes' : 'no'],
       ].map(([kk, v]) => [h('dt', {}, kk), h('dd', {}, String(v))])),
       rolloutsSection({ kind: params.kind, version: params.version, canAct: () => session.canOwn(k.owner) }),

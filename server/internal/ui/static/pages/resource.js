@@ -67,6 +67,15 @@ export function resourcePage(root, { params, navigate, session }) {
       reasonInput);
   }
 
+  // managedText says what the resource is managed by: full (the engine
+  // creates, updates and deletes its object) or observe (it only reads it),
+  // and whether that is the resource's own policy or its kind's.
+  function managedText(r) {
+    const effective = r.effective_management_policy || 'full';
+    const what = effective === 'observe' ? 'observe: only observed, never changed' : 'full';
+    return r.management_policy ? what : `${what} (the kind's)`;
+  }
+
   function renderHead(r) {
     const msg = (r.failure && r.failure.message) || r.waiting || '';
     const labels = Object.entries(r.labels || {});
@@ -80,6 +89,8 @@ export function resourcePage(root, { params, navigate, session }) {
         r.root && refId(r.root) !== id ? [h('dt', {}, 'Root'), h('dd', {}, link(resourceHref(r.root), `${r.root.kind}/${r.root.name}`))] : null,
         labels.length ? [h('dt', {}, 'Labels'), h('dd', {}, labels.map(([k, v]) => h('code', { class: 'label' }, `${k}=${v}`)))] : null,
         r.provider_config ? [h('dt', {}, 'Provider config'), h('dd', {}, r.provider_config)] : null,
+        h('dt', {}, 'Managed'), h('dd', { 'data-field': 'management' }, managedText(r)),
+        r.import && r.import.id ? [h('dt', {}, 'Import'), h('dd', { 'data-field': 'import' }, h('code', {}, r.import.id))] : null,
         h('dt', {}, 'Updated'), h('dd', {}, time(r.updated_at)),
         r.failure ? [h('dt', {}, 'Failure'), h('dd', { class: 'failure' },
           `${r.failure.terminal ? 'terminal' : 'transient'}, ${r.failure.attempts || 0} attempt(s): ${r.failure.message}`)] : null,
