@@ -6,6 +6,9 @@
 // blocks until a resource reaches a state the caller chooses; and
 // WaitForOperation, which blocks until an invoked operation has finished.
 //
+// A Client reads its own writes when the server reads from a replica: it
+// sends back the token each write was answered with (ReadAfterHeader).
+//
 // Errors are the connect errors the server returned: use connect.CodeOf to
 // branch on the code and (*connect.Error).Message for the server's message,
 // which names the offending field or rule.
@@ -95,7 +98,10 @@ func New(baseURL string, opts ...Option) *Client {
 			opt.apply(&cfg)
 		}
 	}
-	connectOpts := cfg.connectOpts
+	// Read-your-writes is innermost, so it sees the headers the server
+	// answered with and sets its own after the caller's.
+	connectOpts := append([]connect.ClientOption{}, cfg.connectOpts...)
+	connectOpts = append(connectOpts, connect.WithInterceptors(&readAfter{}))
 	if len(cfg.header) > 0 {
 		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(endpoint.HeaderInterceptor(cfg.header))}, connectOpts...)
 	}

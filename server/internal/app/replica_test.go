@@ -1,0 +1,158 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convergehq/converge/sdk-go/client"
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/sdk-go/gen/converge/v1/convergev1connect"
+	"github.com/convergehq/converge/server/internal/app"
+	"github.com/convergehq/converge/server/internal/pgtest"
+)
+
+// replicaServer starts a full server on a primary with a hot standby as
+// its read replica.
+func replicaServer(t *testing.T, maxLag, wait time.Duration) (*app.App, *pgtest.Replicated, string) {
+	t.Helper()
+	r := pgtest.NewReplicated(t)
+	a := startWith(t, func(c *app.Config) {
+		c.DatabaseURL, c.ReadDatabaseURL = r.PrimaryURL, r.StandbyURL
+		c.ReadMaxLag, c.ReadWait = maxLag, wait
+		c.MetricsListen = "127.0.0.1:0"
+	})
+	base := "http://" + a.Addr().String()
+	// Until the replica has replayed past a position the primary had once
+	// the server started, its staleness is unknown and reads stay off it.
+	plain := convergev1connect.NewControlServiceClient(http.DefaultClient, base)
+	waitFor(t, 30*time.Second, "a read on the replica", func() bool {
+		_, err := plain.CountResources(t.Context(), &convergev1.CountResourcesRequest{})
+		return err == nil && reads(t, a, "replica") > 0
+	})
+	return a, r, base
+}
+
+// reads sums converge_reads_total over the reasons of one source.
+func reads(t *testing.T, a *app.App, source string) float64 {
+	t.Helper()
+	n := 0.0
+	for series, v := range scrape(t, a) {
+		if strings.HasPrefix(series, "converge_reads_total{") && strings.Contains(series, `source="`+source+`"`) {
+			n += v
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func standbyExec(t *testing.T, r *pgtest.Replicated, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), r.StandbyURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), sql); err != nil {
+		t.Fatalf("%s on the standby: %v", sql, err)
+	}
+}
+
+func greet(t *testing.T, ctl convergev1connect.ControlServiceClient, name string) {
+	t.Helper()
+	if _, err := ctl.ApplyResource(t.Context(), &convergev1.ApplyResourceRequest{Kind: "greeting", KindVersion: 1, Name: name,
+		Spec: mustStruct(t, map[string]any{"name": name})}); err != nil {
+		t.Fatalf("apply %s: %v", name, err)
+	}
+}
+
+// Reads are served by the replica: with its replay paused, a read without
+// a token does not see a fresh write, until the staleness bound passes; a
+// read carrying the writer's token waits for the replica and then reads
+// the primary; once replay resumes, the replica serves reads again.
+func TestReplicaServesReadsWithinTheBound(t *testing.T) {
+	const maxLag, wait = 4 * time.Second, time.Second
+	a, r, base := replicaServer(t, maxLag, wait)
+	writer := client.New(base)                                               // keeps and sends tokens
+	plain := convergev1connect.NewControlServiceClient(http.DefaultClient, base) // never sends one
+	ctx := t.Context()
+	applyGreeting(t, writer)
+	greet(t, writer, "before")
+	onReplica := reads(t, a, "replica")
+	if _, err := writer.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "greeting", Name: "before"}); err != nil {
+		t.Fatalf("read right after the write, with its token: %v", err)
+	}
+	if n := reads(t, a, "replica"); n <= onReplica {
+		t.Fatalf("the read after the write did not run on the replica (converge_reads_total %v → %v)", onReplica, n)
+	}
+
+	standbyExec(t, r, `SELECT pg_wal_replay_pause()`)
+	paused := time.Now()
+	greet(t, writer, "during")
+	_, err := plain.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "greeting", Name: "during"})
+	if time.Since(paused) < maxLag-time.Second && connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("tokenless read on the paused replica: %v; want NotFound (served by the replica, which has not replayed the write)", err)
+	}
+	rest, err := http.Get(base + "/api/v1/namespaces/default/resources/greeting/during")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest.Body.Close()
+	if time.Since(paused) < maxLag-time.Second && rest.StatusCode != http.StatusNotFound {
+		t.Fatalf("REST read on the paused replica: %d; want 404 (the UI's reads go to the replica too)", rest.StatusCode)
+	}
+	start := time.Now()
+	if _, err := writer.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "greeting", Name: "during"}); err != nil {
+		t.Fatalf("read with the writer's token: %v; want the primary's answer", err)
+	}
+	if took := time.Since(start); took < wait-50*time.Millisecond {
+		t.Errorf("the token's read took %s; want it to wait about --read-wait (%s) for the paused replica", took, wait)
+	}
+	if s := scrape(t, a); s[`converge_reads_total{reason="behind",source="primary"}`] < 1 {
+		t.Errorf("no read counted as behind on the primary")
+	}
+	waitFor(t, maxLag+5*time.Second, "the lag to pass the bound", func() bool {
+		return scrape(t, a)["converge_read_replica_lag_seconds"] > maxLag.Seconds()
+	})
+	if _, err := plain.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "greeting", Name: "during"}); err != nil {
+		t.Fatalf("tokenless read past the staleness bound: %v; want the primary's answer", err)
+	}
+	if s := scrape(t, a); s[`converge_reads_total{reason="lag",source="primary"}`] < 1 {
+		t.Errorf("no read counted as lagging on the primary")
+	}
+
+	standbyExec(t, r, `SELECT pg_wal_replay_resume()`)
+	waitFor(t, 10*time.Second, "the lag to fall", func() bool { return scrape(t, a)["converge_read_replica_lag_seconds"] < 0.5 })
+	before := reads(t, a, "replica")
+	if _, err := plain.ListResources(ctx, &convergev1.ListResourcesRequest{Kind: "greeting"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := reads(t, a, "replica"); after <= before {
+		t.Errorf("after replay resumed, a list did not run on the replica (%v → %v)", before, after)
+	}
+	// The reads ran in the replica's own sessions.
+	conn, err := pgx.Connect(ctx, r.StandbyURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var sessions int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app.ReplicaApplicationName).Scan(&sessions); err != nil || sessions == 0 {
+		t.Errorf("pg_stat_activity on the standby: %d %s sessions, %v; want some", sessions, app.ReplicaApplicationName, err)
+	}
+}
