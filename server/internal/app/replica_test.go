@@ -88,7 +88,7 @@ func greet(t *testing.T, ctl convergev1connect.ControlServiceClient, name string
 func TestReplicaServesReadsWithinTheBound(t *testing.T) {
 	const maxLag, wait = 4 * time.Second, time.Second
 	a, r, base := replicaServer(t, maxLag, wait)
-	writer := client.New(base)                                               // keeps and sends tokens
+	writer := client.New(base)                                                   // keeps and sends tokens
 	plain := convergev1connect.NewControlServiceClient(http.DefaultClient, base) // never sends one
 	ctx := t.Context()
 	applyGreeting(t, writer)
