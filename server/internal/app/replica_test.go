@@ -156,3 +156,91 @@ func TestReplicaServesReadsWithinTheBound(t *testing.T) {
 		t.Errorf("pg_stat_activity on the standby: %d %s sessions, %v; want some", sessions, app.ReplicaApplicationName, err)
 	}
 }
+
+// Killing the replica costs no read an error: reads fall back to the
+// primary, and return to the replica once it is back. A Watch open
+// through all of it delivers every change, in commit order.
+func TestReplicaKilledReadsFallBackAndWatchStaysComplete(t *testing.T) {
+	a, r, base := replicaServer(t, 4*time.Second, 300*time.Millisecond)
+	writer := client.New(base)
+	plain := convergev1connect.NewControlServiceClient(http.DefaultClient, base)
+	ctx := t.Context()
+	applyGreeting(t, writer)
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	stream, err := writer.Watch(watchCtx, &convergev1.WatchRequest{Kind: "greeting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stream.Receive() {
+		t.Fatalf("watch: no first message: %v", stream.Err())
+	}
+	seen := make(chan string, 1000)
+	watchErr := make(chan error, 1)
+	go func() {
+		for stream.Receive() {
+			for _, ch := range stream.Msg().GetChanges() {
+				if ch.GetType() == "created" {
+					seen <- ch.GetName()
+				}
+			}
+		}
+		watchErr <- stream.Err()
+	}()
+
+	const n = 30
+	var names []string
+	for i := range n {
+		switch i {
+		case 10:
+			if err := r.Standby.Kill(); err != nil {
+				t.Fatal(err)
+			}
+		case 20:
+			if err := r.Standby.Restart(ctx); err != nil {
+				t.Fatalf("restart the standby: %v", err)
+			}
+		}
+		name := "g" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		names = append(names, name)
+		greet(t, writer, name)
+		if _, err := writer.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "greeting", Name: name}); err != nil {
+			t.Fatalf("get %s (write %d): %v", name, i, err)
+		}
+		if _, err := plain.ListResources(ctx, &convergev1.ListResourcesRequest{Kind: "greeting"}); err != nil {
+			t.Fatalf("list after write %d: %v", i, err)
+		}
+		if _, err := plain.CountResources(ctx, &convergev1.CountResourcesRequest{Kind: "greeting"}); err != nil {
+			t.Fatalf("count after write %d: %v", i, err)
+		}
+	}
+	s := scrape(t, a)
+	if s[`converge_reads_total{reason="down",source="primary"}`]+s[`converge_reads_total{reason="failed",source="primary"}`] < 1 {
+		t.Errorf("no read fell back to the primary while the replica was down")
+	}
+	before := reads(t, a, "replica")
+	waitFor(t, 30*time.Second, "reads to return to the restarted replica", func() bool {
+		_, err := plain.ListResources(ctx, &convergev1.ListResourcesRequest{Kind: "greeting"})
+		if err != nil {
+			t.Fatalf("list after the restart: %v", err)
+		}
+		return reads(t, a, "replica") > before
+	})
+
+	var got []string
+	timeout := time.After(30 * time.Second)
+	for len(got) < n {
+		select {
+		case name := <-seen:
+			got = append(got, name)
+		case err := <-watchErr:
+			t.Fatalf("watch ended after %d of %d changes: %v", len(got), n, err)
+		case <-timeout:
+			t.Fatalf("watch delivered %d of %d creations: %v", len(got), n, got)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		t.Fatalf("watch delivered creations in the order\n%v\nwant the order of the writes\n%v", got, names)
+	}
+}
