@@ -73,6 +73,17 @@ func standbyExec(t *testing.T, r *pgtest.Replicated, sql string) {
 	}
 }
 
+// restGet GETs url and returns the status and the read-your-writes token.
+func replicaRESTGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get(client.ReadAfterHeader)
+}
+
 func greet(t *testing.T, ctl convergev1connect.ControlServiceClient, name string) {
 	t.Helper()
 	if _, err := ctl.ApplyResource(t.Context(), &convergev1.ApplyResourceRequest{Kind: "greeting", KindVersion: 1, Name: name,
@@ -132,6 +143,10 @@ func TestReplicaServesReadsWithinTheBound(t *testing.T) {
 	if _, err := plain.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "greeting", Name: "during"}); err != nil {
 		t.Fatalf("tokenless read past the staleness bound: %v; want the primary's answer", err)
 	}
+	if code, tok := replicaRESTGet(t, base+"/api/v1/namespaces/default/resources/greeting/during"); code != http.StatusOK || tok == "" {
+		t.Errorf("REST read the primary served: %d, token %q; want 200 with a %s token, so the next read cannot show older state",
+			code, tok, client.ReadAfterHeader)
+	}
 	if s := scrape(t, a); s[`converge_reads_total{reason="lag",source="primary"}`] < 1 {
 		t.Errorf("no read counted as lagging on the primary")
 	}
@@ -141,6 +156,9 @@ func TestReplicaServesReadsWithinTheBound(t *testing.T) {
 	before := reads(t, a, "replica")
 	if _, err := plain.ListResources(ctx, &convergev1.ListResourcesRequest{Kind: "greeting"}); err != nil {
 		t.Fatal(err)
+	}
+	if code, tok := replicaRESTGet(t, base+"/api/v1/resources?kind=greeting"); code != http.StatusOK || tok != "" {
+		t.Errorf("REST list the replica served: %d, token %q; want 200 without a token (only writes and primary reads carry one)", code, tok)
 	}
 	if after := reads(t, a, "replica"); after <= before {
 		t.Errorf("after replay resumed, a list did not run on the replica (%v → %v)", before, after)

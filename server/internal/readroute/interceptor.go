@@ -37,7 +37,9 @@ var ReadProcedures = map[string]bool{
 
 // Interceptor routes the unary ReadProcedures (Do, with the request's
 // token) and answers every other successful unary call, a write, with the
-// token of the primary's position after it. A nil Router, or one without
+// token of the primary's position after it; a read the primary served
+// gets one too, so that a client's reads never go back in time when the
+// next one is served by the replica (which, alone, only moves forward). A nil Router, or one without
 // a replica, passes everything through: there is nothing to route, and
 // no token to hand out.
 func (r *Router) Interceptor() connect.Interceptor { return interceptor{r} }
@@ -58,24 +60,34 @@ func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 				return nil, connect.NewError(connect.CodeInvalidArgument, err)
 			}
 			var resp connect.AnyResponse
-			err = i.r.Do(ctx, need, func(ctx context.Context) error {
+			onPrimary, err := i.r.do(ctx, need, func(ctx context.Context) error {
 				var err error
 				resp, err = next(ctx, req)
 				return err
 			})
+			if err == nil && resp != nil && onPrimary {
+				// The primary is ahead of the replica: the caller's next
+				// read must not show it less than this one did.
+				i.r.issueToken(ctx, req.Spec().Procedure, resp.Header())
+			}
 			return resp, err
 		}
 		resp, err := next(ctx, req)
 		if err == nil && resp != nil {
-			// The write has committed; any position sampled from now on
-			// is at or past its commit record.
-			if lsn, perr := i.r.PrimaryAfter(ctx, time.Now()); perr == nil {
-				resp.Header().Set(Header, Token(lsn))
-			} else {
-				i.r.cfg.Log.Debug("read-your-writes token not issued", "procedure", req.Spec().Procedure, "err", perr)
-			}
+			i.r.issueToken(ctx, req.Spec().Procedure, resp.Header())
 		}
 		return resp, err
+	}
+}
+
+// issueToken answers a call that has just written, or read the primary,
+// with the token of the primary's position now: whatever the call wrote or
+// saw is at or before it.
+func (r *Router) issueToken(ctx context.Context, procedure string, header http.Header) {
+	if lsn, err := r.PrimaryAfter(ctx, time.Now()); err == nil {
+		header.Set(Header, Token(lsn))
+	} else {
+		r.cfg.Log.Debug("read-your-writes token not issued", "procedure", procedure, "err", err)
 	}
 }
 

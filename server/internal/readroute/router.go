@@ -61,8 +61,8 @@ type Config struct {
 type source int
 
 const (
-	onReplica source = iota
-	onPrimary
+	sourceReplica source = iota
+	sourcePrimary
 	numSources
 )
 
@@ -149,25 +149,31 @@ func (r *Router) Replica() *pgxpool.Pool {
 // primary, so a replica that dies costs latency, not errors. Errors of
 // read are expected to be store errors or connect errors wrapping them.
 func (r *Router) Do(ctx context.Context, need uint64, read func(context.Context) error) error {
+	_, err := r.do(ctx, need, read)
+	return err
+}
+
+// do is Do, also reporting whether the primary served the read.
+func (r *Router) do(ctx context.Context, need uint64, read func(context.Context) error) (onPrimary bool, err error) {
 	if r == nil || r.cfg.Replica == nil {
-		return read(ctx)
+		return true, read(ctx)
 	}
 	replica, why := r.pick(ctx, need)
 	if !replica {
-		r.counts[onPrimary][why].Add(1)
-		return read(ctx)
+		r.counts[sourcePrimary][why].Add(1)
+		return true, read(ctx)
 	}
-	err := read(store.ReadingFrom(ctx, r.cfg.Replica))
+	err = read(store.ReadingFrom(ctx, r.cfg.Replica))
 	retry, down := replicaFailed(err)
 	if !retry || ctx.Err() != nil {
-		r.counts[onReplica][why].Add(1)
-		return err
+		r.counts[sourceReplica][why].Add(1)
+		return false, err
 	}
 	if down {
 		r.setDown("a read failed: " + err.Error())
 	}
-	r.counts[onPrimary][reasonFailed].Add(1)
-	return read(ctx)
+	r.counts[sourcePrimary][reasonFailed].Add(1)
+	return true, read(ctx)
 }
 
 // pick decides where a read that needs position need runs: the replica
