@@ -46,6 +46,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"plan":           w.step(w.plan),
 		"abandon":        w.step(w.abandon),
 		"rolloutVersion": w.step(w.rolloutVersion),
+		"replicaFault":   w.step(w.replicaFault),
 		"":               w.checkStep,
 	}
 }

@@ -79,14 +79,28 @@ func TestModel(t *testing.T) {
 // sequence of actions with the invariants checked after each, then the
 // final phase.
 func runCase(st *testing.T, rt *rapid.T) {
-	db := pgtest.New(st)
-	srv := newModelServer(rt, db.URL, modelTimings, freeAddr(st))
+	// One case in four reads through a hot standby of its own primary.
+	var replica *mreplica
+	var dbURL string
+	var extra []string
+	if rapid.IntRange(0, 3).Draw(rt, "read replica") == 0 {
+		replica = &mreplica{r: pgtest.NewReplicated(st)}
+		dbURL, extra = replica.r.PrimaryURL, replica.args()
+	} else {
+		dbURL = pgtest.New(st).URL
+	}
+	srv := newModelServer(rt, dbURL, modelTimings, freeAddr(st), extra...)
 	rec := newRecorder(2*modelTimings.lease + 2*time.Second)
 	w := &world{srv: srv, api: srv.api, rec: rec, fleet: newFleet(srv.url, rec), kinds: map[string]*mkind{}, res: map[string]*mres{},
-		unordered: map[string]bool{}, logOut: st.Logf}
+		unordered: map[string]bool{}, logOut: st.Logf, replica: replica}
 	rt.Cleanup(func() {
 		w.fleet.stopAll(rt)
 		srv.kill(rt)
+		if replica != nil {
+			// The clusters are the case's; a shrinking run makes many cases.
+			_ = replica.r.Standby.Stop()
+			_ = replica.r.Primary.Stop()
+		}
 	})
 	rt.Repeat(w.actions())
 	w.finish(rt)
