@@ -21,7 +21,7 @@ type readFlags struct {
 
 func (f *readFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.url, "read-database-url", "", "PostgreSQL URL of a streaming replica (hot standby) of --database-url that serves the API's reads: get, list, counts, Watch, history, events, task records, operations, rollouts (env CONVERGE_READ_DATABASE_URL); writes and the engine stay on the primary")
+	fs.StringVar(&f.url, "read-database-url", "", "PostgreSQL URL of a streaming replica (hot standby) of --database-url that serves the API's reads: get, list, counts, Watch, history, events, operations, rollouts (env CONVERGE_READ_DATABASE_URL); writes and the engine stay on the primary")
 	fs.DurationVar(&f.maxLag, "read-max-lag", readroute.DefaultMaxLag, "with --read-database-url: reads go to the primary while the replica is further behind than this")
 	fs.DurationVar(&f.wait, "read-wait", readroute.DefaultWait, "with --read-database-url: how long a read carrying a read-your-writes token waits for the replica to replay that write before it goes to the primary")
 }

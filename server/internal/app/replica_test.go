@@ -112,6 +112,12 @@ func TestReplicaServesReadsWithinTheBound(t *testing.T) {
 		t.Fatalf("the read after the write did not run on the replica (converge_reads_total %v → %v)", onReplica, n)
 	}
 
+	// Task records are UNLOGGED, so no standby has them: they stay on the
+	// primary, and reading them through the replica server works.
+	if _, err := plain.ListTaskRecords(ctx, &convergev1.ListTaskRecordsRequest{Kind: "greeting", Name: "before"}); err != nil {
+		t.Fatalf("task records through the replica server: %v", err)
+	}
+
 	standbyExec(t, r, `SELECT pg_wal_replay_pause()`)
 	paused := time.Now()
 	greet(t, writer, "during")

@@ -12,12 +12,13 @@ import (
 
 // ReadProcedures are the API's read-only procedures that a replica may
 // serve: resources (get, list, counts, tree, graph, explain, history),
-// events, task records, operations and rollouts, which is everything the
-// UI reads but the cluster view, kinds and provider configs. Those stay on
-// the primary: they are few and small, the kinds are served from the
-// replica's own cache, and the cluster view is the members table, which
-// replicas heartbeat on the primary. Watch routes each page through a
-// Stream. Every procedure not listed is served by the primary.
+// events, operations and rollouts, which is everything the UI reads but
+// the cluster view, kinds, provider configs and task records. Those stay
+// on the primary: kinds and configs are few and small; the cluster view
+// is the members table, which replicas heartbeat on the primary; and task
+// records are an UNLOGGED table, which never reaches a standby (reading
+// it there fails). Watch routes each page through a Stream. Every
+// procedure not listed is served by the primary.
 var ReadProcedures = map[string]bool{
 	convergev1connect.ControlServiceGetResourceProcedure:        true,
 	convergev1connect.ControlServiceListResourcesProcedure:      true,
@@ -27,8 +28,6 @@ var ReadProcedures = map[string]bool{
 	convergev1connect.ControlServiceExplainResourceProcedure:    true,
 	convergev1connect.ControlServiceGetResourceHistoryProcedure: true,
 	convergev1connect.ControlServiceListEventsProcedure:         true,
-	convergev1connect.ControlServiceListTaskRecordsProcedure:    true,
-	convergev1connect.ControlServiceGetTaskRecordProcedure:      true,
 	convergev1connect.ControlServiceGetOperationProcedure:       true,
 	convergev1connect.ControlServiceListOperationsProcedure:     true,
 	convergev1connect.ControlServiceGetRolloutProcedure:         true,
