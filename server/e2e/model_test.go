@@ -84,6 +84,7 @@ func runCase(st *testing.T, rt *rapid.T) {
 	var dbURL string
 	var extra []string
 	if rapid.IntRange(0, 3).Draw(rt, "read replica") == 0 {
+		st.Logf("model: this case reads through a hot standby")
 		replica = &mreplica{r: pgtest.NewReplicated(st)}
 		dbURL, extra = replica.r.PrimaryURL, replica.args()
 	} else {
