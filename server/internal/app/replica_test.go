@@ -112,6 +112,73 @@ func TestReplicaServesReadsWithinTheBound(t *testing.T) {
 		t.Fatalf("the read after the write did not run on the replica (converge_reads_total %v → %v)", onReplica, n)
 	}
 
+	// Every routed read works on a standby: none writes, none touches an
+	// UNLOGGED table, none fails over.
+	onReplica = reads(t, a, "replica")
+	k, n := "greeting", "before"
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"tree", func() error {
+			_, err := plain.GetResourceTree(ctx, &convergev1.GetResourceTreeRequest{Kind: k, Name: n})
+			return err
+		}},
+		{"graph", func() error {
+			_, err := plain.GetResourceGraph(ctx, &convergev1.GetResourceGraphRequest{Kind: k, Name: n})
+			return err
+		}},
+		{"explain", func() error {
+			_, err := plain.ExplainResource(ctx, &convergev1.ExplainResourceRequest{Kind: k, Name: n})
+			return err
+		}},
+		{"history", func() error {
+			_, err := plain.GetResourceHistory(ctx, &convergev1.GetResourceHistoryRequest{Kind: k, Name: n})
+			return err
+		}},
+		{"events", func() error {
+			_, err := plain.ListEvents(ctx, &convergev1.ListEventsRequest{Kind: k, Name: n})
+			return err
+		}},
+		{"operations", func() error {
+			_, err := plain.ListOperations(ctx, &convergev1.ListOperationsRequest{Kind: k, Name: n})
+			return err
+		}},
+		{"rollouts", func() error {
+			_, err := plain.ListRollouts(ctx, &convergev1.ListRolloutsRequest{})
+			return err
+		}},
+		{"count", func() error {
+			_, err := plain.CountResources(ctx, &convergev1.CountResourcesRequest{Kind: k})
+			return err
+		}},
+		{"get operation", func() error {
+			_, err := plain.GetOperation(ctx, &convergev1.GetOperationRequest{Id: "nope"})
+			if connect.CodeOf(err) == connect.CodeNotFound {
+				return nil
+			}
+			return err
+		}},
+		{"get rollout", func() error {
+			_, err := plain.GetRollout(ctx, &convergev1.GetRolloutRequest{RolloutId: 1})
+			if connect.CodeOf(err) == connect.CodeNotFound {
+				return nil
+			}
+			return err
+		}},
+	}
+	for _, c := range calls {
+		if err := c.call(); err != nil {
+			t.Errorf("%s through the replica: %v", c.name, err)
+		}
+	}
+	if got := reads(t, a, "replica") - onReplica; got < float64(len(calls)) {
+		t.Errorf("%v of %d routed reads ran on the replica", got, len(calls))
+	}
+	if f := scrape(t, a)[`converge_reads_total{reason="failed",source="primary"}`]; f != 0 {
+		t.Errorf("%v reads failed on the replica and ran again on the primary; want none", f)
+	}
+
 	// Task records are UNLOGGED, so no standby has them: they stay on the
 	// primary, and reading them through the replica server works.
 	if _, err := plain.ListTaskRecords(ctx, &convergev1.ListTaskRecordsRequest{Kind: "greeting", Name: "before"}); err != nil {
