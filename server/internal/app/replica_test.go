@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -333,5 +334,29 @@ func TestReplicaKilledReadsFallBackAndWatchStaysComplete(t *testing.T) {
 	}
 	if strings.Join(got, ",") != strings.Join(names, ",") {
 		t.Fatalf("watch delivered creations in the order\n%v\nwant the order of the writes\n%v", got, names)
+	}
+}
+
+// A replica that is down when the server starts does not stop it: reads
+// go to the primary, counted as such.
+func TestReplicaDownAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	a := startWith(t, func(c *app.Config) {
+		c.ReadDatabaseURL = "postgres://postgres@" + closed + "/nothing?sslmode=disable"
+		c.MetricsListen = "127.0.0.1:0"
+	})
+	plain := convergev1connect.NewControlServiceClient(http.DefaultClient, "http://"+a.Addr().String())
+	if _, err := plain.CountResources(t.Context(), &convergev1.CountResourcesRequest{}); err != nil {
+		t.Fatalf("a read with the replica down: %v", err)
+	}
+	s := scrape(t, a)
+	if s["converge_read_replica_up"] != 0 || reads(t, a, "primary") < 1 || reads(t, a, "replica") != 0 {
+		t.Errorf("replica up %v, primary reads %v, replica reads %v; want 0, ≥ 1, 0",
+			s["converge_read_replica_up"], reads(t, a, "primary"), reads(t, a, "replica"))
 	}
 }
