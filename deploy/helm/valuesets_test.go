@@ -64,6 +64,14 @@ var valueSets = []valueSet{
 			"stdWorker": map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "sw-token", "key": "tok"}},
 		})
 	}},
+	{name: "read-replica", over: func() map[string]any {
+		return base(map[string]any{"readDatabase": map[string]any{"url": "postgres://standby/c", "maxLag": "5s", "wait": "500ms"}})
+	}},
+	{name: "read-replica-secret", existing: []string{"converge-db", "converge-standby"}, over: func() map[string]any {
+		return map[string]any{"mode": "all",
+			"database":     map[string]any{"existingSecret": map[string]any{"name": "converge-db", "key": "dsn"}},
+			"readDatabase": map[string]any{"existingSecret": map[string]any{"name": "converge-standby", "key": "dsn"}}}
+	}},
 	{name: "stdworker-split", over: func() map[string]any {
 		return base(map[string]any{"mode": "split", "stdWorker": map[string]any{"enabled": true}})
 	}},
@@ -111,6 +119,18 @@ var rejectedSets = []rejectedSet{
 	{name: "no database", vals: func() map[string]any { return map[string]any{} }, want: "set database.url or database.existingSecret.name"},
 	{name: "two databases", want: "not both", vals: func() map[string]any {
 		return map[string]any{"database": map[string]any{"url": "postgres://db/c", "existingSecret": map[string]any{"name": "s"}}}
+	}},
+	{name: "two read databases", want: "readDatabase: set either", vals: func() map[string]any {
+		return base(map[string]any{"readDatabase": map[string]any{"url": "postgres://standby/c", "existingSecret": map[string]any{"name": "s"}}})
+	}},
+	{name: "read database is the primary", want: "readDatabase.url: names database.url itself", vals: func() map[string]any {
+		return base(map[string]any{"readDatabase": map[string]any{"url": "postgres://db/c"}})
+	}},
+	{name: "read database bad url", want: "/readDatabase/url", schema: true, vals: func() map[string]any {
+		return base(map[string]any{"readDatabase": map[string]any{"url": "mysql://standby/c"}})
+	}},
+	{name: "read database bad lag", want: "/readDatabase/maxLag", schema: true, vals: func() map[string]any {
+		return base(map[string]any{"readDatabase": map[string]any{"maxLag": "2 seconds"}})
 	}},
 	{name: "tls without secret", want: "tls.secretName", vals: func() map[string]any {
 		return base(map[string]any{"tls": map[string]any{"enabled": true}})

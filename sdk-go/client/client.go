@@ -9,6 +9,9 @@
 // retry hint: the kind's backlog is at its admission bound) is retried
 // after the hint for up to DefaultBackpressureWait; see WithBackpressure.
 //
+// A Client reads its own writes when the server reads from a replica: it
+// sends back the token each write was answered with (ReadAfterHeader).
+//
 // Errors are the connect errors the server returned: use connect.CodeOf to
 // branch on the code and (*connect.Error).Message for the server's message,
 // which names the offending field or rule.
@@ -100,7 +103,11 @@ func New(baseURL string, opts ...Option) *Client {
 			opt.apply(&cfg)
 		}
 	}
-	connectOpts := cfg.connectOpts
+	// Read-your-writes is innermost, so it sees the headers the server
+	// answered with and sets its own after the caller's; back-pressure is
+	// outermost, so each retry is a whole call.
+	connectOpts := append([]connect.ClientOption{}, cfg.connectOpts...)
+	connectOpts = append(connectOpts, connect.WithInterceptors(&readAfter{}))
 	if cfg.backpressure.maxWait > 0 {
 		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(cfg.backpressure.interceptor())}, connectOpts...)
 	}

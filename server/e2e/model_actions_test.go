@@ -48,6 +48,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"abandon":        w.step(w.abandon),
 		"rolloutVersion": w.step(w.rolloutVersion),
 		"manage":         w.step(w.manage),
+		"replicaFault":   w.step(w.replicaFault),
 		"":               w.checkStep,
 	}
 }

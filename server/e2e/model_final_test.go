@@ -26,6 +26,9 @@ const (
 // must see the same failure on every run of a case to shrink it.
 func (w *world) finish(t tb) {
 	t.Helper()
+	if w.replica != nil {
+		w.replica.heal(t)
+	}
 	found, report := w.quiesce(t)
 	if len(found) == 0 {
 		w.checkExplain(t)

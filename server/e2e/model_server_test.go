@@ -47,11 +47,12 @@ type mserver struct {
 	cmd        *exec.Cmd
 	done       chan struct{}
 	out        *testkit.Buffer // the output of every start, in order
+	extra      []string        // more serve flags (a read replica's)
 }
 
-func newModelServer(t tb, dbURL string, tm timings, addr string, maxBacklog int) *mserver {
+func newModelServer(t tb, dbURL string, tm timings, addr string, maxBacklog int, extra ...string) *mserver {
 	t.Helper()
-	s := &mserver{dbURL: dbURL, tm: tm, maxBacklog: maxBacklog, addr: addr, url: "http://" + addr, out: &testkit.Buffer{}}
+	s := &mserver{dbURL: dbURL, tm: tm, maxBacklog: maxBacklog, addr: addr, url: "http://" + addr, out: &testkit.Buffer{}, extra: extra}
 	// Admission refusals come back at once: the model applies them as
 	// writes that changed nothing.
 	s.api = client.New(s.url, client.WithBackpressure(0, nil))
@@ -66,10 +67,11 @@ func (s *mserver) start(t tb) {
 	s.starts++
 	fmt.Fprintf(s.out, "---- converge serve #%d ----\n", s.starts)
 	tm := s.tm
-	s.cmd = exec.Command(bin.converge, "serve", "--database-url", s.dbURL, "--listen", s.addr,
+	args := append([]string{"serve", "--database-url", s.dbURL, "--listen", s.addr,
 		"--lease", tm.lease.String(), "--heartbeat", tm.heartbeat.String(), "--poll", tm.poll.String(),
 		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String(), "--log-level", "warn",
-		"--max-backlog", strconv.Itoa(s.maxBacklog))
+		"--max-backlog", strconv.Itoa(s.maxBacklog)}, s.extra...)
+	s.cmd = exec.Command(bin.converge, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.WaitDelay = exitTimeout
 	if err := startCmd(s.cmd); err != nil {

@@ -26,6 +26,7 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -35,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"pgregory.net/rapid"
 
 	"github.com/convergehq/converge/server/internal/pgtest"
@@ -85,17 +87,37 @@ var admissionRefusals atomic.Int64
 // sequence of actions with the invariants checked after each, then the
 // final phase.
 func runCase(st *testing.T, rt *rapid.T) {
-	db := pgtest.New(st)
+	// One case in four reads through a hot standby of its own primary.
+	var replica *mreplica
+	var dbURL string
+	var extra []string
+	if rapid.IntRange(0, 3).Draw(rt, "read replica") == 0 {
+		st.Logf("model: this case reads through a hot standby")
+		replica = &mreplica{r: pgtest.NewReplicated(st)}
+		dbURL, extra = replica.r.PrimaryURL, replica.args()
+	} else {
+		dbURL = pgtest.New(st).URL
+	}
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		rt.Fatalf("connecting to the case's database: %v", err)
+	}
+	rt.Cleanup(pool.Close)
 	// A small admission bound refuses applies to kinds whose workers lag
 	// or are gone; a refused apply must have changed nothing.
 	backlog := rapid.SampledFrom([]int{0, 2, 5}).Draw(rt, "max_backlog")
-	srv := newModelServer(rt, db.URL, modelTimings, freeAddr(st), backlog)
+	srv := newModelServer(rt, dbURL, modelTimings, freeAddr(st), backlog, extra...)
 	rec := newRecorder(2*modelTimings.lease + 2*time.Second)
-	w := &world{db: db.Pool, srv: srv, api: srv.api, rec: rec, fleet: newFleet(srv.url, rec), kinds: map[string]*mkind{}, res: map[string]*mres{},
-		unordered: map[string]bool{}, logOut: st.Logf}
+	w := &world{db: pool, srv: srv, api: srv.api, rec: rec, fleet: newFleet(srv.url, rec), kinds: map[string]*mkind{}, res: map[string]*mres{},
+		unordered: map[string]bool{}, logOut: st.Logf, replica: replica}
 	rt.Cleanup(func() {
 		w.fleet.stopAll(rt)
 		srv.kill(rt)
+		if replica != nil {
+			// The clusters are the case's; a shrinking run makes many cases.
+			_ = replica.r.Standby.Stop()
+			_ = replica.r.Primary.Stop()
+		}
 	})
 	rt.Repeat(w.actions())
 	w.finish(rt)

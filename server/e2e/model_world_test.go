@@ -83,6 +83,8 @@ type world struct {
 	// waiting for it, so the order it would have kept is not checked.
 	unordered map[string]bool
 	ran       []string // the actions applied, for reports
+	// replica is the case's read replica; nil for most cases.
+	replica *mreplica
 	// logOut logs on the test itself, outside rapid: rapid keeps the output
 	// of the run it reports, and a failure it cannot reproduce would
 	// otherwise lose what broke.

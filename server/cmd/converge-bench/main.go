@@ -94,11 +94,16 @@ type options struct {
 	rolloutResources int
 	w6Rate           float64
 	report           string
+	// Reads: the population, the clients and each figure's window.
+	readResources int
+	readClients   int
+	readWindow    time.Duration
 }
 
 // workloads are the names -workload takes, in the order they run; "all"
-// is every one but rest (a million resources is not cheap).
-var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout"}
+// is every one but rest (a million resources is not cheap) and reads (it
+// starts a standby of the cluster).
+var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout", "reads"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
@@ -128,7 +133,7 @@ func main() {
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
-	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), or all (every one but rest)")
+	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), reads (get and list with and without a hot standby), or all (every one but rest and reads)")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
@@ -144,6 +149,9 @@ func main() {
 	flag.Float64Var(&o.w6Rate, "w6-rate", 167, "interference (W6): resyncs per second in the background (the interval is -resources ÷ this)")
 	flag.DurationVar(&o.drainXmin, "drain-xmin", 0, "drain: also run each drain with an xid held idle in transaction for this long from the worker's start (0: no such variant)")
 	flag.IntVar(&o.rolloutResources, "rollout-resources", 1000, "rollout: resources the rollout moves from v1 to v2")
+	flag.IntVar(&o.readResources, "read-resources", 10_000, "reads: Ready leaves read")
+	flag.IntVar(&o.readClients, "read-clients", 16, "reads: clients calling at once")
+	flag.DurationVar(&o.readWindow, "read-window", 10*time.Second, "reads: how long each of get and list is measured, per server")
 	flag.StringVar(&o.report, "report", "", "also write the whole run as Markdown to this file (by convention docs/bench-report.md)")
 	flag.Parse()
 
@@ -169,6 +177,7 @@ type results struct {
 	drains   []drainResult
 	held     []drainResult // drains with an xid held
 	rollouts []rolloutResult
+	reads    []readsResult
 	selected map[string]bool
 }
 
@@ -180,7 +189,7 @@ func selectWorkloads(spec string) (map[string]bool, error) {
 		switch {
 		case w == "all":
 			for _, name := range workloads {
-				sel[name] = name != "rest"
+				sel[name] = name != "rest" && name != "reads"
 			}
 		case slices.Contains(workloads, w):
 			sel[w] = true
@@ -307,6 +316,9 @@ func printResults(w io.Writer, o options, settings map[string]string, r *results
 	}
 	if r.selected["rollout"] {
 		reportRollout(w, o, settings, r.rollouts)
+	}
+	if r.selected["reads"] {
+		reportReads(w, o, r.reads)
 	}
 }
 

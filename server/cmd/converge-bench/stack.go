@@ -28,6 +28,7 @@ type stack struct {
 	worker  *proc   // the first of workers
 	workers []*proc // workers[i] dials brokers[i]
 	client  *client.Client
+	apiURL  string // the base URL client calls
 	logDir  string
 	// brokerURLs are the addresses workers dial, one per broker.
 	brokerURLs []string
@@ -102,6 +103,7 @@ func startStack(ctx context.Context, o options, cluster *devpg.Cluster, db strin
 	}
 	s.broker = s.brokers[0]
 	s.brokerURLs = brokerURLs
+	s.apiURL = base
 	s.client = client.New(base, client.WithHTTPClient(http.DefaultClient))
 	if workerBin != "" {
 		if err := s.startWorkers(workerBin, workerArgs...); err != nil {

@@ -130,5 +130,15 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 		r.rollouts = append(r.rollouts, rr)
 		logf("run %d/%d: %d moved and Ready in %s: %.0f resources/s", i, o.runs, rr.resources, rr.elapsed.Round(time.Millisecond), rr.rate())
 	}
+	for i := 1; i <= o.runs && sel["reads"]; i++ {
+		logf("run %d/%d: reads of %d leaves, primary only and with a hot standby", i, o.runs, o.readResources)
+		rr, err := runReads(ctx, o, cluster, i)
+		if err != nil {
+			return fmt.Errorf("run %d: reads: %w", i, err)
+		}
+		r.reads = append(r.reads, rr)
+		logf("run %d/%d: get %.0f/s → %.0f/s with the standby, list %.0f/s → %.0f/s; %.0f%% of the replica server's reads on the standby", i, o.runs,
+			rr.primary.getRate, rr.replica.getRate, rr.primary.listRate, rr.replica.listRate, 100*rr.replicaShare)
+	}
 	return nil
 }

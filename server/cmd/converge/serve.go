@@ -198,6 +198,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 
 func serveCmd() *cobra.Command {
 	var flags serverFlags
+	var reads readFlags
 	var databaseURL string
 	var migrate bool
 	cmd := &cobra.Command{
@@ -227,7 +228,15 @@ team (see docs/operations.md). Workers are identified the same way: while
 authorization is on, a worker needs a client certificate or a token from
 --token-file, and its identity is checked against the kinds' workers lists; a
 broker-only server beyond loopback needs --token-file, required client
-certificates or --allow-anonymous.`,
+certificates or --allow-anonymous.
+
+Read replica: --read-database-url sends the API's reads to a PostgreSQL
+streaming replica of --database-url. A read goes to the primary instead
+while the replica is unreachable, not in recovery, or further behind than
+--read-max-lag. Every write is answered with a token (response header
+Converge-Read-After); a read that sends it back waits up to --read-wait for
+the replica to replay that write, else reads the primary. The Go client and
+conctl send it back by themselves (see docs/production.md).`,
 		Example: `  converge serve --database-url postgres://converge@db:5432/converge
   CONVERGE_DATABASE_URL=postgres://... converge serve --role broker --listen :7071
   converge serve --database-url ... --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt \
@@ -244,6 +253,9 @@ certificates or --allow-anonymous.`,
 			}
 			cfg, err := flags.config(databaseURL)
 			if err != nil {
+				return err
+			}
+			if err := reads.apply(cmd, &cfg); err != nil {
 				return err
 			}
 			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, cfg.TLS, flags.authz.allowAnonymous); err != nil {
@@ -265,5 +277,6 @@ certificates or --allow-anonymous.`,
 	cmd.Flags().StringVar(&flags.role, "role", app.RoleAll, "all, control or broker")
 	cmd.Flags().StringVar(&databaseURL, "database-url", "", "PostgreSQL URL (env CONVERGE_DATABASE_URL)")
 	cmd.Flags().BoolVar(&migrate, "migrate", true, "apply pending migrations at start (safe with several replicas)")
+	reads.register(cmd)
 	return cmd
 }

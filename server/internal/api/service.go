@@ -16,6 +16,7 @@ import (
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/members"
 	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/readroute"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/tlsconf"
 )
@@ -34,10 +35,22 @@ type Service struct {
 	// admission bounds the reconciles applies may queue per kind (nil:
 	// none).
 	admission *admission.Gate
+	// reads routes Watch's pages to a read replica; nil reads the primary.
+	reads *readroute.Router
 }
 
 // Admit sets the admission gate applies pass through.
 func (s *Service) Admit(g *admission.Gate) { s.admission = g }
+
+// RouteReads has Watch read its feed where reads routes it (the unary
+// reads are routed by reads' interceptor).
+func (s *Service) RouteReads(reads *readroute.Router) { s.reads = reads }
+
+// ReadRouter is the interceptor that routes the unary reads and hands
+// writes their read-your-writes tokens; it passes everything through
+// until RouteReads gives it a replica. It must be the innermost, after
+// authorization, so that only the handler runs on the replica.
+func (s *Service) ReadRouter() connect.Interceptor { return s.reads.Interceptor() }
 
 // New returns the service.
 func New(st *store.Store, reg *kinds.Registry, bus *notify.Bus, mem *members.Tracker, log *slog.Logger) *Service {

@@ -29,13 +29,17 @@ const (
 
 // Watch streams changes from a resume point.
 func (s *Service) Watch(ctx context.Context, req *convergev1.WatchRequest, stream *connect.ServerStream[convergev1.WatchResponse]) error {
-	return s.watch(ctx, req, stream.Send)
+	var header http.Header
+	if ci, ok := connect.CallInfoForHandlerContext(ctx); ok {
+		header = ci.RequestHeader()
+	}
+	return s.watch(ctx, req, header, stream.Send)
 }
 
-// watch is the Watch stream, whatever carries it. The first message is a
-// heartbeat sent once the stream is positioned: every change after it
-// will be delivered.
-func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send func(*convergev1.WatchResponse) error) error {
+// watch is the Watch stream, whatever carries it; header is the request's
+// (for its read-your-writes token). The first message is a heartbeat sent
+// once the stream is positioned: every change after it will be delivered.
+func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, header http.Header, send func(*convergev1.WatchResponse) error) error {
 	if req.GetName() != "" && req.GetKind() == "" {
 		return invalid("watch: name needs kind")
 	}
@@ -51,10 +55,15 @@ func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send 
 	if f.Name != "" && f.Namespace == "" {
 		f.Namespace = DefaultNamespace
 	}
+	// The wake-ups are the primary's notifications wherever the feed is
+	// read: a standby delivers none.
 	wake, stop := s.bus.Subscribe(notify.Changes)
 	defer stop()
+	route, err := s.reads.Stream(header)
+	if err != nil {
+		return err
+	}
 	var cursor store.Cursor
-	var err error
 	if tok := req.GetCursor(); tok != "" {
 		if cursor, err = store.ParseCursor(tok); err != nil {
 			return invalid("cursor: %v", err)
@@ -64,8 +73,11 @@ func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send 
 		} else if err != nil {
 			return storeError(err)
 		}
-	} else if cursor, err = s.store.CurrentCursor(ctx); err != nil {
+	} else if err := route.Read(ctx, func(ctx context.Context) (err error) {
+		cursor, err = s.store.CurrentCursor(ctx)
 		return storeError(err)
+	}); err != nil {
+		return err
 	}
 	if err := send(&convergev1.WatchResponse{Heartbeat: true, Cursor: cursor.String()}); err != nil {
 		return err
@@ -75,12 +87,17 @@ func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send 
 	defer poll.Stop()
 	lastSent := time.Now()
 	for {
-		changes, next, err := s.store.ReadChanges(ctx, cursor, f, watchPage)
+		var changes []store.Change
+		var next store.Cursor
+		err := route.Read(ctx, func(ctx context.Context) (err error) {
+			changes, next, err = s.store.ReadChanges(ctx, cursor, f, watchPage)
+			return storeError(err)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return storeError(err)
+			return err
 		}
 		var out []*convergev1.Change
 		for _, ch := range changes {
@@ -108,6 +125,7 @@ func (s *Service) watch(ctx context.Context, req *convergev1.WatchRequest, send 
 		case <-ctx.Done():
 			return nil
 		case <-wake:
+			route.Woke(ctx)
 		case <-poll.C:
 			if time.Since(lastSent) > watchKeepAlive {
 				if err := send(&convergev1.WatchResponse{Heartbeat: true, Cursor: cursor.String()}); err != nil {
@@ -145,7 +163,7 @@ func (s *Service) serveWatchNDJSON(w http.ResponseWriter, r *http.Request, check
 	w.Header().Set("Cache-Control", "no-store")
 	started := false
 	opts := protojson.MarshalOptions{UseProtoNames: true}
-	err := s.watch(r.Context(), req, func(m *convergev1.WatchResponse) error {
+	err := s.watch(r.Context(), req, r.Header, func(m *convergev1.WatchResponse) error {
 		b, err := opts.Marshal(m)
 		if err != nil {
 			return err

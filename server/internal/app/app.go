@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 	"github.com/convergehq/converge/server/internal/migrate"
 	"github.com/convergehq/converge/server/internal/notify"
 	"github.com/convergehq/converge/server/internal/reactor"
+	"github.com/convergehq/converge/server/internal/readroute"
 	"github.com/convergehq/converge/server/internal/rollout"
 	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
@@ -55,6 +55,13 @@ const (
 // Config configures a server process.
 type Config struct {
 	DatabaseURL string
+	// ReadDatabaseURL, if set, is a streaming replica of DatabaseURL that
+	// serves the API's reads (package readroute); ReadMaxLag and ReadWait
+	// bound its staleness and how long a read waits for it to catch up
+	// with the caller's last write (0: readroute's defaults).
+	ReadDatabaseURL string
+	ReadMaxLag      time.Duration
+	ReadWait        time.Duration
 	// Listen is the address of the API and worker listener.
 	Listen string
 	// Role is all, control or broker.
@@ -219,6 +226,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		levels = newLogLevel(st, cfg.LogLevel, cfg.Log)
 	}
 	var svc *api.Service
+	var reads *readroute.Router
 	if control {
 		svc = api.New(st, reg, bus, tracker, cfg.Log)
 		if cfg.MaxBacklog > 0 {
@@ -229,6 +237,16 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		if levels != nil {
 			svc.OnLogLevel(levels.sync)
 		}
+		if cfg.ReadDatabaseURL != "" {
+			replica, err := openReplicaPool(cfg.ReadDatabaseURL, cfg.PoolSize, cfg.HistoryKeep)
+			if err != nil {
+				a.closePools()
+				return nil, err
+			}
+			a.pools = append(a.pools, replica)
+			reads = readroute.New(readroute.Config{Primary: pool, Replica: replica, MaxLag: cfg.ReadMaxLag, Wait: cfg.ReadWait, Log: cfg.Log})
+			svc.RouteReads(reads)
+		}
 	}
 	cfg.Clients = cfg.Clients.withDefaults()
 	handler, err := newHandler(svc, b, pool, tc, m, cfg.Authz, cfg.Clients, cfg.Log)
@@ -237,7 +255,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	if m != nil {
-		if err := watchAll(m, st, pool, relaxed, b, rec, bus, cfg.Log); err != nil {
+		if err := watchAll(m, st, pool, relaxed, b, rec, bus, reads, cfg.Log); err != nil {
 			a.closePools()
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
@@ -269,6 +287,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	duties, err := a.duties(svc, st, reg, bus, tracker, b, m, pool)
 	if levels != nil {
 		duties = append(duties, levels)
+	}
+	if reads != nil {
+		duties = append(duties, reads)
 	}
 	if rec != nil {
 		duties = append(duties, rec)
@@ -455,54 +476,6 @@ func roleList(control, broker bool) []string {
 		out = append(out, RoleBroker)
 	}
 	return out
-}
-
-// openPool opens a pool; relaxed sessions commit without waiting for the
-// WAL flush (see store.Store). Every session tells the change trigger how
-// many spec revisions to keep.
-//
-// Statements are planned for their arguments (plan_cache_mode
-// force_custom_plan): the queue and the resources grow from nothing to
-// 100,000 rows well before autovacuum analyzes them, and a plan cached
-// while they were nearly empty scans them whole, tens of milliseconds a
-// statement; results then queue behind it for seconds. Index probes are
-// costed as the cached pages they are (random_page_cost 1.1): at the
-// default of 4 the planner prefers a scan of the whole table to 1,000
-// probes by key, which takes three times as long. JIT compilation is off:
-// Converge's statements touch few rows, and compiling one costs more
-// than running it many times over (the claim, whose generic plan is costed
-// above jit_above_cost for subplans that never run, took 80 ms with it
-// and under 3 ms without). All three stay the operator's to override in
-// the database URL.
-func openPool(ctx context.Context, url string, size int32, historyKeep int, relaxed bool) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("--database-url: %w", err)
-	}
-	pc.MaxConns = size
-	pc.MaxConnLifetime = 30 * time.Minute
-	pc.HealthCheckPeriod = 5 * time.Second
-	pc.ConnConfig.RuntimeParams["application_name"] = "converge"
-	pc.ConnConfig.RuntimeParams[store.HistoryKeepSetting] = strconv.Itoa(historyKeep)
-	for k, v := range map[string]string{"plan_cache_mode": "force_custom_plan", "random_page_cost": "1.1", "jit": "off"} {
-		if _, set := pc.ConnConfig.RuntimeParams[k]; !set {
-			pc.ConnConfig.RuntimeParams[k] = v
-		}
-	}
-	if relaxed {
-		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the database: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connecting to the database: %w", err)
-	}
-	return pool, nil
 }
 
 func memberID() string {

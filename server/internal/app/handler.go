@@ -57,7 +57,7 @@ func newHandler(svc *api.Service, b *broker.Broker, pool *pgxpool.Pool, tc *tlsc
 	mux := http.NewServeMux()
 	if svc != nil {
 		path, h := convergev1connect.NewControlServiceHandler(svc,
-			connect.WithInterceptors(tracing.Interceptor(), requestlog.Interceptor(log), m.Interceptor(), apiValidator, svc.DryRunner(), svc.Authorizer(az)),
+			connect.WithInterceptors(tracing.Interceptor(), requestlog.Interceptor(log), m.Interceptor(), apiValidator, svc.DryRunner(), svc.Authorizer(az), svc.ReadRouter()),
 			connect.WithCodec(jsonCodec{}),
 			connect.WithCompressMinBytes(compressMinBytes),
 			connect.WithReadMaxBytes(limits.MaxRequestBytes))

@@ -12,16 +12,31 @@ import (
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/metrics"
 	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/readroute"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/taskrec"
 )
 
-// watchAll registers the scrape-time sources of m: both pools, the queue
-// depth, the broker's state (when this process runs one) and the NOTIFY
-// counters.
+// watchAll registers the scrape-time sources of m: the pools, the queue
+// depth, the broker's state (when this process runs one), the read
+// replica's lag and routing (when there is one) and the NOTIFY counters.
 func watchAll(m *metrics.Metrics, st *store.Store, pool, relaxed *pgxpool.Pool, b *broker.Broker,
-	rec *taskrec.Recorder, bus *notify.Bus, log *slog.Logger) error {
-	if err := m.WatchPools(map[string]*pgxpool.Pool{"requests": pool, "relaxed": relaxed}); err != nil {
+	rec *taskrec.Recorder, bus *notify.Bus, reads *readroute.Router, log *slog.Logger) error {
+	pools := map[string]*pgxpool.Pool{"requests": pool, "relaxed": relaxed}
+	if reads != nil {
+		pools["replica"] = reads.Replica()
+		if err := m.WatchReads(func() metrics.ReadStats {
+			st := reads.Stats()
+			out := metrics.ReadStats{Up: st.Up, Lag: st.Lag, LagBytes: st.LagBytes}
+			for _, c := range st.Reads {
+				out.Reads = append(out.Reads, metrics.ReadCount{Source: c.Source, Reason: c.Reason, N: c.N})
+			}
+			return out
+		}); err != nil {
+			return err
+		}
+	}
+	if err := m.WatchPools(pools); err != nil {
 		return err
 	}
 	queue := func(ctx context.Context) ([]metrics.QueueDepth, error) {

@@ -240,15 +240,21 @@ func NewCluster(t testing.TB, opts devpg.Options) *devpg.Cluster {
 // returns its URL. The database goes away with the cluster.
 func MigratedDB(t testing.TB, cluster *devpg.Cluster) string {
 	t.Helper()
+	_, url := migratedDB(t, cluster)
+	return url
+}
+
+func migratedDB(t testing.TB, cluster *devpg.Cluster) (name, url string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	name := dbName(t.Name())
+	name = dbName(t.Name())
 	if err := cluster.CreateDatabase(ctx, name, ""); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	url := cluster.URL(name)
+	url = cluster.URL(name)
 	if _, err := migrate.Up(ctx, url); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	return url
+	return name, url
 }

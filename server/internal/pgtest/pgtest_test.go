@@ -3,6 +3,7 @@ package pgtest_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -102,5 +103,33 @@ func TestNewClusterMigratedDB(t *testing.T) {
 func BenchmarkNew(b *testing.B) {
 	for b.Loop() {
 		pgtest.New(b)
+	}
+}
+
+// A replicated pair's standby holds the migrated schema and follows the
+// primary's writes.
+func TestNewReplicated(t *testing.T) {
+	t.Parallel()
+	r := pgtest.NewReplicated(t)
+	ctx := t.Context()
+	p, err := pgx.Connect(ctx, r.PrimaryURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Exec(ctx, `INSERT INTO cluster_settings (name, value, set_by) VALUES ('log_level', 'debug', 'test')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitReplayed(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s, err := pgx.Connect(ctx, r.StandbyURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	var n int
+	if err := s.QueryRow(ctx, `SELECT count(*) FROM cluster_settings WHERE name = 'log_level'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("standby: %d probe rows, %v; want 1", n, err)
 	}
 }

@@ -64,6 +64,9 @@ func (s *Store) db(ctx context.Context) querier {
 	if tx, ok := ctx.Value(atomicKey{}).(pgx.Tx); ok {
 		return tx
 	}
+	if p := readPool(ctx); p != nil {
+		return p
+	}
 	return s.pool
 }
 
@@ -73,6 +76,9 @@ func (s *Store) relaxedDB(ctx context.Context) querier {
 	}
 	if tx, ok := ctx.Value(atomicKey{}).(pgx.Tx); ok {
 		return tx
+	}
+	if p := readPool(ctx); p != nil {
+		return p
 	}
 	return s.relaxed
 }

@@ -69,13 +69,36 @@ url
 {{- end -}}
 {{- end -}}
 
-{{/* Fails the render unless exactly one database source is set. */}}
+{{/* Name of the Secret holding the read replica's URL, and its key; empty without a replica. */}}
+{{- define "converge.readDatabaseSecretName" -}}
+{{- if .Values.readDatabase.existingSecret.name -}}
+{{- .Values.readDatabase.existingSecret.name -}}
+{{- else if .Values.readDatabase.url -}}
+{{- printf "%s-read-database" (include "converge.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "converge.readDatabaseSecretKey" -}}
+{{- if .Values.readDatabase.existingSecret.name -}}
+{{- .Values.readDatabase.existingSecret.key -}}
+{{- else -}}
+url
+{{- end -}}
+{{- end -}}
+
+{{/* Fails the render unless exactly one database source is set, and at most one read replica source. */}}
 {{- define "converge.checkDatabase" -}}
 {{- if and .Values.database.url .Values.database.existingSecret.name -}}
 {{- fail "database: set either database.url or database.existingSecret.name, not both" -}}
 {{- end -}}
 {{- if not (or .Values.database.url .Values.database.existingSecret.name) -}}
 {{- fail "database: set database.url or database.existingSecret.name (the PostgreSQL URL the servers use)" -}}
+{{- end -}}
+{{- if and .Values.readDatabase.url .Values.readDatabase.existingSecret.name -}}
+{{- fail "readDatabase: set either readDatabase.url or readDatabase.existingSecret.name, not both" -}}
+{{- end -}}
+{{- if and .Values.readDatabase.url (eq .Values.readDatabase.url .Values.database.url) -}}
+{{- fail "readDatabase.url: names database.url itself; give a streaming replica of it, or leave it empty" -}}
 {{- end -}}
 {{- end -}}
 
