@@ -40,7 +40,8 @@ type TaskRecord struct {
 	Error         string
 	Children      int32
 	Truncated     bool
-	// Input and Result are JSON documents; reads of a list leave them nil.
+	// Input and Result are the stored documents (taskrec.Document reads
+	// them); reads of a list leave them nil.
 	Input, Result []byte
 }
 
@@ -87,6 +88,12 @@ func (s *Store) WriteTaskRecords(ctx context.Context, recs []TaskRecord) error {
 		return nil
 	}
 	i := 0
+	// One row of pointers into recs, refilled per record: pgx encodes a
+	// row before it asks for the next, and a pointer in an interface
+	// costs no allocation where a value would.
+	var dispatched pgtype.Timestamptz
+	var input, result []byte
+	row := make([]any, len(taskRecordCopyColumns))
 	_, err := s.relaxedDB(ctx).CopyFrom(ctx, pgx.Identifier{"task_records"}, taskRecordCopyColumns,
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if i == len(recs) {
@@ -94,10 +101,16 @@ func (s *Store) WriteTaskRecords(ctx context.Context, recs []TaskRecord) error {
 			}
 			r := &recs[i]
 			i++
-			return []any{r.ResourceID, r.TaskID, r.Trigger, r.Generation, r.Attempt, r.Worker, r.Session,
-				r.ClaimedAt, pgtype.Timestamptz{Time: r.DispatchedAt, Valid: !r.DispatchedAt.IsZero()}, r.EndedAt,
-				r.Outcome, r.DiscardReason, r.Failed, r.Terminal, r.ErrorReason, r.Error, r.Children, r.Truncated,
-				string(orEmptyObject(r.Input)), string(orEmptyObject(r.Result))}, nil
+			dispatched = pgtype.Timestamptz{Time: r.DispatchedAt, Valid: !r.DispatchedAt.IsZero()}
+			// nil is NULL to pgx; an empty document reads as {}.
+			input, result = orEmpty(r.Input), orEmpty(r.Result)
+			row[0], row[1], row[2], row[3], row[4], row[5], row[6] = &r.ResourceID, &r.TaskID, &r.Trigger,
+				&r.Generation, &r.Attempt, &r.Worker, &r.Session
+			row[7], row[8], row[9], row[10], row[11], row[12], row[13] = &r.ClaimedAt, &dispatched, &r.EndedAt,
+				&r.Outcome, &r.DiscardReason, &r.Failed, &r.Terminal
+			row[14], row[15], row[16], row[17], row[18], row[19] = &r.ErrorReason, &r.Error, &r.Children,
+				&r.Truncated, &input, &result
+			return row, nil
 		}))
 	return err
 }
@@ -120,9 +133,9 @@ func (s *Store) PruneTaskRecords(ctx context.Context, ids []int64, keep int) err
 	return err
 }
 
-func orEmptyObject(b []byte) []byte {
-	if len(b) == 0 {
-		return []byte("{}")
+func orEmpty(b []byte) []byte {
+	if b == nil {
+		return []byte{}
 	}
 	return b
 }
