@@ -94,8 +94,8 @@ func (e *encoder) json(k key, v any) {
 func (e *encoder) build(p *Pending, flows [][]byte, maxBytes int) store.TaskRecord {
 	c := p.claimed
 	rec := store.TaskRecord{
-		ResourceID: c.ResourceID, TaskID: c.TaskID, Trigger: c.Trigger, Generation: c.Generation,
-		Attempt: c.Attempt, Worker: p.worker, Session: p.session, ClaimedAt: p.claimedAt,
+		ResourceID: c.resourceID, TaskID: c.taskID, Trigger: c.trigger, Generation: c.generation,
+		Attempt: c.attempt, Worker: p.worker, Session: p.session, ClaimedAt: p.claimedAt,
 		DispatchedAt: p.dispatchedAt, EndedAt: p.endedAt, Outcome: p.outcome, DiscardReason: p.why,
 		Failed: p.out.Failed, Terminal: p.out.Terminal, ErrorReason: p.out.Reason, Error: p.out.Message,
 		Children: int32(len(p.children)),

@@ -25,7 +25,7 @@ func TestRedact(t *testing.T) {
 
 func pendingOf(spec string) *Pending {
 	return &Pending{
-		claimed: store.Claimed{Lease: store.Lease{TaskID: 7, Generation: 3}, Trigger: "specChange", Attempt: 2, ResourceID: 9},
+		claimed: claim{taskID: 7, generation: 3, trigger: "specChange", attempt: 2, resourceID: 9},
 		input: Input{KindVersion: 1, Reaction: "reconcile", Config: []byte(`{"secret":"s","zone":"a"}`),
 			Spec: []byte(spec), Status: []byte(`{}`), Labels: []byte(`{}`)},
 		returned: &convergev1.TaskResult{Outcome: &convergev1.TaskResult_Error{Error: &convergev1.TaskError{
@@ -80,7 +80,7 @@ func TestBuildFitsTheBudget(t *testing.T) {
 // TestDocumentShape pins the documents a record of every part reads as.
 func TestDocumentShape(t *testing.T) {
 	p := &Pending{
-		claimed: store.Claimed{Lease: store.Lease{TaskID: 1, Generation: 1}, Trigger: "specChange", ResourceID: 2},
+		claimed: claim{taskID: 1, generation: 1, trigger: "specChange", resourceID: 2},
 		input: Input{KindVersion: 3, Reaction: "reconcile", Spec: []byte(`{"a": 1}`), Status: []byte(`{"b": 2}`),
 			Labels: []byte(`{"team": "net"}`), Config: []byte(`{"token": "t", "region": "eu"}`),
 			Operation: []byte(`{"id": "op-1", "verb": "ping", "input": {"n": 1}}`)},

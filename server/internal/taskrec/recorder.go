@@ -75,7 +75,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Recorder {
 // Pending is a record being filled by the broker while its task runs.
 // The broker's lock guards it; after Finish it belongs to the writer.
 type Pending struct {
-	claimed      store.Claimed
+	claimed      claim
 	input        Input
 	claimedAt    time.Time
 	dispatchedAt time.Time
@@ -94,6 +94,18 @@ type Pending struct {
 	why     string
 }
 
+// claim is what a record keeps of its task's claim besides the input:
+// a Pending lives until its batch is written, so it holds no more.
+type claim struct {
+	resourceID, taskID, generation int64
+	trigger                        string
+	attempt                        int32
+}
+
+func claimOf(c store.Claimed) claim {
+	return claim{resourceID: c.ResourceID, taskID: c.TaskID, generation: c.Generation, trigger: c.Trigger, attempt: c.Attempt}
+}
+
 // Start begins the record of a claimed task, given what it is sent in
 // its stored forms (see Input). It returns nil when records are off, or
 // for a task of no resource.
@@ -101,7 +113,7 @@ func (r *Recorder) Start(c store.Claimed, in Input, now time.Time) *Pending {
 	if r == nil || c.ResourceID == 0 {
 		return nil
 	}
-	return &Pending{claimed: c, input: in, claimedAt: now}
+	return &Pending{claimed: claimOf(c), input: in, claimedAt: now}
 }
 
 // Dispatched notes the task went to a worker.
@@ -272,7 +284,7 @@ func (w *writer) write(ctx context.Context, batch []*Pending) (due []int64) {
 	var withSpec []int64
 	for _, p := range batch {
 		if p.input.Spec != nil {
-			withSpec = append(withSpec, p.claimed.ResourceID)
+			withSpec = append(withSpec, p.claimed.resourceID)
 		}
 	}
 	var flows map[int64][][]byte
@@ -285,9 +297,9 @@ func (w *writer) write(ctx context.Context, batch []*Pending) (due []int64) {
 	w.enc.reset()
 	recs := w.recs[:0]
 	for _, p := range batch {
-		recs = append(recs, w.enc.build(p, flows[p.claimed.ResourceID], w.cfg.MaxBytes))
-		id := p.claimed.ResourceID
-		if w.unpruned[id]++; w.unpruned[id] == w.pruneAfter() || p.claimed.Trigger == trigger.DeleteRequested {
+		recs = append(recs, w.enc.build(p, flows[p.claimed.resourceID], w.cfg.MaxBytes))
+		id := p.claimed.resourceID
+		if w.unpruned[id]++; w.unpruned[id] == w.pruneAfter() || p.claimed.trigger == trigger.DeleteRequested {
 			due = append(due, id)
 		}
 	}
