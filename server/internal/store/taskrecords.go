@@ -72,49 +72,6 @@ func (s *Store) EdgeFlows(ctx context.Context, ids []int64) (map[int64][][]byte,
 	return out, rows.Err()
 }
 
-// taskRecordCopyColumns are the columns WriteTaskRecords copies, in the
-// order of copyRow.
-var taskRecordCopyColumns = []string{"resource_id", "task_id", "trigger", "generation", "attempt", "worker",
-	"session", "claimed_at", "dispatched_at", "ended_at", "outcome", "discard_reason", "failed", "terminal",
-	"error_reason", "error", "children", "truncated", "input", "result"}
-
-// WriteTaskRecords copies recs in, in order (ids grow with it). COPY
-// costs the database a fraction of an INSERT of unnested arrays, and
-// checks nothing: a record of a resource deleted a moment ago is removed
-// by the next PruneTaskRecords that names it. Records are evidence, not
-// state: they go through the relaxed pool.
-func (s *Store) WriteTaskRecords(ctx context.Context, recs []TaskRecord) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	i := 0
-	// One row of pointers into recs, refilled per record: pgx encodes a
-	// row before it asks for the next, and a pointer in an interface
-	// costs no allocation where a value would.
-	var dispatched pgtype.Timestamptz
-	var input, result []byte
-	row := make([]any, len(taskRecordCopyColumns))
-	_, err := s.relaxedDB(ctx).CopyFrom(ctx, pgx.Identifier{"task_records"}, taskRecordCopyColumns,
-		pgx.CopyFromFunc(func() ([]any, error) {
-			if i == len(recs) {
-				return nil, nil
-			}
-			r := &recs[i]
-			i++
-			dispatched = pgtype.Timestamptz{Time: r.DispatchedAt, Valid: !r.DispatchedAt.IsZero()}
-			// nil is NULL to pgx; an empty document reads as {}.
-			input, result = orEmpty(r.Input), orEmpty(r.Result)
-			row[0], row[1], row[2], row[3], row[4], row[5], row[6] = &r.ResourceID, &r.TaskID, &r.Trigger,
-				&r.Generation, &r.Attempt, &r.Worker, &r.Session
-			row[7], row[8], row[9], row[10], row[11], row[12], row[13] = &r.ClaimedAt, &dispatched, &r.EndedAt,
-				&r.Outcome, &r.DiscardReason, &r.Failed, &r.Terminal
-			row[14], row[15], row[16], row[17], row[18], row[19] = &r.ErrorReason, &r.Error, &r.Children,
-				&r.Truncated, &input, &result
-			return row, nil
-		}))
-	return err
-}
-
 // PruneTaskRecords keeps only the newest keep records of each resource
 // of ids, and removes all records of those of ids that no longer exist.
 // Pruning by each resource's keep-th newest id reads at most keep+1 index
@@ -131,13 +88,6 @@ func (s *Store) PruneTaskRecords(ctx context.Context, ids []int64, keep int) err
 		    FROM unnest($1::bigint[]) AS u(id)) c
 		WHERE t.resource_id = c.id AND (NOT c.live OR t.id < c.oldest)`, ids, keep)
 	return err
-}
-
-func orEmpty(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
 
 const taskRecordColumns = `t.id, t.resource_id, r.namespace, r.kind, r.name, t.task_id, t.trigger, t.generation,
