@@ -342,8 +342,8 @@ CREATE UNLOGGED TABLE task_records (
     error text NOT NULL,
     children integer NOT NULL,
     truncated boolean NOT NULL,
-    input json NOT NULL,
-    result json NOT NULL
+    input bytea NOT NULL,
+    result bytea NOT NULL
 ) WITH (autovacuum_vacuum_insert_threshold=-1);
 ALTER TABLE task_records ADD CONSTRAINT task_records_pkey PRIMARY KEY (id);
 CREATE INDEX task_records_resource ON public.task_records USING btree (resource_id, id DESC);

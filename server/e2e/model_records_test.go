@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
+
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 )
 
@@ -72,6 +74,20 @@ func (w *world) unrecorded(t tb, r *convergev1.Resource, want []invocation) []st
 			missing = append(missing, fmt.Sprintf("no record of %s", &inv))
 		case !ok:
 			missing = append(missing, fmt.Sprintf("%s (reason %q): records %s", &inv, inv.reason, strings.Join(seen, "; ")))
+		}
+	}
+	// The newest record reads whole: its stored parts assemble into the
+	// documents, whatever the features that made it. One pruned meanwhile
+	// is not a failure.
+	if recs := resp.GetRecords(); len(recs) > 0 {
+		whole, err := call(t, "task record", w.api.GetTaskRecord, &convergev1.GetTaskRecordRequest{Id: recs[0].GetId()})
+		switch {
+		case connect.CodeOf(err) == connect.CodeNotFound:
+		case err != nil:
+			missing = append(missing, err.Error())
+		case whole.GetRecord().GetInput().GetFields()["kind"].GetStringValue() != r.GetKind():
+			missing = append(missing, fmt.Sprintf("record %d reads as input %v: no kind %s", recs[0].GetId(),
+				whole.GetRecord().GetInput(), r.GetKind()))
 		}
 	}
 	return missing

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strconv"
 
+	"connectrpc.com/connect"
+
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/store"
+	"github.com/convergehq/converge/server/internal/taskrec"
 )
 
 // defaultTaskRecordPage is the page size of ListTaskRecords when the
@@ -36,7 +39,11 @@ func (s *Service) ListTaskRecords(ctx context.Context, req *convergev1.ListTaskR
 	}
 	out := &convergev1.ListTaskRecordsResponse{}
 	for _, r := range page.Records {
-		out.Records = append(out.Records, toTaskRecord(r))
+		rec, err := toTaskRecord(r)
+		if err != nil {
+			return nil, err
+		}
+		out.Records = append(out.Records, rec)
 	}
 	if page.More {
 		out.NextPageToken = encodeRecordToken(page.Records[len(page.Records)-1].ID)
@@ -54,10 +61,17 @@ func (s *Service) GetTaskRecord(ctx context.Context, req *convergev1.GetTaskReco
 	if err := s.checkRead(ctx, "GetTaskRecord", r.Ref.Namespace, r.Ref.Kind); err != nil {
 		return nil, err
 	}
-	return &convergev1.GetTaskRecordResponse{Record: toTaskRecord(r)}, nil
+	rec, err := toTaskRecord(r)
+	if err != nil {
+		return nil, err
+	}
+	return &convergev1.GetTaskRecordResponse{Record: rec}, nil
 }
 
-func toTaskRecord(r store.TaskRecord) *convergev1.TaskRecord {
+// toTaskRecord converts a stored record; its input and result, when read,
+// become their JSON documents here (taskrec.Document), the one place a
+// stored record is read.
+func toTaskRecord(r store.TaskRecord) (*convergev1.TaskRecord, error) {
 	out := &convergev1.TaskRecord{
 		Id: r.ID, Resource: &convergev1.ResourceRef{Namespace: r.Ref.Namespace, Kind: r.Ref.Kind, Name: r.Ref.Name},
 		TaskId: r.TaskID, Trigger: r.Trigger, Generation: r.Generation, Attempt: r.Attempt, Worker: r.Worker,
@@ -69,9 +83,13 @@ func toTaskRecord(r store.TaskRecord) *convergev1.TaskRecord {
 		out.DispatchedAt = timestamppb.New(r.DispatchedAt)
 	}
 	if r.Input != nil {
-		out.Input, out.Result = toStruct(r.Input), toStruct(r.Result)
+		in, res, err := taskrec.Document(r.Ref.Kind, r.Input, r.Result)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeDataLoss, fmt.Errorf("task record %d: %w", r.ID, err))
+		}
+		out.Input, out.Result = toStruct(in), toStruct(res)
 	}
-	return out
+	return out, nil
 }
 
 // A task record page token is the record id the next page continues

@@ -204,7 +204,7 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 		}
 		l := &lease{
 			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
-			name: c.Name, attempt: c.Attempt, task: task, rec: b.cfg.Records.Start(c, task, now),
+			name: c.Name, attempt: c.Attempt, task: task, rec: b.startRecord(c, task, now),
 			span: startTask(c, reaction),
 		}
 		task.Traceparent = spanParent(l.span)

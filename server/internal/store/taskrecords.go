@@ -40,7 +40,8 @@ type TaskRecord struct {
 	Error         string
 	Children      int32
 	Truncated     bool
-	// Input and Result are JSON documents; reads of a list leave them nil.
+	// Input and Result are the stored documents (taskrec.Document reads
+	// them); reads of a list leave them nil.
 	Input, Result []byte
 }
 
@@ -71,37 +72,6 @@ func (s *Store) EdgeFlows(ctx context.Context, ids []int64) (map[int64][][]byte,
 	return out, rows.Err()
 }
 
-// taskRecordCopyColumns are the columns WriteTaskRecords copies, in the
-// order of copyRow.
-var taskRecordCopyColumns = []string{"resource_id", "task_id", "trigger", "generation", "attempt", "worker",
-	"session", "claimed_at", "dispatched_at", "ended_at", "outcome", "discard_reason", "failed", "terminal",
-	"error_reason", "error", "children", "truncated", "input", "result"}
-
-// WriteTaskRecords copies recs in, in order (ids grow with it). COPY
-// costs the database a fraction of an INSERT of unnested arrays, and
-// checks nothing: a record of a resource deleted a moment ago is removed
-// by the next PruneTaskRecords that names it. Records are evidence, not
-// state: they go through the relaxed pool.
-func (s *Store) WriteTaskRecords(ctx context.Context, recs []TaskRecord) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	i := 0
-	_, err := s.relaxedDB(ctx).CopyFrom(ctx, pgx.Identifier{"task_records"}, taskRecordCopyColumns,
-		pgx.CopyFromFunc(func() ([]any, error) {
-			if i == len(recs) {
-				return nil, nil
-			}
-			r := &recs[i]
-			i++
-			return []any{r.ResourceID, r.TaskID, r.Trigger, r.Generation, r.Attempt, r.Worker, r.Session,
-				r.ClaimedAt, pgtype.Timestamptz{Time: r.DispatchedAt, Valid: !r.DispatchedAt.IsZero()}, r.EndedAt,
-				r.Outcome, r.DiscardReason, r.Failed, r.Terminal, r.ErrorReason, r.Error, r.Children, r.Truncated,
-				string(orEmptyObject(r.Input)), string(orEmptyObject(r.Result))}, nil
-		}))
-	return err
-}
-
 // PruneTaskRecords keeps only the newest keep records of each resource
 // of ids, and removes all records of those of ids that no longer exist.
 // Pruning by each resource's keep-th newest id reads at most keep+1 index
@@ -118,13 +88,6 @@ func (s *Store) PruneTaskRecords(ctx context.Context, ids []int64, keep int) err
 		    FROM unnest($1::bigint[]) AS u(id)) c
 		WHERE t.resource_id = c.id AND (NOT c.live OR t.id < c.oldest)`, ids, keep)
 	return err
-}
-
-func orEmptyObject(b []byte) []byte {
-	if len(b) == 0 {
-		return []byte("{}")
-	}
-	return b
 }
 
 const taskRecordColumns = `t.id, t.resource_id, r.namespace, r.kind, r.name, t.task_id, t.trigger, t.generation,

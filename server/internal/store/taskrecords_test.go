@@ -73,3 +73,37 @@ func TestTaskRecordsKeepPageAndDelete(t *testing.T) {
 		t.Fatalf("ListTaskRecords of a missing resource: %v", err)
 	}
 }
+
+// Every column copied in reads back as written (times to the
+// microsecond PostgreSQL keeps).
+func TestTaskRecordColumnsRoundTrip(t *testing.T) {
+	s, ctx := newStore(t)
+	rev := cfgKind(t, s, "leaf", 1, store.Policy{})
+	a := histApply(t, s, "alice", "leaf", 1, rev, "a", `{}`)
+	at := time.Date(2026, 12, 3, 12, 0, 0, 123456789, time.UTC)
+	want := store.TaskRecord{ResourceID: a.ID, TaskID: 1 << 40, Trigger: "operation:ping", Generation: 7, Attempt: 3,
+		Worker: "wörker", Session: "s-1", ClaimedAt: at, DispatchedAt: at.Add(time.Millisecond), EndedAt: at.Add(time.Second),
+		Outcome: store.RecordDiscarded, DiscardReason: "Superseded: newer", Failed: true, Terminal: true,
+		ErrorReason: "Quota", Error: "quota exceeded", Children: 12, Truncated: true, Input: []byte{1, 0, 0xff}, Result: nil}
+	if err := s.WriteTaskRecords(ctx, []store.TaskRecord{want}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListTaskRecords(ctx, histKey("leaf", "a"), 0, 1)
+	if err != nil || len(page.Records) != 1 {
+		t.Fatalf("list = %+v, %v", page, err)
+	}
+	got, err := s.GetTaskRecord(ctx, page.Records[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.ID, want.Ref = got.ID, got.Ref
+	want.ClaimedAt, want.DispatchedAt, want.EndedAt = at.Truncate(time.Microsecond),
+		at.Add(time.Millisecond).Truncate(time.Microsecond), at.Add(time.Second).Truncate(time.Microsecond)
+	want.Result = []byte{}
+	for _, tm := range []*time.Time{&got.ClaimedAt, &got.DispatchedAt, &got.EndedAt} {
+		*tm = tm.UTC()
+	}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("read back\n%+v\nwant\n%+v", got, want)
+	}
+}

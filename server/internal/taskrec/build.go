@@ -1,11 +1,9 @@
 package taskrec
 
 import (
+	"encoding/binary"
 	"encoding/json"
-	"fmt"
-	"sort"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/convergehq/converge/server/internal/flow"
@@ -16,20 +14,88 @@ import (
 // childNames is how many of a composer's children a record names.
 const childNames = 5
 
-// build turns a finished Pending into the row to write. The input
-// document holds what the worker was sent: reaction, spec, status,
-// labels, config (redacted), the flowed values ({to, from|expr, value},
-// read at each flow's pointer in the spec as sent), and an operation's
-// or a reactor delivery's payload. The result document holds what it
-// returned: status, unhealthy, conditions, children ({count, names}),
-// error ({message, terminal, reason, retry_after}), operation_output, and
-// server_error when the server failed the task itself (a result breaking
-// the kind's contract, a refused composition, a missed deadline).
-func build(p *Pending, flows [][]byte, maxBytes int, configs redactions) store.TaskRecord {
-	c, t := p.claimed, p.task
+// Input is what a task was sent, in the forms the broker loaded from the
+// database: never the message as it went to the worker, so that a
+// record holds no value the server made clear for the worker alone (a
+// secret field stays the envelope it is stored as).
+type Input struct {
+	KindVersion int32
+	Reaction    string
+	// Spec, Status and Labels are nil for a task that carries no resource.
+	Spec, Status, Labels []byte
+	// Config is the effective provider config as stored.
+	Config []byte
+	// Operation and Reactor are the stored payload of an operation task or
+	// of a reactor delivery.
+	Operation, Reactor []byte
+}
+
+// encoder builds a batch's records into buffers it reuses from batch to
+// batch: a record costs the writer a copy of the parts it is made of
+// (see format.go), and the JSON documents are assembled only when read.
+type encoder struct {
+	buf     []byte // the batch's stored documents
+	scratch []byte // values encoded for parts: kind version, protobuf, built JSON
+	parts   []part
+}
+
+// reset makes the buffers reusable: the records of the last batch must
+// have been written.
+func (e *encoder) reset() { e.buf, e.scratch = e.buf[:0], e.scratch[:0] }
+
+// add adds a part unless b is empty; keep adds it even then.
+func (e *encoder) add(k key, b []byte) {
+	if len(b) > 0 {
+		e.keep(k, b)
+	}
+}
+
+func (e *encoder) keep(k key, b []byte) { e.parts = append(e.parts, part{k, b}) }
+
+func (e *encoder) text(k key, s string) {
+	if s != "" {
+		start := len(e.scratch)
+		e.scratch = append(e.scratch, s...)
+		e.keep(k, e.scratch[start:])
+	}
+}
+
+func (e *encoder) uvarint(k key, v uint64) {
+	start := len(e.scratch)
+	e.scratch = binary.AppendUvarint(e.scratch, v)
+	e.keep(k, e.scratch[start:])
+}
+
+func (e *encoder) proto(k key, m proto.Message) {
+	start := len(e.scratch)
+	b, err := proto.MarshalOptions{}.MarshalAppend(e.scratch, m)
+	if err != nil {
+		return
+	}
+	e.scratch = b
+	e.keep(k, e.scratch[start:])
+}
+
+func (e *encoder) json(k key, v any) {
+	if b, err := json.Marshal(v); err == nil {
+		e.keep(k, b)
+	}
+}
+
+// build turns a finished Pending into the row to write. The input holds
+// what the worker was sent: kind version, reaction, spec, status,
+// labels, config, the flowed values ({to, from|expr, value}, read at each
+// flow's pointer in the spec as sent), and an operation's or a reactor
+// delivery's payload. The result holds what it returned: status,
+// unhealthy, conditions, children ({count, names}), error, operation
+// output, and server_error when the server failed the task itself (a
+// result breaking the kind's contract, a refused composition, a missed
+// deadline).
+func (e *encoder) build(p *Pending, flows [][]byte, maxBytes int) store.TaskRecord {
+	c := p.claimed
 	rec := store.TaskRecord{
-		ResourceID: c.ResourceID, TaskID: c.TaskID, Trigger: c.Trigger, Generation: c.Generation,
-		Attempt: c.Attempt, Worker: p.worker, Session: p.session, ClaimedAt: p.claimedAt,
+		ResourceID: c.resourceID, TaskID: c.taskID, Trigger: c.trigger, Generation: c.generation,
+		Attempt: c.attempt, Worker: p.worker, Session: p.session, ClaimedAt: p.claimedAt,
 		DispatchedAt: p.dispatchedAt, EndedAt: p.endedAt, Outcome: p.outcome, DiscardReason: p.why,
 		Failed: p.out.Failed, Terminal: p.out.Terminal, ErrorReason: p.out.Reason, Error: p.out.Message,
 		Children: int32(len(p.children)),
@@ -41,91 +107,107 @@ func build(p *Pending, flows [][]byte, maxBytes int, configs redactions) store.T
 			rec.Failed, rec.Terminal, rec.ErrorReason, rec.Error = true, f.GetTerminal(), f.GetReason(), f.GetMessage()
 		}
 	}
-	in := doc{}
-	in.str("kind", t.GetKind())
-	in.set("kind_version", t.GetKindVersion())
-	in.str("reaction", t.GetReaction())
-	if res := t.GetResource(); res != nil {
-		in.own("spec", res.GetSpec())
-		in.own("status", res.GetStatus())
-		if len(res.GetLabels()) > 0 {
-			in.set("labels", res.GetLabels())
-		}
-		if fl := flowed(res.GetSpec(), flows); len(fl) > 0 {
-			in.set("flowed", fl)
-		}
+	e.parts = e.parts[:0]
+	in := &p.input
+	e.uvarint(keyKindVersion, uint64(uint32(in.KindVersion)))
+	e.text(keyReaction, in.Reaction)
+	e.add(keySpec, in.Spec)
+	e.add(keyStatus, in.Status)
+	e.add(keyLabels, in.Labels)
+	if fl := flowed(in.Spec, flows); len(fl) > 0 {
+		e.json(keyFlowed, fl)
 	}
-	if cfg := t.GetConfig(); len(cfg) > 0 {
-		in["config"] = configs.of(cfg)
-	}
-	in.msg("operation", t.GetOperation())
-	in.msg("reactor", t.GetReactor())
+	e.add(keyConfig, in.Config)
+	e.add(keyOperation, in.Operation)
+	e.add(keyReactor, in.Reactor)
 
-	out := doc{}
 	if ok := p.returned.GetSuccess(); ok != nil {
-		out.raw("status", ok.GetStatus())
+		e.add(keyResultStatus, ok.GetStatus())
 		if ok.GetUnhealthy() {
-			out.set("unhealthy", true)
+			e.keep(keyUnhealthy, nil)
 		}
-		if len(ok.GetConditions()) > 0 {
-			var list []json.RawMessage
-			for _, cond := range ok.GetConditions() {
-				list = append(list, marshalMsg(cond))
-			}
-			out.set("conditions", list)
+		for _, cond := range ok.GetConditions() {
+			e.proto(keyCondition, cond)
 		}
-		out.raw("operation_output", ok.GetOperationOutput())
+		e.add(keyOperationOutput, ok.GetOperationOutput())
 	}
 	if len(p.children) > 0 {
 		names := []string{}
 		for _, ch := range p.children[:min(len(p.children), childNames)] {
 			names = append(names, ch.Kind+"/"+ch.Name)
 		}
-		out.set("children", map[string]any{"count": len(p.children), "names": names})
+		e.json(keyChildren, map[string]any{"count": len(p.children), "names": names})
 	}
 	if f := p.returned.GetError(); f != nil {
-		e := map[string]any{"message": f.GetMessage(), "terminal": f.GetTerminal()}
-		if f.GetReason() != "" {
-			e["reason"] = f.GetReason()
+		start := len(e.parts)
+		e.proto(keyError, f)
+		if len(e.parts) == start {
+			e.keep(keyError, nil)
 		}
-		if f.GetRetryAfter() != nil {
-			e["retry_after"] = f.GetRetryAfter().AsDuration().String()
-		}
-		out.set("error", e)
 	} else if p.out.Failed {
-		out.str("server_error", p.out.Message)
+		e.text(keyServerError, p.out.Message)
 	}
-	rec.Truncated = fit(in, out, maxBytes)
-	rec.Input, rec.Result = in.bytes(), out.bytes()
+	rec.Truncated = e.fit(maxBytes)
+
+	start := len(e.buf)
+	e.buf = appendDoc(e.buf, e.parts, false)
+	mid := len(e.buf)
+	e.buf = appendDoc(e.buf, e.parts, true)
+	rec.Input, rec.Result = e.buf[start:mid:mid], e.buf[mid:]
 	return rec
 }
 
-// fit cuts the documents to maxBytes together, dropping the largest
-// parts first in an order that keeps the most telling ones (the error,
-// the flowed values, the children) longest. It reports whether it cut.
-func fit(in, out doc, maxBytes int) bool {
-	size := in.size() + out.size()
+// cutOrder is the order parts are cut in to fit the budget: the largest
+// and least telling first, the error, the flowed values and the children
+// last (a composer's children and the summary are never cut).
+var cutOrder = []key{
+	keyStatus, keyResultStatus, keyOperationOutput, keyReactor, keyOperation, keySpec, keyConfig,
+	keyCondition, keyLabels, keyFlowed, keyError, keyServerError,
+}
+
+// fit cuts parts, in cutOrder, until the input and result fit maxBytes
+// together, each cut part replaced by its length. It reports whether it
+// cut.
+func (e *encoder) fit(maxBytes int) bool {
+	size := 2 // the two documents' format bytes
+	for _, p := range e.parts {
+		size += p.size()
+	}
 	if size <= maxBytes {
 		return false
 	}
-	for _, part := range []struct {
-		d   doc
-		key string
-	}{
-		{in, "status"}, {out, "status"}, {out, "operation_output"}, {in, "reactor"}, {in, "operation"},
-		{in, "spec"}, {in, "config"}, {out, "conditions"}, {in, "labels"}, {in, "flowed"}, {out, "error"},
-		{out, "server_error"},
-	} {
+	for _, k := range cutOrder {
 		if size <= maxBytes {
 			break
 		}
-		if v, ok := part.d[part.key]; ok {
-			marker := json.RawMessage(fmt.Sprintf(`{"omitted_bytes":%d}`, len(v)))
-			part.d[part.key] = marker
-			size -= len(v) - len(marker)
-		}
+		size += e.cut(k)
 	}
 	return true
+}
+
+// cut replaces the parts keyed k (a record's conditions are several)
+// with one cut part, returning by how much that changed the size.
+func (e *encoder) cut(k key) int {
+	delta, total, found := 0, 0, false
+	kept := e.parts[:0]
+	for _, p := range e.parts {
+		if p.k == k {
+			delta -= p.size()
+			total += len(p.b)
+			found = true
+			continue
+		}
+		kept = append(kept, p)
+	}
+	e.parts = kept
+	if !found {
+		return 0
+	}
+	start := len(e.scratch)
+	e.scratch = binary.AppendUvarint(e.scratch, uint64(total))
+	marker := part{key(byte(k) | cutFlag), e.scratch[start:]}
+	e.parts = append(e.parts, marker)
+	return delta + marker.size()
 }
 
 // flowed reads, for each flow into the resource, the value its pointer
@@ -166,81 +248,4 @@ func flowed(spec []byte, flows [][]byte) []map[string]any {
 		}
 	}
 	return list
-}
-
-// doc is a JSON object being built, its values already encoded.
-type doc map[string]json.RawMessage
-
-func (d doc) raw(key string, v []byte) {
-	if len(v) > 0 && json.Valid(v) {
-		d[key] = json.RawMessage(v)
-	}
-}
-
-// own sets a value the server encoded itself (the spec and status it
-// read from the database): valid JSON, so it is not checked again.
-func (d doc) own(key string, v []byte) {
-	if len(v) > 0 {
-		d[key] = json.RawMessage(v)
-	}
-}
-
-func (d doc) str(key, v string) {
-	if v != "" {
-		d.set(key, v)
-	}
-}
-
-func (d doc) set(key string, v any) {
-	if b, err := json.Marshal(v); err == nil {
-		d[key] = b
-	}
-}
-
-func (d doc) msg(key string, m proto.Message) {
-	if m != nil && m.ProtoReflect().IsValid() {
-		d[key] = marshalMsg(m)
-	}
-}
-
-// size is about the length of d encoded, without encoding it: its
-// values' lengths, for each key its quoted name, a colon and a comma (keys
-// here need no escaping), and the braces. It counts one comma too many.
-func (d doc) size() int {
-	n := 2
-	for k, v := range d {
-		n += len(k) + 4 + len(v)
-	}
-	return n
-}
-
-// bytes encodes d with its keys in order. Every value is valid JSON
-// already (encoded by set, or checked by raw), so it is copied as it is:
-// encoding/json would validate and compact each one again.
-func (d doc) bytes() []byte {
-	keys := make([]string, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	b := make([]byte, 0, d.size())
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, k...)
-		b = append(b, '"', ':')
-		b = append(b, d[k]...)
-	}
-	return append(b, '}')
-}
-
-func marshalMsg(m proto.Message) json.RawMessage {
-	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
-	if err != nil {
-		return json.RawMessage(`null`)
-	}
-	return b
 }

@@ -2,10 +2,11 @@
 // the worker was sent (spec, the effective config with secret-looking
 // values redacted, the values dependencies flowed in), what it returned,
 // who ran it and when, and whether the fence applied or discarded the
-// result. The broker's hot path only fills a Pending and hands it over
-// without blocking; a writer goroutine builds the documents and writes
-// them in batches, pruning a resource to its last Keep records once it has
-// Keep/2 new ones (see Run). When
+// result. The broker's hot path only fills a Pending with what it already
+// holds and hands it over without blocking; a writer goroutine copies
+// those parts into the stored form (see format.go) and writes them in
+// batches, pruning a resource to its last Keep records once it has Keep/2
+// new ones (see Run). Readers get the JSON documents from Document. When
 // the buffer is full a record is dropped and counted, never waited for.
 package taskrec
 
@@ -39,7 +40,7 @@ type Config struct {
 	// Buffer is how many finished records may wait for the writer
 	// (default 8192); more are dropped.
 	Buffer int
-	// Batch caps the records written in one statement (default 500).
+	// Batch caps the records written in one statement (default 2000).
 	Batch int
 }
 
@@ -66,7 +67,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Recorder {
 		cfg.Buffer = 8192
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = 500
+		cfg.Batch = 2000
 	}
 	return &Recorder{cfg: cfg, store: st, log: log, queue: make(chan *Pending, cfg.Buffer)}
 }
@@ -74,8 +75,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Recorder {
 // Pending is a record being filled by the broker while its task runs.
 // The broker's lock guards it; after Finish it belongs to the writer.
 type Pending struct {
-	claimed      store.Claimed
-	task         *convergev1.Task
+	claimed      claim
+	input        Input
 	claimedAt    time.Time
 	dispatchedAt time.Time
 	endedAt      time.Time
@@ -93,14 +94,26 @@ type Pending struct {
 	why     string
 }
 
-// Start begins the record of a claimed task, given the message the
-// worker will be sent. It returns nil when records are off, or for a task
-// of no resource.
-func (r *Recorder) Start(c store.Claimed, task *convergev1.Task, now time.Time) *Pending {
+// claim is what a record keeps of its task's claim besides the input:
+// a Pending lives until its batch is written, so it holds no more.
+type claim struct {
+	resourceID, taskID, generation int64
+	trigger                        string
+	attempt                        int32
+}
+
+func claimOf(c store.Claimed) claim {
+	return claim{resourceID: c.ResourceID, taskID: c.TaskID, generation: c.Generation, trigger: c.Trigger, attempt: c.Attempt}
+}
+
+// Start begins the record of a claimed task, given what it is sent in
+// its stored forms (see Input). It returns nil when records are off, or
+// for a task of no resource.
+func (r *Recorder) Start(c store.Claimed, in Input, now time.Time) *Pending {
 	if r == nil || c.ResourceID == 0 {
 		return nil
 	}
-	return &Pending{claimed: c, task: task, claimedAt: now}
+	return &Pending{claimed: claimOf(c), input: in, claimedAt: now}
 }
 
 // Dispatched notes the task went to a worker.
@@ -150,11 +163,14 @@ func (*Recorder) Name() string { return "task recorder" }
 // maxUnpruned bounds the resources the writer remembers as written to
 // since their last prune, and pruneAll how long it remembers them; past
 // either, all are pruned at once. pruneChunk bounds the resources of one
-// prune statement.
+// prune statement. linger is how long the writer lets records gather
+// after the first of a batch: a sender then only queues, without waking
+// the writer, and a batch is one statement however fast records come.
 const (
 	maxUnpruned = 100_000
 	pruneAll    = 10 * time.Minute
 	pruneChunk  = 2000
+	linger      = 50 * time.Millisecond
 )
 
 // Run writes records until ctx ends, then writes what is buffered.
@@ -168,28 +184,46 @@ const (
 // is likely gone by then, and the prune removes the records of a resource
 // that no longer exists.
 func (r *Recorder) Run(ctx context.Context) {
-	unpruned := make(map[int64]int, 4096)
+	w := &writer{Recorder: r, unpruned: make(map[int64]int, 4096)}
 	tick := time.NewTicker(pruneAll)
 	defer tick.Stop()
+	wait := time.NewTimer(linger)
+	wait.Stop()
 	for {
 		var batch []*Pending
 		select {
 		case <-ctx.Done():
-			r.drain(unpruned)
+			w.drain()
 			return
 		case <-tick.C:
-			r.prune(ctx, unpruned, keys(unpruned))
+			w.prune(ctx, keys(w.unpruned))
 			continue
 		case p := <-r.queue:
 			batch = append(batch, p)
 		}
-		batch = r.fill(batch)
-		due := r.write(ctx, batch, unpruned)
-		if len(unpruned) > maxUnpruned {
-			due = keys(unpruned)
+		if len(r.queue) < r.cfg.Batch-1 {
+			wait.Reset(linger)
+			select {
+			case <-ctx.Done():
+			case <-wait.C:
+			}
 		}
-		r.prune(ctx, unpruned, due)
+		batch = r.fill(batch)
+		due := w.write(ctx, batch)
+		if len(w.unpruned) > maxUnpruned {
+			due = keys(w.unpruned)
+		}
+		w.prune(ctx, due)
 	}
+}
+
+// writer is the state of Run: the resources written to since their last
+// prune, with how many records each, and the encoder it reuses.
+type writer struct {
+	*Recorder
+	unpruned map[int64]int
+	enc      encoder
+	recs     []store.TaskRecord
 }
 
 // pruneAfter is how many new records make a resource due a prune.
@@ -217,65 +251,68 @@ func (r *Recorder) fill(batch []*Pending) []*Pending {
 
 // drain writes what is buffered at shutdown, for a few seconds at most,
 // and prunes every resource written to.
-func (r *Recorder) drain(unpruned map[int64]int) {
+func (w *writer) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
-		batch := r.fill(nil)
+		batch := w.fill(nil)
 		if len(batch) == 0 {
 			break
 		}
-		r.write(ctx, batch, unpruned)
+		w.write(ctx, batch)
 	}
-	r.prune(ctx, unpruned, keys(unpruned))
+	w.prune(ctx, keys(w.unpruned))
 }
 
 // prune trims the resources ids and forgets them in unpruned.
-func (r *Recorder) prune(ctx context.Context, unpruned map[int64]int, ids []int64) {
+func (w *writer) prune(ctx context.Context, ids []int64) {
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), pruneChunk)]
 		ids = ids[len(chunk):]
 		for _, id := range chunk {
-			delete(unpruned, id)
+			delete(w.unpruned, id)
 		}
-		if err := r.store.PruneTaskRecords(ctx, chunk, r.cfg.Keep); err != nil && ctx.Err() == nil {
-			r.log.Warn("pruning task records failed; they are trimmed at a later prune", "resources", len(chunk), "err", err)
+		if err := w.store.PruneTaskRecords(ctx, chunk, w.cfg.Keep); err != nil && ctx.Err() == nil {
+			w.log.Warn("pruning task records failed; they are trimmed at a later prune", "resources", len(chunk), "err", err)
 		}
 	}
 }
 
 // write builds and writes a batch, counting in unpruned the records of
 // each resource; it returns those due a prune (Keep/2 new records).
-func (r *Recorder) write(ctx context.Context, batch []*Pending, unpruned map[int64]int) (due []int64) {
+func (w *writer) write(ctx context.Context, batch []*Pending) (due []int64) {
 	var withSpec []int64
 	for _, p := range batch {
-		if p.task.GetResource() != nil {
-			withSpec = append(withSpec, p.claimed.ResourceID)
+		if p.input.Spec != nil {
+			withSpec = append(withSpec, p.claimed.resourceID)
 		}
 	}
 	var flows map[int64][][]byte
 	if len(withSpec) > 0 {
 		var err error
-		if flows, err = r.store.EdgeFlows(ctx, withSpec); err != nil && ctx.Err() == nil {
-			r.log.Warn("reading flows for task records failed; the records name no flowed values", "err", err)
+		if flows, err = w.store.EdgeFlows(ctx, withSpec); err != nil && ctx.Err() == nil {
+			w.log.Warn("reading flows for task records failed; the records name no flowed values", "err", err)
 		}
 	}
-	recs := make([]store.TaskRecord, len(batch))
-	configs := redactions{}
-	for i, p := range batch {
-		recs[i] = build(p, flows[p.claimed.ResourceID], r.cfg.MaxBytes, configs)
-		id := p.claimed.ResourceID
-		if unpruned[id]++; unpruned[id] == r.pruneAfter() || p.claimed.Trigger == trigger.DeleteRequested {
+	w.enc.reset()
+	recs := w.recs[:0]
+	for _, p := range batch {
+		recs = append(recs, w.enc.build(p, flows[p.claimed.resourceID], w.cfg.MaxBytes))
+		id := p.claimed.resourceID
+		if w.unpruned[id]++; w.unpruned[id] == w.pruneAfter() || p.claimed.trigger == trigger.DeleteRequested {
 			due = append(due, id)
 		}
 	}
-	if err := r.store.WriteTaskRecords(ctx, recs); err != nil {
-		r.dropped.Add(int64(len(recs)))
+	// The rows alias the encoder's buffers and the batch's Pendings: keep
+	// the slice for the next batch, not what it points to.
+	defer func() { clear(recs); w.recs = recs[:0] }()
+	if err := w.store.WriteTaskRecords(ctx, recs); err != nil {
+		w.dropped.Add(int64(len(recs)))
 		if ctx.Err() == nil {
-			r.log.Warn("writing task records failed; they are dropped", "records", len(recs), "err", err)
+			w.log.Warn("writing task records failed; they are dropped", "records", len(recs), "err", err)
 		}
 		return due
 	}
-	r.written.Add(int64(len(recs)))
+	w.written.Add(int64(len(recs)))
 	return due
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/pgtest"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/trigger"
@@ -43,7 +42,7 @@ func TestRecorderPrunesWhenDue(t *testing.T) {
 	record := func(id int64, trig string, n int) {
 		for i := 0; i < n; i++ {
 			p := r.Start(store.Claimed{Lease: store.Lease{TaskID: int64(i + 1), Generation: 1}, Trigger: trig, ResourceID: id},
-				&convergev1.Task{Kind: "leaf", KindVersion: 1}, time.Now())
+				Input{KindVersion: 1}, time.Now())
 			r.Finish(p, store.Outcome{}, store.RecordApplied, "")
 		}
 	}

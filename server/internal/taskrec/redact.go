@@ -42,21 +42,3 @@ func redact(v any) any {
 	}
 	return v
 }
-
-// redactions caches configs redacted and encoded: the tasks of one kind
-// mostly carry the same config, and a batch of records redacts it once.
-type redactions map[string]json.RawMessage
-
-func (r redactions) of(config []byte) json.RawMessage {
-	if v, ok := r[string(config)]; ok {
-		return v
-	}
-	v, err := json.Marshal(Redact(config))
-	if err != nil {
-		v = json.RawMessage(`"` + Redacted + `"`)
-	}
-	if len(r) < 64 {
-		r[string(config)] = v
-	}
-	return v
-}
