@@ -35,6 +35,7 @@ const (
 	RuleUniqueOperationVerbs       Rule = "M22"
 	RuleSchemaCompiles             Rule = "M23"
 	RuleSchemaDescribesObject      Rule = "M24"
+	RuleSecretNotPublished         Rule = "M25"
 )
 
 // Rules returns every rule in order.
@@ -51,6 +52,7 @@ var allRules = []Rule{
 	RuleOutputOnlyFromOperation, RuleReactorEmitsSideEffectOnly, RuleReactorKindAlone,
 	RuleSideEffectOnlyFromReactor, RuleResyncNeedsInterval, RuleVerbOnlyOnOperation,
 	RuleUniqueOperationVerbs, RuleSchemaCompiles, RuleSchemaDescribesObject,
+	RuleSecretNotPublished,
 }
 
 var summaries = map[Rule]string{
@@ -78,6 +80,7 @@ var summaries = map[Rule]string{
 	RuleUniqueOperationVerbs:       "operations[].verb values are unique",
 	RuleSchemaCompiles:             "spec, status, config and operation input schemas compile",
 	RuleSchemaDescribesObject:      "spec_schema and status_schema describe an object",
+	RuleSecretNotPublished:         "a secret property (writeOnly or x-converge-secret) sets no default, examples, const or enum",
 }
 
 // Summary returns the rule in one line, e.g. "reaction names are unique".
