@@ -12,6 +12,7 @@ import (
 	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/maintenance"
+	"github.com/convergehq/converge/server/internal/secret"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/taskrec"
 	"github.com/convergehq/converge/server/internal/tlsconf"
@@ -39,6 +40,7 @@ type serverFlags struct {
 	tls           tlsconf.Config
 	authz         authzFlags
 	clients       app.ClientLimits
+	secretKeys    string
 }
 
 // authzFlags map API callers to roles and teams.
@@ -112,6 +114,7 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.IntVar(&f.historyKeep, "history-keep", store.DefaultHistoryKeep, "spec revisions kept per resource for history and rollback (1..1000)")
 	fs.IntVar(&f.taskRecords, "task-records", taskrec.DefaultKeep, "task records kept per resource: what each task was sent and returned, and what became of it (0..1000; 0 keeps none)")
 	fs.IntVar(&f.recordBytes, "task-record-bytes", taskrec.DefaultMaxBytes, "byte budget of one task record's input and result; larger parts are cut")
+	fs.StringVar(&f.secretKeys, "secret-key-file", "", "key-encryption keys of secret values (base64 of 32 random bytes each, one a line, the current first; converge keygen makes one); default $"+secret.EnvVar+"; without either, kinds with secret properties are refused")
 	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM; re-read when it changes)")
 	fs.StringVar(&f.tls.KeyFile, "tls-key", "", "private key of --tls-cert (PEM; re-read when it changes)")
 	fs.StringVar(&f.tls.ClientCAFile, "tls-client-ca", "", "verify client certificates against these CAs (PEM): mutual TLS")
@@ -162,6 +165,10 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	if err != nil {
 		return app.Config{}, err
 	}
+	keys, _, err := secret.LoadKeys(f.secretKeys)
+	if err != nil {
+		return app.Config{}, err
+	}
 	return app.Config{
 		DatabaseURL: databaseURL,
 		Listen:      f.listen,
@@ -179,6 +186,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		TaskRecords:   taskrec.Config{Keep: f.taskRecords, MaxBytes: f.recordBytes},
 		TLS:           f.tls,
 		Authz:         policy,
+		SecretKeys:    keys,
 		Clients:       f.clients,
 		Version:       version,
 		Log:           log,
