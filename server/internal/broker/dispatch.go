@@ -202,9 +202,17 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 			giveBack = append(giveBack, c.Lease)
 			continue
 		}
+		// The record keeps the task as built from the stored rows, sealed
+		// values sealed; the worker gets them opened.
+		rec := b.cfg.Records.Start(c, task, now)
+		if task, err = b.openTask(task); err != nil {
+			b.log.Error("a queued task's secret values cannot be opened; it is given back", "task", c.TaskID, "trigger", c.Trigger, "err", err)
+			giveBack = append(giveBack, c.Lease)
+			continue
+		}
 		l := &lease{
 			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
-			name: c.Name, attempt: c.Attempt, task: task, rec: b.cfg.Records.Start(c, task, now),
+			name: c.Name, attempt: c.Attempt, task: task, rec: rec,
 			span: startTask(c, reaction),
 		}
 		task.Traceparent = spanParent(l.span)
