@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/secret"
+	"github.com/convergehq/converge/server/internal/store"
 )
 
 // sealInput seals the secret values of a document a client sent (a spec
@@ -56,4 +61,36 @@ func (s *Service) requireKey(e *kinds.Entry) error {
 			fmt.Errorf("kind %s v%d declares a secret property (%s), but %v", e.Kind, e.Version, where, secret.ErrNoKey))
 	}
 	return nil
+}
+
+// ReadResourceSecrets returns a resource's spec and status with their
+// sealed values opened, and records the read as an event naming the
+// caller: the one way secrets leave the server other than in a task.
+func (s *Service) ReadResourceSecrets(ctx context.Context, req *convergev1.ReadResourceSecretsRequest) (*convergev1.ReadResourceSecretsResponse, error) {
+	key := store.ResourceKey{Namespace: namespaceOr(req.GetNamespace()), Kind: req.GetKind(), Name: req.GetName()}
+	if strings.TrimSpace(req.GetReason()) == "" {
+		return nil, invalid("reason: say why the secrets are read; it is recorded in the event")
+	}
+	read, err := s.store.ReadSecretValues(ctx, key, actor(ctx), req.GetReason())
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := &convergev1.ReadResourceSecretsResponse{Generation: read.Generation}
+	for _, d := range []struct {
+		raw []byte
+		to  **structpb.Struct
+	}{{read.Spec, &out.Spec}, {read.Status, &out.Status}} {
+		opened, err := s.kinds.Secrets().OpenJSON(ctx, d.raw)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeFailedPrecondition, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(opened, &m); err != nil {
+			return nil, storeError(err)
+		}
+		if *d.to, err = structpb.NewStruct(m); err != nil {
+			return nil, storeError(err)
+		}
+	}
+	return out, nil
 }

@@ -27,6 +27,8 @@ var needs = map[string]Need{
 	"ReconcileResource": NeedResourceWrite, "InvokeOperation": NeedResourceWrite,
 
 	"SetLogLevel": NeedAdmin,
+
+	"ReadResourceSecrets": NeedReadSecrets,
 }
 
 // Listed reports whether method has an entry in the needs map.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -168,4 +169,34 @@ func (s *Store) ResealRow(ctx context.Context, c SealedColumns, old, next Sealed
 		return false, err
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// SecretRead is what ReadSecretValues returns: a resource's documents as
+// stored (sealed).
+type SecretRead struct {
+	Generation   int64
+	Spec, Status []byte
+}
+
+// ReadSecretValues returns a resource's stored spec and status and, in
+// the same transaction, records the read as an event naming actor and
+// reason: no read goes unrecorded.
+func (s *Store) ReadSecretValues(ctx context.Context, key ResourceKey, actor, reason string) (SecretRead, error) {
+	var out SecretRead
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `SELECT id, generation, spec, status FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
+			key.Namespace, key.Kind, key.Name).Scan(&id, &out.Generation, &out.Spec, &out.Status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFoundf("resource %s/%s/%s", key.Namespace, key.Kind, key.Name)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
+			VALUES ($1, $2, $3, $4, $5, 'Warning', 'SecretsRead', $6, $7)`,
+			id, key.Namespace, key.Kind, key.Name, out.Generation, truncate(withReason("secret values read in clear by "+actor, reason), maxEventMessage), actor)
+		return err
+	})
+	return out, err
 }
