@@ -175,7 +175,7 @@ func (w *world) noteFailing(k *mkind) {
 }
 
 func (w *world) applyRoot(t *rapid.T, m *mres) {
-	var spec any = leafSpec{Counter: m.counter}
+	var spec any = leafSpec{Counter: m.counter, Password: modelPassword(m.name, m.counter)}
 	if m.comp != nil {
 		spec = *m.comp
 	}

@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/convergehq/converge/sdk-go/client"
+	"github.com/convergehq/converge/server/internal/secret"
 	"github.com/convergehq/converge/server/internal/testkit"
 )
 
@@ -41,9 +43,11 @@ type mserver struct {
 	url    string
 	api    *client.Client
 	starts int
-	cmd    *exec.Cmd
-	done   chan struct{}
-	out    *testkit.Buffer // the output of every start, in order
+	// key is the server's secret key-encryption key, the same at every start.
+	key  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  *testkit.Buffer // the output of every start, in order
 }
 
 func newModelServer(t tb, dbURL string, tm timings, addr string) *mserver {
@@ -64,6 +68,14 @@ func (s *mserver) start(t tb) {
 	s.cmd = exec.Command(bin.converge, "serve", "--database-url", s.dbURL, "--listen", s.addr,
 		"--lease", tm.lease.String(), "--heartbeat", tm.heartbeat.String(), "--poll", tm.poll.String(),
 		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String(), "--log-level", "warn")
+	if s.key == "" {
+		key, err := secret.NewKeyText()
+		if err != nil {
+			t.Fatalf("a secret key: %v", err)
+		}
+		s.key = key
+	}
+	s.cmd.Env = append(os.Environ(), secret.EnvVar+"="+s.key)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.WaitDelay = exitTimeout
 	if err := startCmd(s.cmd); err != nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,6 +34,9 @@ func (s *Service) sealInput(field string, raw []byte, doc any, sch *schema.Schem
 		return raw, nil
 	}
 	sealed, err := s.kinds.Secrets().Seal(doc, paths)
+	if errors.Is(err, secret.ErrMarker) {
+		return nil, invalid("%s: a secret property (%s): %v", field, secretList(paths), err)
+	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, err)
 	}
@@ -41,6 +45,14 @@ func (s *Service) sealInput(field string, raw []byte, doc any, sch *schema.Schem
 		return nil, invalid("%s: %v", field, err)
 	}
 	return out, nil
+}
+
+func secretList(paths []schema.SecretPath) string {
+	parts := make([]string, len(paths))
+	for i, p := range paths {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // openStored returns a stored document with its sealed values opened, for

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -16,6 +17,9 @@ var fieldQuoted = []byte(`"` + Field + `"`)
 // Contains reports whether JSON text may hold an envelope: a cheap test
 // that lets documents without secrets pass untouched.
 func Contains(raw []byte) bool { return bytes.Contains(raw, fieldQuoted) }
+
+// ErrMarker refuses a redaction marker where a secret value belongs.
+var ErrMarker = errors.New("the value is the redaction marker " + MarkerPrefix + "...), not a secret: send the secret's value (conctl secrets read shows it)")
 
 // Seal replaces every value at the given secret paths of a decoded
 // document with its envelope, in place, and returns the document. Values
@@ -38,6 +42,11 @@ func (k *Keyring) sealAt(v any, p schema.SecretPath) (any, error) {
 	if len(p) == 0 {
 		if _, ok, err := AsEnvelope(v); ok && err == nil {
 			return v, nil
+		}
+		if str, ok := v.(string); ok && IsMarker(str) {
+			// Output read back and sent again (a get piped into an apply):
+			// sealing the marker would replace the secret with its stand-in.
+			return nil, ErrMarker
 		}
 		plain, err := json.Marshal(v)
 		if err != nil {

@@ -195,3 +195,13 @@ func sameJSON(t *testing.T, got []byte, want string) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+func TestSealRefusesTheMarker(t *testing.T) {
+	k := mustOpen(t, &memKeys{}, newKey(t))
+	sealed, _ := k.SealJSON([]byte(`{"password":"p"}`), dbPaths)
+	var back map[string]any
+	json.Unmarshal(RedactJSON(sealed), &back)
+	if _, err := k.Seal(back, dbPaths); !errors.Is(err, ErrMarker) {
+		t.Errorf("Seal of a read-back marker = %v, want ErrMarker", err)
+	}
+}
