@@ -94,11 +94,14 @@ type options struct {
 	rolloutResources int
 	w6Rate           float64
 	report           string
+	// secretFields gives W1's kind a secret spec and status property (set
+	// per run by the secrets workload).
+	secretFields bool
 }
 
 // workloads are the names -workload takes, in the order they run; "all"
 // is every one but rest (a million resources is not cheap).
-var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout"}
+var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout", "secrets"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
@@ -128,7 +131,7 @@ func main() {
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
-	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), or all (every one but rest)")
+	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), secrets (pairs of W1 without and with secret fields), or all (every one but rest and secrets)")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
@@ -169,6 +172,7 @@ type results struct {
 	drains   []drainResult
 	held     []drainResult // drains with an xid held
 	rollouts []rolloutResult
+	secrets  []secretPair
 	selected map[string]bool
 }
 
@@ -180,7 +184,7 @@ func selectWorkloads(spec string) (map[string]bool, error) {
 		switch {
 		case w == "all":
 			for _, name := range workloads {
-				sel[name] = name != "rest"
+				sel[name] = name != "rest" && name != "secrets"
 			}
 		case slices.Contains(workloads, w):
 			sel[w] = true
@@ -307,6 +311,9 @@ func printResults(w io.Writer, o options, settings map[string]string, r *results
 	}
 	if r.selected["rollout"] {
 		reportRollout(w, o, settings, r.rollouts)
+	}
+	if r.selected["secrets"] {
+		reportSecrets(w, o, r.secrets)
 	}
 }
 

@@ -130,5 +130,8 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 		r.rollouts = append(r.rollouts, rr)
 		logf("run %d/%d: %d moved and Ready in %s: %.0f resources/s", i, o.runs, rr.resources, rr.elapsed.Round(time.Millisecond), rr.rate())
 	}
+	if sel["secrets"] {
+		return runSecretPairs(ctx, o, cluster, r)
+	}
 	return nil
 }
