@@ -157,15 +157,16 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 			if path, why := storable.JSON(doc, "status"); why != "" {
 				return fail("%s: %s", path, why)
 			}
+			invalid := e.ValidateStatus(doc) // in the clear, before sealOutput seals doc
 			sealed, why := b.sealOutput(e.Compiled.Status, st, doc)
 			if why != "" {
 				return fail("status %s", why)
 			}
-			if err := e.ValidateStatus(doc); err != nil {
+			if invalid != nil {
 				// The status is not served, but it is what the handler says
 				// it made: kept for the tasks that follow (a teardown above
 				// all), so nothing it created is lost.
-				rejected, _ := fail("status does not conform to the status_schema of %s v%d: %v", e.Kind, e.Version, err)
+				rejected, _ := fail("status does not conform to the status_schema of %s v%d: %v", e.Kind, e.Version, invalid)
 				rejected.RejectedStatus = sealed
 				return rejected, nil
 			}

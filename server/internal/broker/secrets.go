@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -51,9 +52,10 @@ func (b *Broker) openTask(t *convergev1.Task) (*convergev1.Task, error) {
 }
 
 // sealOutput seals the secret values of a document a worker returned (a
-// status, a child's spec) at sch's secret paths, after it was validated in
-// the clear. A worker never holds an envelope, so one in its output is
-// refused, naming the path; the error is the message of a failed task.
+// status, a child's spec) at sch's secret paths, once it was validated in
+// the clear: doc (raw decoded) is sealed in place. A worker never holds an
+// envelope, so one in its output is refused, naming the path; the error is
+// the message of a failed task.
 func (b *Broker) sealOutput(sch *schema.Schema, raw []byte, doc any) ([]byte, string) {
 	if secret.Contains(raw) {
 		if err := secret.RefuseEnvelopes(doc); err != nil {
@@ -63,11 +65,14 @@ func (b *Broker) sealOutput(sch *schema.Schema, raw []byte, doc any) ([]byte, st
 	if len(sch.Secrets()) == 0 {
 		return raw, ""
 	}
-	sealed, err := b.kinds.Secrets().SealJSON(raw, sch.Secrets())
+	sealed, err := b.kinds.Secrets().Seal(doc, sch.Secrets())
+	if err == nil {
+		raw, err = json.Marshal(sealed)
+	}
 	if err != nil {
 		return nil, "sealing the secret values failed: " + err.Error()
 	}
-	return sealed, ""
+	return raw, ""
 }
 
 // recorded is the result as its task record keeps it: a status with
