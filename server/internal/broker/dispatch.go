@@ -177,7 +177,9 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 	}
 	now := time.Now()
 	var giveBack []store.Lease
-	b.mu.Lock()
+	// The leases are built before b.mu is taken: building a task (and
+	// opening its sealed values) needs nothing the lock guards.
+	leases := make([]*lease, 0, len(claimed))
 	for _, c := range claimed {
 		k := triggerKey{c.Kind, c.Version, c.Trigger}
 		e := b.kinds.Get(c.Kind, c.Version)
@@ -216,11 +218,15 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 			span: startTask(c, reaction),
 		}
 		task.Traceparent = spanParent(l.span)
-		b.leases[c.TaskID] = l
-		if s := b.pickSession(k.kind, k.version, reaction); s != nil {
+		leases = append(leases, l)
+	}
+	b.mu.Lock()
+	for _, l := range leases {
+		b.leases[l.TaskID] = l
+		if s := b.pickSession(l.key.kind, l.key.version, l.reaction); s != nil {
 			b.dispatch(s, l, now)
 		} else {
-			b.pending[k] = append(b.pending[k], l)
+			b.pending[l.key] = append(b.pending[l.key], l)
 		}
 	}
 	b.mu.Unlock()
