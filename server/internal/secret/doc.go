@@ -15,8 +15,13 @@ import (
 var fieldQuoted = []byte(`"` + Field + `"`)
 
 // Contains reports whether JSON text may hold an envelope: a cheap test
-// that lets documents without secrets pass untouched.
-func Contains(raw []byte) bool { return bytes.Contains(raw, fieldQuoted) }
+// that lets documents without secrets pass untouched. Text with a \u
+// escape may spell Field with one, so it counts too.
+func Contains(raw []byte) bool {
+	return bytes.Contains(raw, fieldQuoted) || bytes.Contains(raw, unicodeEscape)
+}
+
+var unicodeEscape = []byte(`\u`)
 
 // ErrMarker refuses a redaction marker where a secret value belongs.
 var ErrMarker = errors.New("the value is the redaction marker " + MarkerPrefix + "...), not a secret: send the secret's value (conctl secrets read shows it)")
@@ -176,6 +181,20 @@ func (k *Keyring) OpenJSON(ctx context.Context, raw []byte) ([]byte, error) {
 	if !Contains(raw) {
 		return raw, nil
 	}
+	if spans, ok := envelopeSpans(raw); ok {
+		if len(spans) == 0 {
+			return raw, nil
+		}
+		// A sealed value is the JSON encoding of the value: it replaces
+		// its envelope as it is, with no decoding of the document.
+		return replaceSpans(raw, spans, func(s span) ([]byte, error) {
+			plain, err := k.openBytes(ctx, s.env)
+			if err == nil && !json.Valid(plain) {
+				err = fmt.Errorf("a value sealed by data key %s is not JSON once opened", s.env.KeyID)
+			}
+			return plain, err
+		})
+	}
 	doc, err := schema.Decode(raw)
 	if err != nil {
 		return nil, err
@@ -241,6 +260,13 @@ func redact(v any) (any, bool) {
 func RedactJSON(raw []byte) []byte {
 	if !Contains(raw) {
 		return raw
+	}
+	if spans, ok := envelopeSpans(raw); ok {
+		if len(spans) == 0 {
+			return raw
+		}
+		out, _ := replaceSpans(raw, spans, func(s span) ([]byte, error) { return markerJSON(s.env), nil })
+		return out
 	}
 	doc, err := schema.Decode(raw)
 	if err != nil {

@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -49,6 +50,34 @@ func FuzzOpenRedact(f *testing.F) {
 		}
 		if RefuseEnvelopes(rdoc) != nil {
 			t.Fatalf("RedactJSON(%s) = %s still holds an envelope", data, red)
+		}
+	})
+}
+
+// FuzzScanMatchesDecode: the scan that opens and redacts stored text
+// without decoding it agrees with decoding it, on any JSON text.
+func FuzzScanMatchesDecode(f *testing.F) {
+	f.Add([]byte(`{"a":{"$secret":"dk-1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},"b":[{ "$secret" : "dk-1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }]}`))
+	f.Add([]byte(`{"a":{"$secret":"x","b":1},"c":"{\"$secret\":\"dk-1:AAAA\"}"}`))
+	f.Add([]byte(`{"\u0024secret":"dk-1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := schema.Decode(data)
+		if err != nil {
+			return
+		}
+		spans, ok := envelopeSpans(data)
+		if !ok {
+			return
+		}
+		fast, _ := replaceSpans(data, spans, func(s span) ([]byte, error) { return markerJSON(s.env), nil })
+		got, err := schema.Decode(fast)
+		if err != nil {
+			t.Fatalf("the scan made invalid JSON of %q: %q", data, fast)
+		}
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(Redact(doc))
+		if string(a) != string(b) {
+			t.Fatalf("scan and decode disagree on %q:\n%s\n%s", data, a, b)
 		}
 	})
 }
