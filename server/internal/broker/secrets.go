@@ -16,8 +16,9 @@ import (
 	"github.com/convergehq/converge/server/internal/store"
 )
 
-// openTask returns the task with every sealed value opened: the worker
-// the task goes to is the one reader of a resource's secrets. A task with
+// openTask returns the task with every sealed value of its resource and
+// config opened: the worker the task goes to is the one reader of a
+// resource's secrets (a reactor's watched status is redacted instead). A task with
 // nothing sealed is returned as it is; otherwise a copy, so the task
 // record keeps the sealed form.
 func (b *Broker) openTask(t *convergev1.Task) (*convergev1.Task, error) {
@@ -46,7 +47,9 @@ func (b *Broker) openTask(t *convergev1.Task) (*convergev1.Task, error) {
 	}
 	out.Config = open("config", out.Config)
 	if r := out.GetReactor(); r != nil {
-		r.WatchedStatus = open("watched status", r.WatchedStatus)
+		// A reactor is not the watched resource's worker: it sees the
+		// watched status's secrets as markers.
+		r.WatchedStatus = secret.RedactJSON(r.WatchedStatus)
 	}
 	return out, err
 }
