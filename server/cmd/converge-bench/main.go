@@ -94,9 +94,10 @@ type options struct {
 	rolloutResources int
 	w6Rate           float64
 	report           string
-	// secretFields gives W1's kind a secret spec and status property (set
-	// per run by the secrets workload).
-	secretFields bool
+	// secretPayload gives W1's leaves a spec password and a status token,
+	// and secretFields marks them secret (set per run by the secrets
+	// workload).
+	secretPayload, secretFields bool
 }
 
 // workloads are the names -workload takes, in the order they run; "all"

@@ -13,29 +13,34 @@ import (
 	"github.com/convergehq/converge/server/internal/secret"
 )
 
-// secretStatus is what the worker reports in W1 with secret fields: a
-// secret token beside ok, so every reconcile seals a status too.
+// secretStatus is what the worker reports in the secrets workload: a
+// token beside ok (secret when the fields are marked, so every
+// reconcile seals a status too).
 const secretStatus = `{"ok":true,"token":"tok-0123456789abcdef0123456789abcdef"}`
 
-// w1Manifest is W1's kind: the bench leaf, with o.secretFields a secret
-// spec property (password, writeOnly) and a secret status property
-// (token, x-converge-secret).
+// w1Manifest is W1's kind: the bench leaf or, in the secrets workload,
+// the leaf with a spec password and a status token, secret
+// (writeOnly, x-converge-secret) when o.secretFields.
 func w1Manifest(o options) *convergev1.KindManifest {
 	m := benchManifest()
-	if !o.secretFields {
+	if !o.secretPayload {
 		return m
 	}
+	password, token := map[string]any{"type": "string"}, map[string]any{"type": "string"}
+	if o.secretFields {
+		password["writeOnly"], token["x-converge-secret"] = true, true
+	}
 	spec, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{
-		"i": map[string]any{"type": "integer"}, "password": map[string]any{"type": "string", "writeOnly": true}}})
+		"i": map[string]any{"type": "integer"}, "password": password}})
 	status, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{
-		"ok": map[string]any{"type": "boolean"}, "token": map[string]any{"type": "string", "x-converge-secret": true}}})
+		"ok": map[string]any{"type": "boolean"}, "token": token}})
 	m.SpecSchema, m.StatusSchema = spec, status
 	return m
 }
 
 // leafSpecOf is the spec of W1's leaf i.
 func leafSpecOf(o options, i int) map[string]any {
-	if !o.secretFields {
+	if !o.secretPayload {
 		return map[string]any{"i": i}
 	}
 	return map[string]any{"i": i, "password": fmt.Sprintf("pw-%07d-0123456789abcdef", i)}
@@ -48,8 +53,9 @@ type secretPair struct {
 }
 
 // runSecretPairs runs o.runs pairs of W1, each without then with secret
-// fields. Both servers of a pair hold a secret key, so the pair differs
-// only in the kind's schema: the cost of sealing and opening.
+// fields. Both runs of a pair carry the same password and token and both
+// servers hold a secret key, so the pair differs only in whether the
+// schema marks the two fields secret: the cost of sealing and opening.
 func runSecretPairs(ctx context.Context, o options, cluster *devpg.Cluster, r *results) error {
 	if os.Getenv(secret.EnvVar) == "" {
 		key, err := secret.NewKeyText()
@@ -63,7 +69,7 @@ func runSecretPairs(ctx context.Context, o options, cluster *devpg.Cluster, r *r
 		var p secretPair
 		for _, sealed := range []bool{false, true} {
 			oo := o
-			oo.secretFields = sealed
+			oo.secretPayload, oo.secretFields = true, sealed
 			logf("pair %d/%d: W1 with %d leaves, secret fields %v", i, o.runs, o.resources, sealed)
 			res, err := runW1(ctx, oo, cluster, fmt.Sprintf("bench_secrets_%d_%v", i, sealed))
 			if err != nil {
@@ -83,7 +89,7 @@ func runSecretPairs(ctx context.Context, o options, cluster *devpg.Cluster, r *r
 
 // reportSecrets prints each pair and its ratios.
 func reportSecrets(w io.Writer, o options, pairs []secretPair) {
-	fmt.Fprintf(w, "\n### W1 with secret fields against W1 without (%d leaves, pairs run back to back)\n\n", o.resources)
+	fmt.Fprintf(w, "\n### W1 with secret fields against W1 without (%d leaves, pairs run back to back; both carry a spec password and a status token, marked secret or not)\n\n", o.resources)
 	fmt.Fprintln(w, "| Pair | Without: reconciles/s | With: reconciles/s | Ratio | Idle p50 without / with (ms) | converge CPU µs per reconcile without / with | CPU ratio |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	var ratios, cpuRatios []float64

@@ -57,7 +57,7 @@ type snapshot struct {
 func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w1Result, error) {
 	var res w1Result
 	workerArgs := []string{"-kinds", benchKind + ":1:reconcile", "-capacity", strconv.Itoa(o.capacity)}
-	if o.secretFields {
+	if o.secretPayload {
 		workerArgs = append(workerArgs, "-status", secretStatus)
 	}
 	st, err := startStack(ctx, o, cluster, db, o.workerBin, workerArgs...)
