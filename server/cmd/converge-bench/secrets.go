@@ -90,21 +90,23 @@ func runSecretPairs(ctx context.Context, o options, cluster *devpg.Cluster, r *r
 // reportSecrets prints each pair and its ratios.
 func reportSecrets(w io.Writer, o options, pairs []secretPair) {
 	fmt.Fprintf(w, "\n### W1 with secret fields against W1 without (%d leaves, pairs run back to back; both carry a spec password and a status token, marked secret or not)\n\n", o.resources)
-	fmt.Fprintln(w, "| Pair | Without: reconciles/s | With: reconciles/s | Ratio | Idle p50 without / with (ms) | converge CPU µs per reconcile without / with | CPU ratio |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	var ratios, cpuRatios []float64
+	fmt.Fprintln(w, "| Pair | Without: reconciles/s | With: reconciles/s | Ratio | Idle p50 without / with (ms) | converge CPU µs per reconcile without / with | converge CPU ratio | PostgreSQL CPU ratio |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	var ratios, cpuRatios, pgRatios []float64
 	perReconcile := func(r w1Result) float64 { return r.cpuConverge / float64(max(r.n, 1)) * 1e6 }
 	for i, p := range pairs {
 		ratio := p.sealed.rate / p.plain.rate
 		cpu := perReconcile(p.sealed) / perReconcile(p.plain)
-		ratios, cpuRatios = append(ratios, ratio), append(cpuRatios, cpu)
-		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.3f× | %.1f / %.1f | %.0f / %.0f | %.2f× |\n", i+1, p.plain.rate, p.sealed.rate, ratio,
-			ms(p.plain.idleP50), ms(p.sealed.idleP50), perReconcile(p.plain), perReconcile(p.sealed), cpu)
+		pg := p.sealed.cpuPostgres / p.plain.cpuPostgres
+		ratios, cpuRatios, pgRatios = append(ratios, ratio), append(cpuRatios, cpu), append(pgRatios, pg)
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.3f× | %.1f / %.1f | %.0f / %.0f | %.2f× | %.2f× |\n", i+1, p.plain.rate, p.sealed.rate, ratio,
+			ms(p.plain.idleP50), ms(p.sealed.idleP50), perReconcile(p.plain), perReconcile(p.sealed), cpu, pg)
 	}
 	if len(ratios) > 0 {
 		med, lo, hi := median(ratios)
 		cmed, clo, chi := median(cpuRatios)
-		fmt.Fprintf(w, "\nThroughput ratio (with secret fields / without): median %.3f×, %.3f–%.3f. converge CPU per reconcile: median %.2f×, %.2f–%.2f.\n",
-			med, lo, hi, cmed, clo, chi)
+		pmed, plo, phi := median(pgRatios)
+		fmt.Fprintf(w, "\nThroughput ratio (with secret fields / without): median %.3f×, %.3f–%.3f. converge CPU per reconcile: median %.2f×, %.2f–%.2f. PostgreSQL CPU: median %.2f×, %.2f–%.2f.\n",
+			med, lo, hi, cmed, clo, chi, pmed, plo, phi)
 	}
 }
