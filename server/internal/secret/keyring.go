@@ -32,6 +32,7 @@ func wrapAAD(id, kek string) []byte { return []byte("converge data key\x00" + id
 type KeyStore interface {
 	SecretDataKeys(ctx context.Context) ([]store.SecretDataKey, error)
 	AddSecretDataKey(ctx context.Context, k store.SecretDataKey) (store.SecretDataKey, error)
+	SecretDataKeyUsed(ctx context.Context, id string) (bool, error)
 	DropSecretDataKey(ctx context.Context, id string) error
 }
 
@@ -115,6 +116,9 @@ func Open(ctx context.Context, st KeyStore, keys []Key) (*Keyring, error) {
 	if err := k.load(stored); err != nil {
 		return nil, err
 	}
+	if err := k.forgetUnused(ctx); err != nil {
+		return nil, err
+	}
 	if len(k.unknown) > 0 {
 		return nil, fmt.Errorf("the database holds secret values sealed under key(s) %s, which the given keys (%s) do not include: give the key(s) they were sealed with (a wrong key is refused, never replaced)",
 			strings.Join(sortedValues(k.unknown), ", "), strings.Join(k.KEKIDs(), ", "))
@@ -123,6 +127,26 @@ func Open(ctx context.Context, st KeyStore, keys []Key) (*Keyring, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// forgetUnused drops the stored data keys none of the given keys unwraps
+// and no stored value uses: their key was retired after rotation re-sealed
+// everything. One still in use stays unknown, and the start is refused.
+func (k *Keyring) forgetUnused(ctx context.Context) error {
+	for id := range k.unknown {
+		used, err := k.store.SecretDataKeyUsed(ctx, id)
+		if err != nil {
+			return fmt.Errorf("looking for values sealed by data key %s: %w", id, err)
+		}
+		if used {
+			continue
+		}
+		if err := k.store.DropSecretDataKey(ctx, id); err != nil {
+			return err
+		}
+		delete(k.unknown, id)
+	}
+	return nil
 }
 
 func keksOf(stored []store.SecretDataKey) string {
@@ -240,6 +264,18 @@ func (k *Keyring) KEKIDs() []string {
 	return append(out, rest...)
 }
 
+// newest reports whether the active data key is the newest stored one:
+// the rotation's target. During a rolling key change, a replica whose key
+// list still puts the old key first is not, and leaves re-sealing to
+// the replicas that have the new one.
+func (k *Keyring) newest(ctx context.Context) (bool, error) {
+	stored, err := k.store.SecretDataKeys(ctx)
+	if err != nil || len(stored) == 0 {
+		return false, err
+	}
+	return stored[len(stored)-1].ID == k.ActiveKeyID(), nil
+}
+
 // ActiveKeyID returns the id of the data key that seals new values.
 func (k *Keyring) ActiveKeyID() string {
 	if k == nil {
@@ -248,31 +284,6 @@ func (k *Keyring) ActiveKeyID() string {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	return k.active.id
-}
-
-// retiredKeys returns the data keys other than the active one.
-func (k *Keyring) retiredKeys() []string {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	var out []string
-	for id := range k.data {
-		if id != k.active.id {
-			out = append(out, id)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// forget drops a retired data key from the keyring and the store.
-func (k *Keyring) forget(ctx context.Context, id string) error {
-	if err := k.store.DropSecretDataKey(ctx, id); err != nil {
-		return err
-	}
-	k.mu.Lock()
-	delete(k.data, id)
-	k.mu.Unlock()
-	return nil
 }
 
 // sealBytes seals a value's JSON encoding with the active data key.

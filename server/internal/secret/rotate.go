@@ -18,10 +18,10 @@ type RotationStore interface {
 
 // Rotator re-seals, in the background, every stored value sealed by a
 // data key other than the active one (after a new key became current),
-// row by row and without locking anything beyond the row it rewrites;
-// when none is left it drops the retired data keys, so the old key can
-// be removed from the key file. Stale counts what was left at the last
-// pass: the converge_secret_stale_rows metric, 0 once rotation is done.
+// row by row and without locking anything beyond the row it rewrites.
+// Stale counts what was left at the last pass: the
+// converge_secret_stale_rows metric, 0 once rotation is done, when the
+// old key can be removed from the key file.
 type Rotator struct {
 	keys     *Keyring
 	store    RotationStore
@@ -75,13 +75,23 @@ func (r *Rotator) Run(ctx context.Context) {
 }
 
 // Pass re-seals what it finds sealed by a retired data key, then counts
-// what is left; with nothing left it drops the retired data keys.
+// what is left. A replica whose data key is not the newest (its key file
+// still puts the old key first, during a rolling key change) only counts.
+// Data keys are never dropped while running, since another replica may
+// still seal with one; a start without a retired key drops its data key
+// once nothing uses it (see Open).
 func (r *Rotator) Pass(ctx context.Context) error {
 	active := r.keys.ActiveKeyID()
+	target, err := r.keys.newest(ctx)
+	if err != nil {
+		return err
+	}
 	var left int64
 	for _, c := range store.Sealed {
-		if err := r.resealTable(ctx, c, active); err != nil {
-			return err
+		if target {
+			if err := r.resealTable(ctx, c, active); err != nil {
+				return err
+			}
 		}
 		n, err := r.store.CountStaleSealed(ctx, c, active)
 		if err != nil {
@@ -91,15 +101,6 @@ func (r *Rotator) Pass(ctx context.Context) error {
 	}
 	r.stale.Store(left)
 	r.passes.Add(1)
-	if left > 0 {
-		return nil
-	}
-	for _, id := range r.keys.retiredKeys() {
-		if err := r.keys.forget(ctx, id); err != nil {
-			return err
-		}
-		r.log.Info("a retired secret data key seals nothing any more; dropped it", "data_key", id)
-	}
 	return nil
 }
 

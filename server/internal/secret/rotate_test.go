@@ -52,11 +52,13 @@ func TestRotationResealsEverythingAndRetiresTheOldKey(t *testing.T) {
 	if rot.Stale() != 0 || rot.Resealed() != 3 {
 		t.Errorf("after a pass: stale %d resealed %d, want 0 and 3", rot.Stale(), rot.Resealed())
 	}
-	keys, _ := st.SecretDataKeys(ctx)
-	if len(keys) != 1 || keys[0].ID != kb.ActiveKeyID() {
-		t.Errorf("data keys after rotation = %v, want only %s", keys, kb.ActiveKeyID())
+	if _, err := Open(ctx, st, mustKeys(t, a)); err == nil || !strings.Contains(err.Error(), "do not include") {
+		t.Errorf("a start with the retired key alone = %v, want a refusal: the values are sealed by the new one", err)
 	}
 	onlyB := mustOpen(t, st, b)
+	if keys, _ := st.SecretDataKeys(ctx); len(keys) != 1 || keys[0].ID != onlyB.ActiveKeyID() {
+		t.Errorf("data keys after a start without the retired key = %v, want only %s (the retired one sealed nothing)", keys, onlyB.ActiveKeyID())
+	}
 	rows, err := db.Pool.Query(ctx, `SELECT spec::text FROM spec_revisions ORDER BY resource_id`)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +78,28 @@ func TestRotationResealsEverythingAndRetiresTheOldKey(t *testing.T) {
 			t.Errorf("open with the new key alone = %s, %v", opened, err)
 		}
 	}
-	if _, err := Open(ctx, st, mustKeys(t, a)); err == nil || !strings.Contains(err.Error(), "do not include") {
-		t.Errorf("a start with the retired key alone = %v, want a refusal", err)
+}
+
+// TestOnlyTheNewestKeyReseals: during a rolling key change a replica
+// whose key file still puts the old key first counts stale rows but does
+// not re-seal them back to its key.
+func TestOnlyTheNewestKeyReseals(t *testing.T) {
+	db := pgtest.New(t)
+	st := store.New(db.Pool, db.Pool)
+	ctx := t.Context()
+	a, b := newKey(t), newKey(t)
+	ka := mustOpen(t, st, a+"\n"+b)
+	kb := mustOpen(t, st, b+"\n"+a)
+	sealed, _ := kb.SealJSON([]byte(`{"password":"p"}`), dbPaths)
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
+		VALUES (1, 1, 1, $1, 'apply', 'test')`, string(sealed)); err != nil {
+		t.Fatal(err)
+	}
+	old := NewRotator(ka, st, 0, slog.New(slog.DiscardHandler))
+	if err := old.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if old.Stale() != 1 || old.Resealed() != 0 {
+		t.Errorf("the replica with the old key first: stale %d resealed %d, want 1 and 0", old.Stale(), old.Resealed())
 	}
 }
