@@ -31,7 +31,9 @@ Ctrl-C stops everything and removes the cluster's data directory, unless --keep.
 
 It listens on loopback (127.0.0.1:7070) and, without authorization flags, lets every caller do
 everything, and says so; like serve, it refuses a --listen beyond loopback without authorization
-unless --allow-anonymous.`,
+unless --allow-anonymous. Without --secret-key-file or CONVERGE_SECRET_KEY it generates a
+throwaway key for secret values in the cluster's data directory (with --database-url, in the
+user's config directory), and says so.`,
 		Example: `  converge dev
   converge dev --listen 127.0.0.1:8080 --keep
   converge dev --database-url postgres://postgres@localhost:5432/converge`,
