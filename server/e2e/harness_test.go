@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/convergehq/converge/sdk-go/client"
+	"github.com/convergehq/converge/server/internal/secret"
 )
 
 // timings are the server's lease and scheduling durations.
@@ -54,9 +56,19 @@ func startServer(t *testing.T, dbURL string, timing timings) *server {
 }
 
 // startServerEnv is startServer with env added to the server's
-// environment and args to its command line, on every (re)start.
+// environment and args to its command line, on every (re)start. Without
+// a secret key in env the server gets a fresh one.
 func startServerEnv(t *testing.T, dbURL string, timing timings, env []string, args ...string) *server {
 	t.Helper()
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, secret.EnvVar+"=") }) {
+		// Every server has a secret key, as production servers should, so
+		// kinds with secret properties (the model's) apply.
+		key, err := secret.NewKeyText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(slices.Clip(env), secret.EnvVar+"="+key)
+	}
 	s := &server{t: t, dbURL: dbURL, timing: timing, addr: freeAddr(t), env: env, args: args}
 	s.url = "http://" + s.addr
 	s.api = client.New(s.url)
