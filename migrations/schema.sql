@@ -311,6 +311,15 @@ ALTER TABLE rollouts ADD CONSTRAINT rollouts_state_check CHECK ((state = ANY (AR
 CREATE UNIQUE INDEX rollouts_active ON public.rollouts USING btree (kind) WHERE (state = ANY (ARRAY['running'::text, 'paused'::text, 'failed'::text]));
 CREATE INDEX rollouts_running ON public.rollouts USING btree (id) WHERE (state = 'running'::text);
 
+CREATE TABLE secret_keys (
+    id text NOT NULL,
+    kek_id text NOT NULL,
+    wrapped bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE secret_keys ADD CONSTRAINT secret_keys_kek_id_key UNIQUE (kek_id);
+ALTER TABLE secret_keys ADD CONSTRAINT secret_keys_pkey PRIMARY KEY (id);
+
 CREATE TABLE spec_revisions (
     resource_id bigint NOT NULL,
     generation bigint NOT NULL,

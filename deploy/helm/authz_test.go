@@ -76,10 +76,14 @@ func TestAuthorizationValues(t *testing.T) {
 	c := container(t, d)
 	requireArgs(t, c, "--admin-ids=spiffe://td/ns/ops/*", "--writer-ids=ci,spiffe://td/ns/ci/*",
 		"--team=data=bob", "--team=web=spiffe://td/ns/web/*,alice", "--grant=writer:team-a-*,shared=team:web,carol",
-		"--token-file=/etc/converge/tokens/file")
+		"--token-file=/etc/converge/tokens/file", "--grant=read-secrets:data.db,app.*=team:data",
+		"--secret-key-file=/etc/converge/secret-key/secret.key")
 	forbidArgPrefix(t, c, "--reader-ids")
 	if v, _ := volume(d, "tokens"); v.Secret == nil || v.Secret.SecretName != "my-tokens" {
 		t.Errorf("tokens volume %+v, want Secret my-tokens", v)
+	}
+	if v, _ := volume(d, "secret-key"); v.Secret == nil || v.Secret.SecretName != "converge-key" {
+		t.Errorf("secret-key volume %+v, want Secret converge-key", v)
 	}
 	w := r.deployment(t, fullname+"-stdworker")
 	requireArgs(t, container(t, w), "--token-file=/etc/stdworker/token/tok")
@@ -87,7 +91,7 @@ func TestAuthorizationValues(t *testing.T) {
 		t.Errorf("stdworker token volume %+v, want Secret sw-token", v)
 	}
 
-	for _, name := range []string{"no roles", "anonymous and on", "identity named key", "identity with a space"} {
+	for _, name := range []string{"no roles", "anonymous and on", "identity named key", "identity with a space", "read-secrets grant naming namespaces"} {
 		checkRejected(t, name)
 	}
 }

@@ -52,13 +52,15 @@ var valueSets = []valueSet{
 			"stdWorker":     map[string]any{"enabled": true},
 		})
 	}},
-	{name: "authorization-values", existing: []string{"my-tokens", "sw-token"}, over: func() map[string]any {
+	{name: "authorization-values", existing: []string{"my-tokens", "sw-token", "converge-key"}, over: func() map[string]any {
 		return base(map[string]any{
-			"mode": "all",
+			"mode":      "all",
+			"secretKey": map[string]any{"existingSecret": "converge-key", "key": "secret.key"},
 			"authorization": map[string]any{
 				"adminIDs": []any{"spiffe://td/ns/ops/*"}, "writerIDs": []any{"ci", "spiffe://td/ns/ci/*"}, "readerIDs": []any{},
-				"teams":  map[string]any{"web": []any{"spiffe://td/ns/web/*", "alice"}, "data": []any{"bob"}},
-				"grants": []any{map[string]any{"role": "writer", "namespaces": []any{"team-a-*", "shared"}, "identities": []any{"team:web", "carol"}}},
+				"teams": map[string]any{"web": []any{"spiffe://td/ns/web/*", "alice"}, "data": []any{"bob"}},
+				"grants": []any{map[string]any{"role": "writer", "namespaces": []any{"team-a-*", "shared"}, "identities": []any{"team:web", "carol"}},
+					map[string]any{"role": "read-secrets", "kinds": []any{"data.db", "app.*"}, "identities": []any{"team:data"}}},
 				"tokens": map[string]any{"existingSecret": "my-tokens", "key": "file"},
 			},
 			"stdWorker": map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "sw-token", "key": "tok"}},
@@ -110,6 +112,10 @@ var rejectedSets = []rejectedSet{
 	{name: "grant of admin", want: "/authorization/grants/0/role", schema: true, vals: func() map[string]any {
 		return base(map[string]any{"authorization": map[string]any{"grants": []any{
 			map[string]any{"role": "admin", "namespaces": []any{"a"}, "identities": []any{"x"}}}}})
+	}},
+	{name: "read-secrets grant naming namespaces", want: "/authorization/grants/0", schema: true, vals: func() map[string]any {
+		return base(map[string]any{"authorization": map[string]any{"grants": []any{
+			map[string]any{"role": "read-secrets", "namespaces": []any{"a"}, "identities": []any{"x"}}}}})
 	}},
 	{name: "grant of a bad namespace", want: "/authorization/grants/0/namespaces/0", schema: true, vals: func() map[string]any {
 		return base(map[string]any{"authorization": map[string]any{"grants": []any{

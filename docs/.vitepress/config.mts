@@ -44,6 +44,7 @@ const sections: { text: string; pages: [string, string][] }[] = [
       ['publish-first-kind', 'Tutorial: publish your first kind'],
       ['kinds', 'Kinds: the manifest'],
       ['composition', 'Composition'],
+      ['secrets', 'Secrets'],
       ['catalog', 'The kind catalog'],
       ['stability', 'Schema stability'],
       ['first-provider', 'Your first provider'],

@@ -79,7 +79,7 @@ func (m *Manifest) ValidateStatus(status json.RawMessage) error {
 
 // NewManifest wraps a manifest built in Go, after checking its fields'
 // formats as the server does first (names, versions, the trigger and
-// emits vocabularies). The legality rules (M1–M26) are the server's.
+// emits vocabularies). The legality rules (M1–M27) are the server's.
 func NewManifest(m *convergev1.KindManifest, opts ...ManifestOption) (*Manifest, error) {
 	var o manifestOptions
 	for _, opt := range opts {

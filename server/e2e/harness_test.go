@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/convergehq/converge/sdk-go/client"
+	"github.com/convergehq/converge/server/internal/secret"
 )
 
 // timings are the server's lease and scheduling durations.
@@ -40,13 +42,34 @@ type server struct {
 	starts int
 	proc   *proc
 	api    *client.Client
+	// env is added to the server process's environment, args to its
+	// command line.
+	env  []string
+	args []string
 }
 
 // startServer runs `converge serve` (all roles) against dbURL on a free
 // port and returns once it is ready.
 func startServer(t *testing.T, dbURL string, timing timings) *server {
 	t.Helper()
-	s := &server{t: t, dbURL: dbURL, timing: timing, addr: freeAddr(t)}
+	return startServerEnv(t, dbURL, timing, nil)
+}
+
+// startServerEnv is startServer with env added to the server's
+// environment and args to its command line, on every (re)start. Without
+// a secret key in env the server gets a fresh one.
+func startServerEnv(t *testing.T, dbURL string, timing timings, env []string, args ...string) *server {
+	t.Helper()
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, secret.EnvVar+"=") }) {
+		// Every server has a secret key, as production servers should, so
+		// kinds with secret properties (the model's) apply.
+		key, err := secret.NewKeyText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(slices.Clip(env), secret.EnvVar+"="+key)
+	}
+	s := &server{t: t, dbURL: dbURL, timing: timing, addr: freeAddr(t), env: env, args: args}
 	s.url = "http://" + s.addr
 	s.api = client.New(s.url)
 	s.start()
@@ -58,10 +81,10 @@ func (s *server) start() {
 	s.t.Helper()
 	s.starts++
 	tm := s.timing
-	s.proc = startProc(s.t, fmt.Sprintf("converge serve #%d", s.starts), bin.converge, "serve",
+	s.proc = startProcEnv(s.t, fmt.Sprintf("converge serve #%d", s.starts), s.env, bin.converge, append([]string{"serve",
 		"--database-url", s.dbURL, "--listen", s.addr,
 		"--lease", tm.lease.String(), "--heartbeat", tm.heartbeat.String(), "--poll", tm.poll.String(),
-		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String())
+		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String()}, s.args...)...)
 	s.waitReady()
 }
 

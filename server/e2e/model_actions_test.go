@@ -182,7 +182,7 @@ func (w *world) noteFailing(k *mkind) {
 // the server's bound) must change nothing; the caller undoes its change
 // to the model.
 func (w *world) applyRoot(t *rapid.T, m *mres) bool {
-	var spec any = leafSpec{Counter: m.counter}
+	var spec any = leafSpec{Counter: m.counter, Password: modelPassword(m.name, m.counter)}
 	if m.comp != nil {
 		spec = *m.comp
 	}

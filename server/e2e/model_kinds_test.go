@@ -20,8 +20,14 @@ const modelFinalizer = "model.converge.dev/teardown"
 // update a real spec change; Upstream is written by a value flow from the
 // child before it in a composite; Poison and BadStatus make the handler
 // fail for this spec (terminally; a status the status_schema refuses).
+//
+// Password is secret (writeOnly): the model writes one into every leaf it
+// applies and every child a composer emits, the handler checks it arrives
+// in clear, and listAll checks no read-back holds it. The status's token
+// is secret too (x-converge-secret).
 type leafSpec struct {
 	Counter   int    `json:"counter"`
+	Password  string `json:"password,omitempty"`
 	Upstream  string `json:"upstream,omitempty"`
 	Poison    bool   `json:"poison,omitempty"`
 	BadStatus bool   `json:"bad_status,omitempty"`
@@ -51,8 +57,31 @@ func (f *fleet) reconcile(_ context.Context, t *converge.Task, b behaviour) (*co
 		// value must be a string: the server refuses this status (R-2).
 		return &converge.Result{Status: map[string]any{"value": 42, "counter": spec.Counter}}, nil
 	}
+	if spec.Password != "" && spec.Password != modelPassword(t.Name, spec.Counter) {
+		f.secretMismatch(fmt.Sprintf("%s/%s gen %d received password %q, want %q in clear", t.Kind, t.Name, t.Generation, spec.Password, modelPassword(t.Name, spec.Counter)))
+	}
 	return &converge.Result{Status: map[string]any{
-		"value": fmt.Sprintf("%s-g%d", t.Name, t.Generation), "counter": spec.Counter}}, nil
+		"value": fmt.Sprintf("%s-g%d", t.Name, t.Generation), "counter": spec.Counter,
+		"token": fmt.Sprintf("%s%s-g%d", modelSecretMark, t.Name, t.Generation)}}, nil
+}
+
+// modelSecretMark starts every clear secret value of the model, so a
+// read-back holding one is found by a substring search.
+const modelSecretMark = "model-secret-"
+
+// modelPassword is the secret password of a leaf spec at counter.
+func modelPassword(name string, counter int) string {
+	return fmt.Sprintf("%spw-%s-%d", modelSecretMark, name, counter)
+}
+
+// secretMismatch notes a handler that did not get its secret in clear;
+// listAll fails the case with it.
+func (f *fleet) secretMismatch(msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.secretErrs) < 10 {
+		f.secretErrs = append(f.secretErrs, msg)
+	}
 }
 
 // childrenOf is what the composer emits for a composite's spec; the model
@@ -62,7 +91,7 @@ func childrenOf(name string, spec compSpec) ([]converge.Child, []converge.Edge) 
 	var edges []converge.Edge
 	for i := range spec.N {
 		c := converge.Child{Kind: spec.ChildKind, KindVersion: 1, Name: childName(name, i),
-			Spec: leafSpec{Counter: spec.Counter, Poison: spec.Poison}}
+			Spec: leafSpec{Counter: spec.Counter, Poison: spec.Poison, Password: modelPassword(childName(name, i), spec.Counter)}}
 		kids = append(kids, c)
 		if i > 0 {
 			edges = append(edges, converge.DependsOn(c.Ref(), kids[i-1].Ref(), converge.FlowFrom("/value", "/upstream")))
@@ -135,13 +164,15 @@ func modelManifest(def kindDef, version int, p *convergev1.KindPolicy, config bo
 		}
 	} else {
 		props := map[string]any{"counter": map[string]any{"type": "integer"}, "upstream": map[string]any{"type": "string"},
-			"poison": map[string]any{"type": "boolean"}, "bad_status": map[string]any{"type": "boolean"}}
+			"password": map[string]any{"type": "string", "writeOnly": true},
+			"poison":   map[string]any{"type": "boolean"}, "bad_status": map[string]any{"type": "boolean"}}
 		if version > 1 {
 			props["extra"] = map[string]any{"type": "string"}
 		}
 		m.SpecSchema = mustStructOf(map[string]any{"type": "object", "properties": props})
 		m.StatusSchema = mustStructOf(map[string]any{"type": "object", "properties": map[string]any{
-			"value": map[string]any{"type": "string"}, "counter": map[string]any{"type": "integer"}}})
+			"value": map[string]any{"type": "string"}, "counter": map[string]any{"type": "integer"},
+			"token": map[string]any{"type": "string", "x-converge-secret": true}}})
 		m.Reactions = []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}},
 			{Name: "observe", Trigger: "observe", Emits: []string{"status"}}}
 	}

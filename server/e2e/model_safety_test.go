@@ -28,7 +28,7 @@ func (w *world) dryRun(t *rapid.T) {
 	var report *convergev1.DryRunReport
 	switch write {
 	case "updateSpec":
-		var spec any = leafSpec{Counter: m.counter + 1}
+		var spec any = leafSpec{Counter: m.counter + 1, Password: modelPassword(m.name, m.counter+1)}
 		if m.comp != nil {
 			c := *m.comp
 			c.Counter = m.counter + 1

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/convergehq/converge/sdk-go/client"
+	"github.com/convergehq/converge/server/internal/secret"
 	"github.com/convergehq/converge/server/internal/testkit"
 )
 
@@ -48,6 +50,8 @@ type mserver struct {
 	done       chan struct{}
 	out        *testkit.Buffer // the output of every start, in order
 	extra      []string        // more serve flags (a read replica's)
+	// key is the server's secret key-encryption key, the same at every start.
+	key string
 }
 
 func newModelServer(t tb, dbURL string, tm timings, addr string, maxBacklog int, extra ...string) *mserver {
@@ -72,6 +76,14 @@ func (s *mserver) start(t tb) {
 		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String(), "--log-level", "warn",
 		"--max-backlog", strconv.Itoa(s.maxBacklog)}, s.extra...)
 	s.cmd = exec.Command(bin.converge, args...)
+	if s.key == "" {
+		key, err := secret.NewKeyText()
+		if err != nil {
+			t.Fatalf("a secret key: %v", err)
+		}
+		s.key = key
+	}
+	s.cmd.Env = append(os.Environ(), secret.EnvVar+"="+s.key)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.WaitDelay = exitTimeout
 	if err := startCmd(s.cmd); err != nil {

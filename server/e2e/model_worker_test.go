@@ -77,9 +77,11 @@ type fleet struct {
 	rec *recorder
 	log *slog.Logger
 
-	mu      sync.Mutex
-	beh     map[string]behaviour
-	workers map[string]*kworker
+	mu sync.Mutex
+	// secretErrs are handlers that did not get their secret in clear.
+	secretErrs []string
+	beh        map[string]behaviour
+	workers    map[string]*kworker
 	// teardownStatus and teardownRejected are the status and the rejected
 	// status each teardown was handed, by kind/name.
 	teardownStatus, teardownRejected map[string][]byte

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/convergehq/converge/sdk-go/client"
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -187,6 +188,15 @@ func (w *world) listAll(t tb) map[string]*convergev1.Resource {
 		}
 		for _, r := range resp.GetResources() {
 			out[resKey(r.GetKind(), r.GetName())] = r
+			if b, _ := protojson.Marshal(r); strings.Contains(string(b), modelSecretMark) {
+				t.Fatalf("%s/%s came back with a secret in clear: %s", r.GetKind(), r.GetName(), b)
+			}
+		}
+		w.fleet.mu.Lock()
+		errs := w.fleet.secretErrs
+		w.fleet.mu.Unlock()
+		if len(errs) > 0 {
+			t.Fatalf("a handler did not receive its secret in clear: %s", strings.Join(errs, "; "))
 		}
 		if resp.GetNextPageToken() == "" {
 			return out

@@ -14,7 +14,7 @@ import (
 )
 
 // Legal returns the server's error for a manifest it would refuse (rules
-// M1–M26, schemas compiled), or nil.
+// M1–M27, schemas compiled), or nil.
 func Legal(m *convergev1.KindManifest) error {
 	_, err := manifest.Compile(m)
 	return err

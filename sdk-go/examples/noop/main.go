@@ -1,8 +1,9 @@
 // Command noop is the benchmark's worker: it serves the given reactions and
-// reports the status {"ok":true} for every task, at once or after -delay,
-// so a benchmark measures the control plane rather than the handler.
+// reports the status {"ok":true} (or -status) for every task, at once or
+// after -delay, so a benchmark measures the control plane rather than the
+// handler.
 //
-//	noop [-server URL] [-kinds kind:version:reaction,...] [-capacity N] [-delay DURATION]
+//	noop [-server URL] [-kinds kind:version:reaction,...] [-capacity N] [-delay DURATION] [-status JSON]
 //
 // SIGINT or SIGTERM drains it.
 package main
@@ -35,8 +36,13 @@ func run(args []string) error {
 	kinds := fs.String("kinds", "bench.leaf:1:reconcile", "reactions to serve, as kind:version:reaction,...")
 	capacity := fs.Int("capacity", 256, "tasks run at once")
 	delay := fs.Duration("delay", 0, "simulated work per task")
+	status := fs.String("status", string(okStatus), "the status every task reports, a JSON object")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var probe map[string]any
+	if err := json.Unmarshal([]byte(*status), &probe); err != nil {
+		return fmt.Errorf("-status: want a JSON object: %v", err)
 	}
 	reactions, err := parseReactions(*kinds)
 	if err != nil {
@@ -49,22 +55,22 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	register(w, reactions, *delay)
+	register(w, reactions, *delay, json.RawMessage(*status))
 	return w.Run(ctx)
 }
 
 // register serves every reaction on w with one handler.
-func register(w *converge.Worker, reactions []reaction, delay time.Duration) {
-	h := handler(delay)
+func register(w *converge.Worker, reactions []reaction, delay time.Duration, status json.RawMessage) {
+	h := handler(delay, status)
 	for _, r := range reactions {
 		w.Handle(r.kind, r.version, r.name, h)
 	}
 }
 
-// okStatus is every task's status, encoded once.
+// okStatus is every task's status unless -status says otherwise.
 var okStatus = json.RawMessage(`{"ok":true}`)
 
-func handler(delay time.Duration) converge.HandlerFunc {
+func handler(delay time.Duration, status json.RawMessage) converge.HandlerFunc {
 	return func(ctx context.Context, _ *converge.Task) (*converge.Result, error) {
 		if delay > 0 {
 			timer := time.NewTimer(delay)
@@ -75,7 +81,7 @@ func handler(delay time.Duration) converge.HandlerFunc {
 				return nil, ctx.Err()
 			}
 		}
-		return &converge.Result{Status: okStatus}, nil
+		return &converge.Result{Status: status}, nil
 	}
 }
 

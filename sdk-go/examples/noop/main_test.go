@@ -46,7 +46,7 @@ func benchKind(t *testing.T, kind string, version int32, reaction string) *conve
 func TestHandlerReportsOK(t *testing.T) {
 	task := convergetest.NewTask(t, benchKind(t, "bench.leaf", 1, "reconcile"), "reconcile", nil)
 	for _, delay := range []time.Duration{0, time.Millisecond} {
-		out, err := convergetest.Run(t, handler(delay), task)
+		out, err := convergetest.Run(t, handler(delay, okStatus), task)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestHandlerReportsOK(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := handler(time.Hour)(ctx, task); err != context.Canceled {
+	if _, err := handler(time.Hour, okStatus)(ctx, task); err != context.Canceled {
 		t.Fatalf("cancelled delay: error = %v; want context.Canceled", err)
 	}
 }
@@ -70,7 +70,7 @@ func TestWorkerServesTheListedReactions(t *testing.T) {
 	}
 	srv := convergetest.NewServer(t)
 	w := convergetest.NewWorker(t, srv)
-	register(w, reactions, 0)
+	register(w, reactions, 0, okStatus)
 	convergetest.RunWorker(t, w)
 
 	if got := srv.Subscription(t.Context()).GetReactions(); len(got) != 2 {

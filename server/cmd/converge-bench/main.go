@@ -98,12 +98,16 @@ type options struct {
 	readResources int
 	readClients   int
 	readWindow    time.Duration
+	// secretPayload gives W1's leaves a spec password and a status token,
+	// and secretFields marks them secret (set per run by the secrets
+	// workload).
+	secretPayload, secretFields bool
 }
 
 // workloads are the names -workload takes, in the order they run; "all"
-// is every one but rest (a million resources is not cheap) and reads (it
-// starts a standby of the cluster).
-var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout", "reads"}
+// is every one but rest (a million resources is not cheap), reads (it
+// starts a standby of the cluster) and secrets (pairs of W1).
+var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout", "reads", "secrets"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
@@ -133,7 +137,7 @@ func main() {
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
-	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), reads (get and list with and without a hot standby), or all (every one but rest and reads)")
+	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), reads (get and list with and without a hot standby), secrets (pairs of W1 without and with secret fields), or all (every one but rest, reads and secrets)")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
@@ -178,6 +182,7 @@ type results struct {
 	held     []drainResult // drains with an xid held
 	rollouts []rolloutResult
 	reads    []readsResult
+	secrets  []secretPair
 	selected map[string]bool
 }
 
@@ -189,7 +194,7 @@ func selectWorkloads(spec string) (map[string]bool, error) {
 		switch {
 		case w == "all":
 			for _, name := range workloads {
-				sel[name] = name != "rest" && name != "reads"
+				sel[name] = name != "rest" && name != "reads" && name != "secrets"
 			}
 		case slices.Contains(workloads, w):
 			sel[w] = true
@@ -319,6 +324,9 @@ func printResults(w io.Writer, o options, settings map[string]string, r *results
 	}
 	if r.selected["reads"] {
 		reportReads(w, o, r.reads)
+	}
+	if r.selected["secrets"] {
+		reportSecrets(w, o, r.secrets)
 	}
 }
 

@@ -56,17 +56,21 @@ type snapshot struct {
 
 func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w1Result, error) {
 	var res w1Result
-	st, err := startStack(ctx, o, cluster, db, o.workerBin, "-kinds", benchKind+":1:reconcile", "-capacity", strconv.Itoa(o.capacity))
+	workerArgs := []string{"-kinds", benchKind + ":1:reconcile", "-capacity", strconv.Itoa(o.capacity)}
+	if o.secretPayload {
+		workerArgs = append(workerArgs, "-status", secretStatus)
+	}
+	st, err := startStack(ctx, o, cluster, db, o.workerBin, workerArgs...)
 	if err != nil {
 		return res, err
 	}
 	defer st.close()
 	pool, server, worker, c := st.pool, st.server, st.worker, st.client
-	if _, err := c.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: benchManifest()}); err != nil {
+	if _, err := c.ApplyKind(ctx, &convergev1.ApplyKindRequest{Manifest: w1Manifest(o)}); err != nil {
 		return res, fmt.Errorf("applying the bench kind: %w", err)
 	}
 	// One leaf end to end warms every path and proves the worker is in.
-	if err := applyAndWait(ctx, c, "warmup"); err != nil {
+	if err := applyAndWaitSpec(ctx, c, "warmup", leafSpecOf(o, 0)); err != nil {
 		return res, fmt.Errorf("warm-up leaf: %w (worker log: %s)", err, worker.tail())
 	}
 
@@ -151,7 +155,7 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	// -split) the replicas' NOTIFY budget unspent, as a leaf applied to a
 	// quiet cluster would.
 	for i := 0; i < o.idle; i++ {
-		if err := applyAndWait(ctx, c, fmt.Sprintf("idle-%04d", i)); err != nil {
+		if err := applyAndWaitSpec(ctx, c, fmt.Sprintf("idle-%04d", i), leafSpecOf(o, i)); err != nil {
 			return res, err
 		}
 		time.Sleep(idleGap)
@@ -193,7 +197,7 @@ func submitRange(ctx context.Context, c *client.Client, o options, from, to int)
 			for start := range batches {
 				req := &convergev1.ApplyResourcesRequest{}
 				for i := start; i < min(start+o.batch, to); i++ {
-					spec, _ := structpb.NewStruct(map[string]any{"i": i})
+					spec, _ := structpb.NewStruct(leafSpecOf(o, i))
 					req.Resources = append(req.Resources, &convergev1.ApplyResourceRequest{
 						Kind: benchKind, KindVersion: 1, Name: fmt.Sprintf("leaf-%07d", i), Spec: spec,
 					})
@@ -226,7 +230,12 @@ feed:
 }
 
 func applyAndWait(ctx context.Context, c *client.Client, name string) error {
-	spec, _ := structpb.NewStruct(map[string]any{"i": 0})
+	return applyAndWaitSpec(ctx, c, name, map[string]any{"i": 0})
+}
+
+// applyAndWaitSpec applies one leaf with spec and waits until it is Ready.
+func applyAndWaitSpec(ctx context.Context, c *client.Client, name string, doc map[string]any) error {
+	spec, _ := structpb.NewStruct(doc)
 	if _, err := c.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: benchKind, KindVersion: 1, Name: name, Spec: spec}); err != nil {
 		return err
 	}

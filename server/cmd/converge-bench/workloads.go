@@ -140,5 +140,8 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 		logf("run %d/%d: get %.0f/s → %.0f/s with the standby, list %.0f/s → %.0f/s; %.0f%% of the replica server's reads on the standby", i, o.runs,
 			rr.primary.getRate, rr.replica.getRate, rr.primary.listRate, rr.replica.listRate, 100*rr.replicaShare)
 	}
+	if sel["secrets"] {
+		return runSecretPairs(ctx, o, cluster, r)
+	}
 	return nil
 }

@@ -9,8 +9,8 @@ func joinDoc(a, b string) string {
 	return strings.TrimSpace(a + "\n" + b)
 }
 
-// docOf renders a schema's description, format, pattern and default; ""
-// when it has none.
+// docOf renders a schema's description, format, pattern, default and
+// secrecy; "" when it has none.
 func docOf(s any) string {
 	o, ok := s.(schema)
 	if !ok {
@@ -30,6 +30,9 @@ func docOf(s any) string {
 		if b, err := json.Marshal(d); err == nil {
 			lines = append(lines, "Default: "+string(b)+".")
 		}
+	}
+	if o["writeOnly"] == true || o["x-converge-secret"] == true {
+		lines = append(lines, "Secret: the task carries it in clear; never log it or put it in a field that is not secret (docs/secrets.md).")
 	}
 	return strings.Join(lines, "\n")
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/convergehq/converge/server/internal/app"
 	"github.com/convergehq/converge/server/internal/devpg"
+	"github.com/convergehq/converge/server/internal/secret"
 )
 
 func devCmd() *cobra.Command {
@@ -29,7 +31,9 @@ Ctrl-C stops everything and removes the cluster's data directory, unless --keep.
 
 It listens on loopback (127.0.0.1:7070) and, without authorization flags, lets every caller do
 everything, and says so; like serve, it refuses a --listen beyond loopback without authorization
-unless --allow-anonymous.`,
+unless --allow-anonymous. Without --secret-key-file or CONVERGE_SECRET_KEY it generates a
+throwaway key for secret values in the cluster's data directory (with --database-url, in the
+user's config directory), and says so.`,
 		Example: `  converge dev
   converge dev --listen 127.0.0.1:8080 --keep
   converge dev --database-url postgres://postgres@localhost:5432/converge`,
@@ -64,6 +68,11 @@ unless --allow-anonymous.`,
 				return err
 			}
 			cfg.Role, cfg.Migrate = app.RoleAll, true
+			if len(cfg.SecretKeys) == 0 {
+				if cfg.SecretKeys, err = devSecretKey(cluster); err != nil {
+					return err
+				}
+			}
 			if err := checkOpenAccess(cfg.Listen, cfg.Role, cfg.Authz, cfg.TLS, flags.authz.allowAnonymous); err != nil {
 				return err
 			}
@@ -103,4 +112,35 @@ func createDatabase(ctx context.Context, c *devpg.Cluster) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return c.CreateDatabase(ctx, "converge", "")
+}
+
+// devSecretKey returns a throwaway key-encryption key for secret values,
+// kept in the throwaway cluster's data directory (or, over an existing
+// database, in the user's config directory, so that a second dev run can
+// open what the first sealed), creating it on first use, and says so.
+func devSecretKey(cluster *devpg.Cluster) ([]secret.Key, error) {
+	var dir string
+	if cluster != nil {
+		dir = cluster.Dir()
+	} else {
+		base, err := os.UserConfigDir()
+		if err != nil {
+			return nil, fmt.Errorf("a dev secret key needs a directory: %w (or give --secret-key-file)", err)
+		}
+		dir = filepath.Join(base, "converge")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	path := filepath.Join(dir, "dev-secret.key")
+	keys, created, err := secret.EnsureKeyFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("dev secret key %s: %w", path, err)
+	}
+	verb := "using"
+	if created {
+		verb = "generated"
+	}
+	fmt.Fprintf(os.Stderr, "secret values: %s a throwaway key in %s (dev only; production servers take --secret-key-file)\n", verb, path)
+	return keys, nil
 }

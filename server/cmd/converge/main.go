@@ -43,7 +43,7 @@ func main() {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), pgBinCmd())
+	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), pgBinCmd(), keygenCmd())
 	// Tracing is configured by the standard OTEL_* variables and off
 	// unless they ask for an exporter (docs/operations.md).
 	stopTracing, err := tracing.Setup(ctx, version, slog.Default())

@@ -13,6 +13,7 @@ import (
 	"github.com/convergehq/converge/server/internal/authz"
 	"github.com/convergehq/converge/server/internal/broker"
 	"github.com/convergehq/converge/server/internal/maintenance"
+	"github.com/convergehq/converge/server/internal/secret"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/taskrec"
 	"github.com/convergehq/converge/server/internal/tlsconf"
@@ -42,6 +43,7 @@ type serverFlags struct {
 	tls           tlsconf.Config
 	authz         authzFlags
 	clients       app.ClientLimits
+	secretKeys    string
 }
 
 // authzFlags map API callers to roles and teams.
@@ -117,6 +119,7 @@ func (f *serverFlags) register(cmd *cobra.Command, defaultListen string) {
 	fs.DurationVar(&f.maxQueueWait, "max-queue-wait", admission.DefaultMaxWait, "admission target: below --max-backlog, a kind's bound is what it drains in this long at its current rate (never under 1,000), so an accepted apply waits about this long for a worker; 0: --max-backlog alone")
 	fs.IntVar(&f.taskRecords, "task-records", taskrec.DefaultKeep, "task records kept per resource: what each task was sent and returned, and what became of it (0..1000; 0 keeps none)")
 	fs.IntVar(&f.recordBytes, "task-record-bytes", taskrec.DefaultMaxBytes, "byte budget of one task record's input and result; larger parts are cut")
+	fs.StringVar(&f.secretKeys, "secret-key-file", "", "key-encryption keys of secret values (base64 of 32 random bytes each, one a line, the current first; converge keygen makes one); default $"+secret.EnvVar+"; without either, kinds with secret properties are refused")
 	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM; re-read when it changes)")
 	fs.StringVar(&f.tls.KeyFile, "tls-key", "", "private key of --tls-cert (PEM; re-read when it changes)")
 	fs.StringVar(&f.tls.ClientCAFile, "tls-client-ca", "", "verify client certificates against these CAs (PEM): mutual TLS")
@@ -170,6 +173,10 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 	if err != nil {
 		return app.Config{}, err
 	}
+	keys, _, err := secret.LoadKeys(f.secretKeys)
+	if err != nil {
+		return app.Config{}, err
+	}
 	return app.Config{
 		DatabaseURL: databaseURL,
 		Listen:      f.listen,
@@ -189,6 +196,7 @@ func (f *serverFlags) config(databaseURL string) (app.Config, error) {
 		TaskRecords:   taskrec.Config{Keep: f.taskRecords, MaxBytes: f.recordBytes},
 		TLS:           f.tls,
 		Authz:         policy,
+		SecretKeys:    keys,
 		Clients:       f.clients,
 		Version:       version,
 		Log:           log,

@@ -21,7 +21,7 @@ import (
 // the default; a new default together with every named config).
 func (s *Service) ApplyProviderConfig(ctx context.Context, req *convergev1.ApplyProviderConfigRequest) (*convergev1.ApplyProviderConfigResponse, error) {
 	c := req.GetConfig()
-	raw, _, err := requestDocument("config", c.GetConfig())
+	raw, doc, err := requestDocument("config", c.GetConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -30,6 +30,13 @@ func (s *Service) ApplyProviderConfig(ctx context.Context, req *convergev1.Apply
 	var row store.ProviderConfig
 	var result string
 	err = s.withConfigValidator(ctx, in.Kind, in.Version, func(v store.ConfigValidator) error {
+		if e := s.kinds.Get(in.Kind, in.Version); e != nil {
+			// Sealed per attempt: a retry may see the kind for the first time.
+			var err error
+			if in.Config, err = s.sealInput("config", raw, doc, e.Compiled.Config); err != nil {
+				return err
+			}
+		}
 		var err error
 		row, result, err = s.store.ApplyProviderConfig(ctx, in, v)
 		return err
@@ -105,19 +112,22 @@ func (s *Service) withConfigValidator(ctx context.Context, kind string, version 
 			}
 			e = s.kinds.Get(kind, version)
 		}
-		return write(configValidator(e))
+		return write(configValidator(ctx, s.kinds, e))
 	}))
 }
 
 // configValidator validates against e's config_schema. With no entry
 // (a kind this replica does not know yet) its revision matches nothing,
 // so the store reports the kind as stale or missing.
-func configValidator(e *kinds.Entry) store.ConfigValidator {
+func configValidator(ctx context.Context, reg *kinds.Registry, e *kinds.Entry) store.ConfigValidator {
 	if e == nil {
 		return store.ConfigValidator{KindRevision: -1, Validate: func([]byte) error { return nil }}
 	}
 	return store.ConfigValidator{KindRevision: e.Revision, Validate: func(effective []byte) error {
 		doc, err := schema.Decode(effective)
+		if err == nil {
+			doc, err = openStored(ctx, reg, doc)
+		}
 		if err != nil {
 			return fmt.Errorf("config: %v", err)
 		}

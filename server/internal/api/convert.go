@@ -9,18 +9,21 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/secret"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
 
 // This file is the one place where store rows become API messages.
 
+// toStruct is the one place a stored document becomes output: every
+// sealed secret value in it becomes its redaction marker.
 func toStruct(raw []byte) *structpb.Struct {
 	if len(raw) == 0 {
 		return nil
 	}
 	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := json.Unmarshal(secret.RedactJSON(raw), &m); err != nil {
 		return nil
 	}
 	s, err := structpb.NewStruct(m)

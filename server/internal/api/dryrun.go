@@ -2,12 +2,10 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/store"
@@ -136,10 +134,7 @@ func toResourceState(st store.ResourceState) *convergev1.ResourceState {
 		Deleting: st.Deleting, Quarantined: st.Quarantined, ProviderConfig: st.ProviderConfig,
 		DeletionPolicy: st.DeletionPolicy,
 	}
-	var spec map[string]any
-	if json.Unmarshal(st.Spec, &spec) == nil {
-		out.Spec, _ = structpb.NewStruct(spec)
-	}
+	out.Spec = toStruct(st.Spec)
 	return out
 }
 

@@ -75,6 +75,9 @@ func (s *Service) RollbackResource(ctx context.Context, req *convergev1.Rollback
 			}
 			doc, err := schema.Decode(spec)
 			if err == nil {
+				doc, err = openStored(ctx, s.kinds, doc)
+			}
+			if err == nil {
 				err = e.ValidateSpec(doc)
 			}
 			if err != nil {

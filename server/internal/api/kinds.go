@@ -55,6 +55,9 @@ func (s *Service) applyKind(ctx context.Context, req *convergev1.ApplyKindReques
 	if err != nil {
 		return nil, invalid("manifest: %v", err)
 	}
+	if err := s.requireKey(e); err != nil {
+		return nil, err
+	}
 	next.ResyncEvery, next.ObserveEvery = e.ResyncInterval(), e.ObserveInterval()
 	next.Actor = actor(ctx)
 	row, result, err := s.store.ApplyKind(ctx, next, func(prev store.Kind) error { return stabilityGate(prev, m) })

@@ -160,6 +160,9 @@ func (s *Service) validate(reqs []*convergev1.ApplyResourceRequest, batch bool) 
 		if err := e.ValidateSpec(doc); err != nil {
 			return nil, invalid("%s: spec does not match the spec_schema of %s v%d: %v", id, e.Kind, e.Version, err)
 		}
+		if spec, err = s.sealInput(id+": spec", spec, doc, e.Compiled.Spec); err != nil {
+			return nil, err
+		}
 		lbl, err := json.Marshal(r.GetLabels())
 		if err != nil {
 			return nil, invalid("%s: labels: %v", id, err)

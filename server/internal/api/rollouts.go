@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
@@ -210,7 +211,7 @@ func (s *Service) MoveResources(ctx context.Context, source, who string, moves [
 	var all []store.ApplyInput
 	var index []int
 	for i, m := range moves {
-		req, err := moveRequest(m)
+		req, err := s.moveRequest(ctx, m)
 		var in []store.ApplyInput
 		if err == nil {
 			in, err = s.validate([]*convergev1.ApplyResourceRequest{req}, false)
@@ -265,9 +266,24 @@ func (s *Service) staleKinds(ctx context.Context, err error) error {
 	return err
 }
 
-func moveRequest(m rollout.Move) (*convergev1.ApplyResourceRequest, error) {
+// moveRequest is the apply a move makes. The stored spec's sealed values
+// are opened for it (never output): the apply validates the spec in the
+// clear at the new version and seals it at that version's secret paths.
+func (s *Service) moveRequest(ctx context.Context, m rollout.Move) (*convergev1.ApplyResourceRequest, error) {
+	spec, err := s.kinds.Secrets().OpenJSON(ctx, m.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		return nil, fmt.Errorf("spec: %v", err)
+	}
+	st, err := structpb.NewStruct(doc)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %v", err)
+	}
 	req := &convergev1.ApplyResourceRequest{Namespace: m.Namespace, Kind: m.Kind, KindVersion: m.ToVersion, Name: m.Name,
-		Spec: toStruct(m.Spec), DeletionPolicy: m.DeletionPolicy, ProviderConfig: m.ProviderConfig}
+		Spec: st, DeletionPolicy: m.DeletionPolicy, ProviderConfig: m.ProviderConfig}
 	if len(m.Labels) > 0 {
 		if err := json.Unmarshal(m.Labels, &req.Labels); err != nil {
 			return nil, fmt.Errorf("labels: %v", err)

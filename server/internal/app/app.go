@@ -33,6 +33,7 @@ import (
 	"github.com/convergehq/converge/server/internal/reactor"
 	"github.com/convergehq/converge/server/internal/readroute"
 	"github.com/convergehq/converge/server/internal/rollout"
+	"github.com/convergehq/converge/server/internal/secret"
 	"github.com/convergehq/converge/server/internal/service"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/taskrec"
@@ -104,6 +105,13 @@ type Config struct {
 	Authz   *authz.Policy
 	Version string
 	Log     *slog.Logger
+	// SecretKeys are the key-encryption keys of secret values, the
+	// current one first (see secret.LoadKeys); none means secrets are
+	// refused, and a database holding any refuses the start.
+	SecretKeys []secret.Key
+	// RotateInterval is how often the control role looks for values
+	// sealed by a retired key (0: 30s).
+	RotateInterval time.Duration
 	// LogLevel, if set, is the level Log's handler reads: the replica then
 	// follows the cluster's log level (SetLogLevel), its value at start
 	// being the level it returns to on a reset.
@@ -183,6 +191,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err := reg.Refresh(ctx); err != nil {
 		a.closePools()
 		return nil, fmt.Errorf("loading kinds: %w", err)
+	}
+	keys, err := openSecrets(ctx, st, reg, cfg)
+	if err != nil {
+		a.closePools()
+		return nil, err
 	}
 
 	var m *metrics.Metrics
@@ -285,6 +298,17 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 
 	duties, err := a.duties(svc, st, reg, bus, tracker, b, m, pool)
+	if keys != nil && svc != nil {
+		rot := secret.NewRotator(keys, st, cfg.RotateInterval, cfg.Log)
+		duties = append(duties, rot)
+		if m != nil {
+			if err := m.WatchSecrets(rot.Stale, rot.Resealed); err != nil {
+				ln.Close()
+				a.closePools()
+				return nil, fmt.Errorf("registering metrics: %w", err)
+			}
+		}
+	}
 	if levels != nil {
 		duties = append(duties, levels)
 	}
@@ -483,4 +507,23 @@ func memberID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// openSecrets opens the keyring of secret values, refusing to start
+// without a key when the database holds sealed values or kinds declare
+// secrets: never a silent plaintext mode.
+func openSecrets(ctx context.Context, st *store.Store, reg *kinds.Registry, cfg Config) (*secret.Keyring, error) {
+	keys, err := secret.Open(ctx, st, cfg.SecretKeys)
+	if err != nil {
+		return nil, fmt.Errorf("secret keys: %w", err)
+	}
+	if keys == nil {
+		if where := reg.FirstSecret(); where != "" {
+			return nil, fmt.Errorf("secret keys: kind %s declares a secret property, but %w", where, secret.ErrNoKey)
+		}
+		return nil, nil
+	}
+	reg.UseSecrets(keys)
+	cfg.Log.Info("secret values are sealed", "key", keys.KEKIDs()[0], "data_key", keys.ActiveKeyID(), "keys", len(keys.KEKIDs()))
+	return keys, nil
 }

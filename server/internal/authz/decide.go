@@ -27,6 +27,10 @@ const (
 	NeedKindOwner
 	// NeedAdmin: admin only.
 	NeedAdmin
+	// NeedReadSecrets: a read-secrets grant covering the resource's kind
+	// together with the right to read its namespace, or admin. Reading a
+	// resource does not read its secrets: they show redacted.
+	NeedReadSecrets
 )
 
 // Request is one decision's input.
@@ -75,6 +79,11 @@ func (p *Policy) Decide(caller string, r Request) error {
 		return p.deny(caller, r, why)
 	case NeedKindOwner:
 		return p.decideOwner(caller, r)
+	case NeedReadSecrets:
+		if !p.maySeeSecrets(caller, r.Kind) {
+			return p.deny(caller, r, "needs a read-secrets grant covering kind "+r.Kind+" (--grant read-secrets:KINDS=IDENTITIES) or role admin")
+		}
+		return p.decideRead(caller, r)
 	}
 	return p.deny(caller, r, "needs role admin")
 }

@@ -63,7 +63,7 @@ func controlMethods(t *testing.T) []string {
 func TestMatrix(t *testing.T) {
 	p := testPolicy(t)
 	allowed := map[string]map[authz.Need]bool{
-		admin:  {authz.NeedRead: true, authz.NeedResourceWrite: true, authz.NeedKindOwner: true, authz.NeedAdmin: true},
+		admin:  {authz.NeedRead: true, authz.NeedResourceWrite: true, authz.NeedKindOwner: true, authz.NeedAdmin: true, authz.NeedReadSecrets: true},
 		writer: {authz.NeedRead: true, authz.NeedResourceWrite: true},
 		reader: {authz.NeedRead: true},
 		owner:  {authz.NeedRead: true, authz.NeedResourceWrite: true, authz.NeedKindOwner: true},

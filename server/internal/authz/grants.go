@@ -10,10 +10,11 @@ import (
 
 // A grant gives a role (RoleReader or RoleWriter) in some namespaces to
 // some callers: namespaces are what makes a tenant, so team A can write
-// team-a-* and read only what it is granted.
+// team-a-* and read only what it is granted. A RoleReadSecrets grant
+// names kinds instead of namespaces.
 type grant struct {
 	role       string
-	namespaces []string // exact names, or prefixes ending in "*"
+	namespaces []string // exact names, or prefixes ending in "*" (kinds for RoleReadSecrets)
 	ids        []string // identity patterns, as the other flags take
 	teams      []string // teams whose members hold the grant
 }
@@ -44,14 +45,21 @@ func WithGrant(role string, namespaces []string, who []string) Option {
 
 func newGrant(role string, namespaces, who []string) (grant, error) {
 	g := grant{role: role}
-	if role != RoleReader && role != RoleWriter {
-		return g, fmt.Errorf("--grant: role %q: must be reader or writer (admin is global: --admin-ids)", role)
+	if role != RoleReader && role != RoleWriter && role != RoleReadSecrets {
+		return g, fmt.Errorf("--grant: role %q: must be reader, writer or read-secrets (admin is global: --admin-ids)", role)
 	}
 	if len(namespaces) == 0 {
+		if role == RoleReadSecrets {
+			return g, fmt.Errorf("--grant %s: names no kind", role)
+		}
 		return g, fmt.Errorf("--grant %s: names no namespace", role)
 	}
 	for _, ns := range namespaces {
-		if err := checkNamespacePattern(ns); err != nil {
+		check := checkNamespacePattern
+		if role == RoleReadSecrets {
+			check = checkKindPattern
+		}
+		if err := check(ns); err != nil {
 			return g, fmt.Errorf("--grant %s: %w", role, err)
 		}
 	}
@@ -162,6 +170,35 @@ func NamespaceMatches(patterns []string, ns string) bool {
 	return false
 }
 
+// checkKindPattern accepts a kind name (lower-case letters, digits, '.',
+// '-' and '_') with an optional trailing '*'; a lone "*" is every kind.
+func checkKindPattern(pat string) error {
+	name := strings.TrimSuffix(pat, "*")
+	if name == "" && pat == "*" {
+		return nil
+	}
+	if name == "" || len(name) > 63 {
+		return fmt.Errorf("kind pattern %q: want a kind name of 1 to 63 characters, or a prefix ending in *", pat)
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '.' && c != '_' {
+			return fmt.Errorf("kind pattern %q: %q is not allowed; '*' goes only at the end", pat, c)
+		}
+	}
+	return nil
+}
+
+// maySeeSecrets reports whether caller holds a read-secrets grant
+// covering kind.
+func (p *Policy) maySeeSecrets(caller, kind string) bool {
+	for _, g := range p.grantsOf(caller, RoleReadSecrets) {
+		if NamespaceMatches(g.namespaces, kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // mayWriteIn reports whether caller holds a writer grant covering ns.
 func (p *Policy) mayWriteIn(caller, ns string) bool {
 	for _, g := range p.grantsOf(caller, RoleWriter) {
@@ -175,7 +212,7 @@ func (p *Policy) mayWriteIn(caller, ns string) bool {
 // grantSummary lists the grants caller holds, for refusals.
 func (p *Policy) grantSummary(caller string) string {
 	var out []string
-	for _, g := range p.grantsOf(caller, RoleReader, RoleWriter) {
+	for _, g := range p.grantsOf(caller, RoleReader, RoleWriter, RoleReadSecrets) {
 		out = append(out, g.role+":"+strings.Join(g.namespaces, ","))
 	}
 	if len(out) == 0 {

@@ -12,13 +12,13 @@ import (
 
 const (
 	alice  = "spiffe://td/ns/team-a/alice" // team team-a: writer in team-a-*
-	viewer = "spiffe://td/ns/audit/eve"    // reader in team-a-1 and team-b
+	viewer = "spiffe://td/ns/audit/eve"    // reader in team-a-1 and team-b, read-secrets on db.*
 )
 
 func tenantPolicy(t *testing.T) *authz.Policy {
 	t.Helper()
 	var opts []authz.Option
-	for _, v := range []string{"writer:team-a-*=team:team-a", "reader:team-a-1, team-b=" + viewer} {
+	for _, v := range []string{"writer:team-a-*=team:team-a", "reader:team-a-1, team-b=" + viewer, "read-secrets:db.*=" + viewer} {
 		o, err := authz.ParseGrant(v)
 		if err != nil {
 			t.Fatalf("ParseGrant(%q): %v", v, err)
@@ -42,7 +42,9 @@ func TestParseGrantErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		"writer:team-a":           "want ROLE:NAMESPACES=IDENTITIES",
 		"writer=team:x":           `"writer" before '=' wants ROLE:NAMESPACES`,
-		"admin:a=team:x":          `role "admin": must be reader or writer`,
+		"admin:a=team:x":          `role "admin": must be reader, writer or read-secrets`,
+		"read-secrets:=team:x":    "names no kind",
+		"read-secrets:A*=team:x":  `kind pattern "A*": 'A' is not allowed`,
 		"reader:=team:x":          "names no namespace",
 		"reader:a=":               "names no identity or team",
 		"reader:Team=team:x":      `namespace pattern "Team": 'T' is not allowed`,
@@ -63,7 +65,7 @@ func TestParseGrantErrors(t *testing.T) {
 
 // FuzzParseGrant: any input parses or fails with an error naming the
 // flag; nothing panics, and a grant that parses grants only the roles
-// reader and writer.
+// reader, writer and read-secrets.
 func FuzzParseGrant(f *testing.F) {
 	for _, s := range []string{"writer:team-a-*=team:team-a", "reader:*=spiffe://td/*", "reader:a,b=x,team:y", ":=", "a:b=c=d"} {
 		f.Add(s)
@@ -80,10 +82,34 @@ func FuzzParseGrant(f *testing.F) {
 			return
 		}
 		role, _, _ := strings.Cut(in, ":")
-		if r := strings.TrimSpace(role); r != authz.RoleReader && r != authz.RoleWriter {
+		if r := strings.TrimSpace(role); r != authz.RoleReader && r != authz.RoleWriter && r != authz.RoleReadSecrets {
 			t.Fatalf("ParseGrant(%q) accepted role %q", in, r)
 		}
 	})
+}
+
+// TestReadSecretsNeedsTheGrantAndTheNamespace: a read-secrets grant is
+// on kinds, and adds to the right to read the namespace; reading alone,
+// even as a writer, never reads secrets.
+func TestReadSecretsNeedsTheGrantAndTheNamespace(t *testing.T) {
+	p := tenantPolicy(t)
+	read := func(caller, ns, kind string) error {
+		return p.Decide(caller, authz.Request{Procedure: "ReadResourceSecrets", Need: authz.NeedReadSecrets, Kind: kind, Namespace: ns})
+	}
+	if err := read(viewer, "team-b", "db.cluster"); err != nil {
+		t.Errorf("viewer reading db.cluster secrets in team-b: %v", err)
+	}
+	for _, c := range []struct{ caller, ns, kind, why string }{
+		{viewer, "team-b", "app.web", "read-secrets grant covering kind app.web"},
+		{viewer, "team-c", "db.cluster", "namespace team-c"},
+		{writer, "team-b", "db.cluster", "read-secrets grant"},
+		{alice, "team-a-1", "db.cluster", "read-secrets grant"},
+	} {
+		err := read(c.caller, c.ns, c.kind)
+		if connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s reading %s secrets in %s: %v, want PermissionDenied naming %q", c.caller, c.kind, c.ns, err, c.why)
+		}
+	}
 }
 
 func TestGrantDecisions(t *testing.T) {
@@ -104,7 +130,7 @@ func TestGrantDecisions(t *testing.T) {
 		{"team grant does not write others", write(alice, "team-b", "data-platform"),
 			alice + " may not call ApplyResource on kind db.cluster in namespace team-b: needs role writer or admin, or team data-platform that owns the kind, or a writer grant covering namespace team-b (roles: none; member of: team-a; grants: writer:team-a-*)"},
 		{"the prefix is not a substring", write(alice, "team-a", ""), "namespace team-a:"},
-		{"a reader grant does not write", write(viewer, "team-b", ""), "grants: reader:team-a-1,team-b"},
+		{"a reader grant does not write", write(viewer, "team-b", ""), "grants: read-secrets:db.* reader:team-a-1,team-b"},
 		{"global writer writes everywhere", write(writer, "team-b", ""), ""},
 		{"owner team writes everywhere", write("spiffe://td/ns/data/carol", "team-b", "data-platform"), ""},
 		{"writer grant reads", read(alice, "team-a-7"), ""},
@@ -170,12 +196,13 @@ func TestMatrixInNamespaces(t *testing.T) {
 		return m
 	}
 	allowed := map[string]map[key]bool{
-		admin:  everywhere(authz.NeedRead, authz.NeedResourceWrite, authz.NeedKindOwner, authz.NeedAdmin),
+		admin:  everywhere(authz.NeedRead, authz.NeedResourceWrite, authz.NeedKindOwner, authz.NeedAdmin, authz.NeedReadSecrets),
 		writer: everywhere(authz.NeedRead, authz.NeedResourceWrite),
 		reader: everywhere(authz.NeedRead),
 		carol:  everywhere(authz.NeedRead, authz.NeedResourceWrite, authz.NeedKindOwner),
 		alice:  {{authz.NeedRead, "team-a-1"}: true, {authz.NeedResourceWrite, "team-a-1"}: true},
-		viewer: {{authz.NeedRead, "team-a-1"}: true, {authz.NeedRead, "team-b"}: true},
+		viewer: {{authz.NeedRead, "team-a-1"}: true, {authz.NeedRead, "team-b"}: true,
+			{authz.NeedReadSecrets, "team-a-1"}: true, {authz.NeedReadSecrets, "team-b"}: true},
 		nobody: {},
 	}
 	for _, m := range controlMethods(t) {
@@ -183,7 +210,7 @@ func TestMatrixInNamespaces(t *testing.T) {
 		for _, ns := range []string{"team-a-1", "team-b"} {
 			for caller, ok := range allowed {
 				r := authz.Request{Procedure: m, Need: need, Kind: "db.cluster", Owner: "data-platform", Exists: true}
-				if need == authz.NeedRead || need == authz.NeedResourceWrite {
+				if need == authz.NeedRead || need == authz.NeedResourceWrite || need == authz.NeedReadSecrets {
 					r.Namespace = ns
 				}
 				err := p.Decide(caller, r)

@@ -28,6 +28,8 @@ var needs = map[string]Need{
 	"SetManagementPolicy": NeedResourceWrite,
 
 	"SetLogLevel": NeedAdmin,
+
+	"ReadResourceSecrets": NeedReadSecrets,
 }
 
 // Listed reports whether method has an entry in the needs map.

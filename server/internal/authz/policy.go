@@ -25,6 +25,9 @@ const (
 	RoleWriter = "writer"
 	// RoleReader may read.
 	RoleReader = "reader"
+	// RoleReadSecrets, granted on kinds (--grant read-secrets:KINDS=WHO),
+	// may read a resource's secret values in clear (ReadResourceSecrets).
+	RoleReadSecrets = "read-secrets"
 )
 
 // Policy maps caller identities to roles and teams. The zero Policy (and

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/limits"
 	"github.com/convergehq/converge/server/internal/schema"
@@ -104,6 +105,10 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 			if err := ce.ValidateSpec(doc); err != nil {
 				return c, fmt.Sprintf("%s: spec does not match the spec_schema of %s v%d: %v", where, ce.Kind, ce.Version, err)
 			}
+			spec, msg := b.sealOutput(ce.Compiled.Spec, spec, doc)
+			if msg != "" {
+				return c, fmt.Sprintf("%s: spec %s", where, msg)
+			}
 			labels := []byte("{}")
 			if len(ch.GetLabels()) > 0 {
 				labels, _ = json.Marshal(ch.GetLabels())
@@ -158,7 +163,11 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 			if from == to {
 				return c, fmt.Sprintf("%s: a child cannot depend on itself", where)
 			}
-			flows, msg := b.compileFlows(where, ed.GetFlows())
+			var check func(*flow.Program) error
+			if isChild {
+				check = b.flowSecrecy(c.Children[index[to]], c.Children[index[from]])
+			}
+			flows, msg := b.compileFlows(where, ed.GetFlows(), check)
 			if msg != "" {
 				return c, msg
 			}
@@ -192,13 +201,20 @@ type storedFlow struct {
 	To   string `json:"to"`
 }
 
-// compileFlows checks each flow (pointer syntax, CEL compiles) and returns
-// them in their stored form.
-func (b *Broker) compileFlows(where string, fs []*convergev1.Flow) ([]byte, string) {
+// compileFlows checks each flow (pointer syntax, CEL compiles, and check
+// when set: the secrecy of flows between children) and returns them in
+// their stored form.
+func (b *Broker) compileFlows(where string, fs []*convergev1.Flow, check func(*flow.Program) error) ([]byte, string) {
 	out := make([]storedFlow, 0, len(fs))
 	for j, f := range fs {
-		if _, err := b.flows.Compile(f.GetFrom(), f.GetExpr(), f.GetTo()); err != nil {
+		p, err := b.flows.Compile(f.GetFrom(), f.GetExpr(), f.GetTo())
+		if err != nil {
 			return nil, fmt.Sprintf("%s: flows[%d]: %v", where, j, err)
+		}
+		if check != nil {
+			if err := check(p); err != nil {
+				return nil, fmt.Sprintf("%s: flows[%d]: %v", where, j, err)
+			}
 		}
 		out = append(out, storedFlow{From: f.GetFrom(), Expr: f.GetExpr(), To: f.GetTo()})
 	}

@@ -177,7 +177,9 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 	}
 	now := time.Now()
 	var giveBack []store.Lease
-	b.mu.Lock()
+	// The leases are built before b.mu is taken: building a task (and
+	// opening its sealed values) needs nothing the lock guards.
+	leases := make([]*lease, 0, len(claimed))
 	for _, c := range claimed {
 		k := triggerKey{c.Kind, c.Version, c.Trigger}
 		e := b.kinds.Get(c.Kind, c.Version)
@@ -202,17 +204,29 @@ func (b *Broker) deliver(claimed []store.Claimed) {
 			giveBack = append(giveBack, c.Lease)
 			continue
 		}
+		// The record keeps the stored rows, sealed values sealed; the
+		// worker gets them opened.
+		rec := b.startRecord(c, task, now)
+		if task, err = b.openTask(task); err != nil {
+			b.log.Error("a queued task's secret values cannot be opened; it is given back", "task", c.TaskID, "trigger", c.Trigger, "err", err)
+			giveBack = append(giveBack, c.Lease)
+			continue
+		}
 		l := &lease{
 			Lease: c.Lease, key: k, reaction: reaction, revision: e.Revision, deadline: deadline, namespace: c.Namespace,
-			name: c.Name, attempt: c.Attempt, task: task, rec: b.startRecord(c, task, now),
+			name: c.Name, attempt: c.Attempt, task: task, rec: rec,
 			span: startTask(c, reaction),
 		}
 		task.Traceparent = spanParent(l.span)
-		b.leases[c.TaskID] = l
-		if s := b.pickSession(k.kind, k.version, reaction); s != nil {
+		leases = append(leases, l)
+	}
+	b.mu.Lock()
+	for _, l := range leases {
+		b.leases[l.TaskID] = l
+		if s := b.pickSession(l.key.kind, l.key.version, l.reaction); s != nil {
 			b.dispatch(s, l, now)
 		} else {
-			b.pending[k] = append(b.pending[k], l)
+			b.pending[l.key] = append(b.pending[l.key], l)
 		}
 	}
 	b.mu.Unlock()

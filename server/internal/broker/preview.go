@@ -114,6 +114,10 @@ func (b *Broker) sendPreview(c store.Preview) string {
 		return fmt.Sprintf("the preview task cannot be read: %v", err)
 	}
 	t.Preview = true
+	t, err := b.openTask(t)
+	if err != nil {
+		return fmt.Sprintf("the preview task's secret values cannot be opened: %v", err)
+	}
 	rk := reactionKey{c.Kind, c.Version, c.Reaction.Reaction}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -210,6 +214,11 @@ func (b *Broker) onPreviewResult(s *session, r *convergev1.TaskResult) bool {
 	s.send(ack(r.GetLease(), false, "a preview: its result went to the plan that asked for it and is never applied"))
 	answer := store.PreviewAnswer{ID: p.id, Worker: s.name}
 	whole, why := b.previewComposition(p, r)
+	if why == "" {
+		if e := b.kinds.Get(p.kind, p.version); e != nil {
+			whole, why = b.sealPreview(e, whole)
+		}
+	}
 	if why != "" {
 		answer.Error = why
 	} else if answer.Result, why = encodeResult(whole); why != "" {

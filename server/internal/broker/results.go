@@ -60,13 +60,13 @@ func (b *Broker) onResult(s *session, r *convergev1.TaskResult) {
 		b.forget(l)
 		why := fmt.Sprintf("kind %s v%d changed while the task ran (revision %d, now %d); the task runs again",
 			e.Kind, e.Version, l.revision, e.Revision)
-		l.rec.Returned(r, nil)
+		l.rec.Returned(recorded(r, store.Outcome{}, e), nil)
 		b.cfg.Records.Finish(l.rec, store.Outcome{}, store.RecordDiscarded, "KindChanged: "+why)
 		s.send(ack(pl, false, why))
 		return
 	}
 	out, comp := b.outcome(s, l, e, r)
-	l.rec.Returned(r, comp)
+	l.rec.Returned(recorded(r, out, e), comp)
 	b.results <- &result{lease: l, session: s, echo: pl, out: out, comp: comp}
 }
 
@@ -159,15 +159,20 @@ func (b *Broker) outcome(s *session, l *lease, e *kinds.Entry, r *convergev1.Tas
 			if path, why := storable.JSON(doc, "status"); why != "" {
 				return fail("%s: %s", path, why)
 			}
-			if err := e.ValidateStatus(doc); err != nil {
+			invalid := e.ValidateStatus(doc) // in the clear, before sealOutput seals doc
+			sealed, why := b.sealOutput(e.Compiled.Status, st, doc)
+			if why != "" {
+				return fail("status %s", why)
+			}
+			if invalid != nil {
 				// The status is not served, but it is what the handler says
 				// it made: kept for the tasks that follow (a teardown above
 				// all), so nothing it created is lost.
-				rejected, _ := fail("status does not conform to the status_schema of %s v%d: %v", e.Kind, e.Version, err)
-				rejected.RejectedStatus = st
+				rejected, _ := fail("status does not conform to the status_schema of %s v%d: %v", e.Kind, e.Version, invalid)
+				rejected.RejectedStatus = sealed
 				return rejected, nil
 			}
-			out.Status = st
+			out.Status = sealed
 		}
 		out.Unhealthy = ok.GetUnhealthy()
 	}

@@ -59,6 +59,7 @@ func TestFixtures(t *testing.T) {
 		"owner-mismatch",   // C10
 		"placement",        // C11
 		"conversion",       // C12
+		"secret-default",   // C1 (M27)
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := checkFixture(t, name)

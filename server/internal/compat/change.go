@@ -108,6 +108,11 @@ const (
 	// ReactionChanged: a reaction kept its name but changed its trigger or
 	// verb, or stopped emitting something it emitted (manifests only).
 	ReactionChanged Reason = "reaction-changed"
+	// SecrecyChanged: a property became secret (writeOnly or
+	// x-converge-secret) or stopped being one. Stored values were sealed
+	// (or not) by the old schema, so secrecy changes only in a new
+	// kind_version.
+	SecrecyChanged Reason = "secrecy-changed"
 )
 
 // sortChanges orders changes by field, path (tokens compared one by one,

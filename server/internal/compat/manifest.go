@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
+	"github.com/convergehq/converge/server/internal/schema"
 )
 
 // CheckManifest compares two versions of one kind manifest (normally the
@@ -93,6 +94,7 @@ func checkStructs(field string, old, new *structpb.Struct) ([]Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
+	cs = append(cs, secrecyChanges(doc(old), doc(new))...)
 	for i := range cs {
 		cs[i].Field = field
 	}
@@ -149,4 +151,32 @@ func quoteAll(ss []string) string {
 		vs[i] = s
 	}
 	return renderList(vs)
+}
+
+// secrecyChanges reports each secret path one schema has and the other
+// lacks. Schemas that do not compile have none here; the manifest rules
+// refuse them.
+func secrecyChanges(old, new any) []Change {
+	paths := func(doc any) map[string]bool {
+		out := map[string]bool{}
+		if sch, err := schema.Compile("", doc); err == nil {
+			for _, p := range sch.Secrets() {
+				out[p.String()] = true
+			}
+		}
+		return out
+	}
+	was, now := paths(old), paths(new)
+	var out []Change
+	for p := range now {
+		if !was[p] {
+			out = append(out, Change{Path: p, Reason: SecrecyChanged, Detail: "the property became secret; secrecy changes only in a new kind_version"})
+		}
+	}
+	for p := range was {
+		if !now[p] {
+			out = append(out, Change{Path: p, Reason: SecrecyChanged, Detail: "the property is no longer secret; secrecy changes only in a new kind_version"})
+		}
+	}
+	return out
 }

@@ -85,6 +85,17 @@ func TestCheckManifest(t *testing.T) {
 			t.Fatalf("CheckManifest = %q, %v; want nothing", strs(got), err)
 		}
 	})
+	t.Run("secrecy", func(t *testing.T) {
+		got, err := CheckManifest(old, manifest(t, spec,
+			`{"type":"object","properties":{"endpoint":{"type":"string"},"password":{"type":"string","writeOnly":true}}}`, input))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `status_schema /password: secrecy-changed: the property became secret; secrecy changes only in a new kind_version`
+		if len(got) != 1 || got[0].String() != want {
+			t.Errorf("CheckManifest = %q, want [%s]", strs(got), want)
+		}
+	})
 	t.Run("every field", func(t *testing.T) {
 		nm := manifest(t,
 			`{"type":"object","properties":{"replicas":{"type":"integer","minimum":3}}}`,

@@ -193,7 +193,7 @@ tune a kind's policy live.`,
 	root.AddCommand(a.applyCmd(), a.getCmd(), a.listCmd(), a.describeCmd(), a.explainCmd(), a.tasksCmd(), a.treeCmd(), a.graphCmd(), a.logLevelCmd(),
 		a.deleteCmd(), a.watchCmd(), a.eventsCmd(), a.historyCmd(), a.rollbackCmd(), a.quarantineCmd(),
 		a.unquarantineCmd(), a.reconcileCmd(), a.opCmd(), a.kindCmd(), a.catalogCmd(), a.syncCmd(), a.renderCmd(), a.planCmd(), a.rolloutCmd(),
-		a.importCmd(), a.manageCmd())
+		a.importCmd(), a.manageCmd(), a.secretsCmd())
 	return root
 }
 

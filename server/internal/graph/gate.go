@@ -41,7 +41,7 @@ func Decide(flows *flow.Cache, reg *kinds.Registry, in store.GateInput) store.Ga
 		if err != nil {
 			return store.GateDecision{Waiting: fmt.Sprintf("the spec of %s cannot be read: %v", name, err)}
 		}
-		ws, failed, err := flow.EvalAll(flows, specs, status, spec)
+		ws, failed, err := evalFlows(flows, reg, in, specs, status, spec)
 		var invalid *flow.CompileError
 		switch {
 		case errors.As(err, &invalid):
@@ -62,7 +62,12 @@ func Decide(flows *flow.Cache, reg *kinds.Registry, in store.GateInput) store.Ga
 		return store.GateDecision{Waiting: fmt.Sprintf("writing the flowed values failed: %v", err)}
 	}
 	if e := reg.Get(in.Kind, in.Version); e != nil {
-		if err := e.ValidateSpec(effective); err != nil {
+		clear, sealed, err := sealFlowed(reg, e, effective)
+		if err != nil {
+			return store.GateDecision{Waiting: fmt.Sprintf("sealing the flowed secret values failed: %v", err)}
+		}
+		effective = sealed
+		if err := e.ValidateSpec(clear); err != nil {
 			return store.GateDecision{Waiting: fmt.Sprintf("with the flowed values the spec does not match the spec_schema of %s v%d: %v",
 				e.Kind, e.Version, err)}
 		}

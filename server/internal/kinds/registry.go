@@ -5,13 +5,17 @@ package kinds
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
 	convergev1 "github.com/convergehq/converge/sdk-go/gen/converge/v1"
 	"github.com/convergehq/converge/server/internal/manifest"
 	"github.com/convergehq/converge/server/internal/notify"
+	"github.com/convergehq/converge/server/internal/schema"
+	"github.com/convergehq/converge/server/internal/secret"
 	"github.com/convergehq/converge/server/internal/store"
 	"github.com/convergehq/converge/server/internal/trigger"
 )
@@ -87,6 +91,20 @@ func (e *Entry) Observes() bool {
 // MaxInflight caps this kind version's tasks in flight across replicas
 // (0: no cap).
 func (e *Entry) MaxInflight() int32 { return e.Row.Policy.MaxInflight }
+
+// FirstSecret names the first schema of the kind version that declares
+// a secret property, and where ("status_schema /password"), or "".
+func (e *Entry) FirstSecret() string {
+	for _, s := range []struct {
+		name string
+		sch  *schema.Schema
+	}{{"spec_schema", e.Compiled.Spec}, {"status_schema", e.Compiled.Status}, {"config_schema", e.Compiled.Config}} {
+		if ps := s.sch.Secrets(); len(ps) > 0 {
+			return s.name + " " + ps[0].String()
+		}
+	}
+	return ""
+}
 
 // ValidateSpec checks a decoded spec against the spec schema.
 func (e *Entry) ValidateSpec(doc any) error { return e.Compiled.Spec.Validate(doc) }
@@ -187,6 +205,35 @@ type Registry struct {
 
 	subMu sync.Mutex
 	subs  map[chan struct{}]struct{}
+
+	// secrets seals and opens secret values; nil when the server has no
+	// secret key (then no kind may declare a secret).
+	secrets *secret.Keyring
+}
+
+// UseSecrets sets the keyring of secret values, once, before the
+// registry is shared.
+func (r *Registry) UseSecrets(k *secret.Keyring) { r.secrets = k }
+
+// Secrets returns the keyring of secret values, nil without a key.
+func (r *Registry) Secrets() *secret.Keyring { return r.secrets }
+
+// FirstSecret names a registered kind version declaring a secret
+// property, and where ("data.db v1 status_schema /password"), or "".
+func (r *Registry) FirstSecret() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var found []string
+	for _, e := range r.entries {
+		if w := e.FirstSecret(); w != "" {
+			found = append(found, fmt.Sprintf("%s v%d %s", e.Kind, e.Version, w))
+		}
+	}
+	sort.Strings(found)
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
 }
 
 // New returns an empty registry; call Refresh or Run to fill it.

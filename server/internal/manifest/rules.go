@@ -37,6 +37,7 @@ const (
 	RuleSchemaDescribesObject      Rule = "M24"
 	RuleObserveEmitsStatusOnly     Rule = "M25"
 	RuleObservePolicyNeedsReaction Rule = "M26"
+	RuleSecretNotPublished         Rule = "M27"
 )
 
 // Rules returns every rule in order.
@@ -54,6 +55,7 @@ var allRules = []Rule{
 	RuleSideEffectOnlyFromReactor, RuleResyncNeedsInterval, RuleVerbOnlyOnOperation,
 	RuleUniqueOperationVerbs, RuleSchemaCompiles, RuleSchemaDescribesObject,
 	RuleObserveEmitsStatusOnly, RuleObservePolicyNeedsReaction,
+	RuleSecretNotPublished,
 }
 
 var summaries = map[Rule]string{
@@ -83,6 +85,7 @@ var summaries = map[Rule]string{
 	RuleSchemaDescribesObject:      "spec_schema and status_schema describe an object",
 	RuleObserveEmitsStatusOnly:     "an observe reaction emits only status and conditions",
 	RuleObservePolicyNeedsReaction: "policy.management_policy observe needs an observe reaction",
+	RuleSecretNotPublished:         "a secret property (writeOnly or x-converge-secret) sets no default, examples, const or enum",
 }
 
 // Summary returns the rule in one line, e.g. "reaction names are unique".

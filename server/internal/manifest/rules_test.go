@@ -136,6 +136,19 @@ func TestRules(t *testing.T) {
 		{"observe policy without an observe reaction", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
 			m.Policy.ManagementPolicy = trigger.PolicyObserve
 		}, RuleObservePolicyNeedsReaction, "policy.management_policy"},
+		{"secret status property with a default", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
+			m.StatusSchema = mustStruct(t, map[string]any{"type": "object", "properties": map[string]any{
+				"password": map[string]any{"type": "string", "writeOnly": true, "default": "hunter2"}}})
+		}, RuleSecretNotPublished, "status_schema/properties/password/default"},
+		{"secret config property with examples", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
+			m.ConfigSchema = mustStruct(t, map[string]any{"type": "object", "$defs": map[string]any{
+				"token": map[string]any{"type": "string", "x-converge-secret": true, "examples": []any{"abc"}}},
+				"properties": map[string]any{"api": map[string]any{"$ref": "#/$defs/token"}}})
+		}, RuleSecretNotPublished, "config_schema/$defs/token/examples"},
+		{"secret spec item with an enum", compositeJSON, func(t *testing.T, m *convergev1.KindManifest) {
+			m.SpecSchema = mustStruct(t, map[string]any{"type": "object", "properties": map[string]any{
+				"keys": map[string]any{"type": "array", "items": map[string]any{"type": "string", "writeOnly": true, "enum": []any{"a", "b"}}}}})
+		}, RuleSecretNotPublished, "spec_schema/properties/keys/items/enum"},
 	}
 	covered := map[Rule]bool{}
 	for _, tt := range tests {

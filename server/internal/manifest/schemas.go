@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -53,6 +54,11 @@ func (c *checker) compileSchema(field, objects string, st *structpb.Struct) *sch
 			c.add(field+v.Path, "", RuleSchemaCompiles, "%s", v.Message)
 		}
 		return nil
+	}
+	for _, at := range s.LeakySecrets() {
+		c.add(field+at, "", RuleSecretNotPublished,
+			"a secret property (writeOnly or %s) must not set %s: the schema would publish a value of the secret",
+			schema.SecretKeyword, at[strings.LastIndex(at, "/")+1:])
 	}
 	if objects != "" && !describesObject(doc["type"]) {
 		got, _ := json.Marshal(doc["type"])

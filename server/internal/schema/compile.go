@@ -15,6 +15,8 @@ import (
 type Schema struct {
 	name     string
 	compiled *jsonschema.Schema
+	secrets  []SecretPath
+	leaky    []string
 }
 
 // Name returns the name given to Compile.
@@ -106,7 +108,8 @@ func Compile(name string, doc any) (_ *Schema, err error) {
 	if err != nil {
 		return nil, fail(compileViolations(err, norm, w)...)
 	}
-	return &Schema{name: name, compiled: compiled}, nil
+	secrets, leaky := scanSecrets(norm)
+	return &Schema{name: name, compiled: compiled, secrets: secrets, leaky: leaky}, nil
 }
 
 // encodedSize is the length of v's compact JSON encoding.

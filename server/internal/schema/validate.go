@@ -80,5 +80,5 @@ func (s *Schema) Validate(instance any) (err error) {
 	if len(vs) == 0 {
 		vs = []Violation{{Message: "does not match the schema"}}
 	}
-	return &ValidationError{Violations: vs}
+	return &ValidationError{Violations: s.withholdSecrets(vs)}
 }

@@ -254,8 +254,8 @@ func objectType(parts []json.RawMessage, path string, depth int) (map[string]any
 }
 
 // annotate adds an attribute's description and flags. A sensitive
-// argument is marked writeOnly: the secrets work is to pick that
-// mark up; until then it only says that the value is not read back.
+// argument is marked writeOnly, which makes it a secret property: the
+// server stores it sealed and shows it redacted (docs/secrets.md).
 func annotate(s map[string]any, description string, deprecated, sensitive bool) {
 	if d := strings.TrimSpace(description); d != "" {
 		s["description"] = d

@@ -181,7 +181,7 @@ url
 - --team={{ $team }}={{ join "," $ids }}
 {{- end }}
 {{- range $a.grants }}
-- --grant={{ .role }}:{{ join "," .namespaces }}={{ join "," .identities }}
+- --grant={{ .role }}:{{ join "," (.kinds | default .namespaces) }}={{ join "," .identities }}
 {{- end }}
 {{- if include "converge.tokensSecretName" . }}
 - --token-file=/etc/converge/tokens/{{ $a.tokens.key }}

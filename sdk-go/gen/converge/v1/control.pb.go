@@ -7531,6 +7531,136 @@ func (x *RollbackRolloutResponse) GetDryRun() *DryRunReport {
 	return nil
 }
 
+type ReadResourceSecretsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Kind      string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Why the caller reads the secrets; recorded in the event.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadResourceSecretsRequest) Reset() {
+	*x = ReadResourceSecretsRequest{}
+	mi := &file_converge_v1_control_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadResourceSecretsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadResourceSecretsRequest) ProtoMessage() {}
+
+func (x *ReadResourceSecretsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadResourceSecretsRequest.ProtoReflect.Descriptor instead.
+func (*ReadResourceSecretsRequest) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *ReadResourceSecretsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ReadResourceSecretsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReadResourceSecretsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReadResourceSecretsRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReadResourceSecretsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The spec and the status, every sealed value opened.
+	Spec          *structpb.Struct `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *structpb.Struct `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Generation    int64            `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadResourceSecretsResponse) Reset() {
+	*x = ReadResourceSecretsResponse{}
+	mi := &file_converge_v1_control_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadResourceSecretsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadResourceSecretsResponse) ProtoMessage() {}
+
+func (x *ReadResourceSecretsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_converge_v1_control_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadResourceSecretsResponse.ProtoReflect.Descriptor instead.
+func (*ReadResourceSecretsResponse) Descriptor() ([]byte, []int) {
+	return file_converge_v1_control_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *ReadResourceSecretsResponse) GetSpec() *structpb.Struct {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ReadResourceSecretsResponse) GetStatus() *structpb.Struct {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *ReadResourceSecretsResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 var File_converge_v1_control_proto protoreflect.FileDescriptor
 
 const file_converge_v1_control_proto_rawDesc = "" +
@@ -8160,7 +8290,21 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\adry_run\x182 \x01(\bR\x06dryRun\"}\n" +
 	"\x17RollbackRolloutResponse\x12.\n" +
 	"\arollout\x18\x01 \x01(\v2\x14.converge.v1.RolloutR\arollout\x122\n" +
-	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun2\xdf2\n" +
+	"\adry_run\x182 \x01(\v2\x19.converge.v1.DryRunReportR\x06dryRun\"\xaf\x01\n" +
+	"\x1aReadResourceSecretsRequest\x12(\n" +
+	"\tnamespace\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\xc0>\x01\x18?R\tnamespace\x12 \n" +
+	"\x04kind\x18\x02 \x01(\tB\f\xbaH\tr\a\xc8>\x01\x10\x01\x18?R\x04kind\x12!\n" +
+	"\x04name\x18\x03 \x01(\tB\r\xbaH\n" +
+	"r\b\xd0>\x01\x10\x01\x18\xfd\x01R\x04name\x12\"\n" +
+	"\x06reason\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\bR\x06reason\"\x9b\x01\n" +
+	"\x1bReadResourceSecretsResponse\x12+\n" +
+	"\x04spec\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12/\n" +
+	"\x06status\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06status\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation2\x9a4\n" +
 	"\x0eControlService\x12k\n" +
 	"\tApplyKind\x12\x1d.converge.v1.ApplyKindRequest\x1a\x1e.converge.v1.ApplyKindResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\bmanifest\"\r/api/v1/kinds\x12z\n" +
 	"\aGetKind\x12\x1b.converge.v1.GetKindRequest\x1a\x1c.converge.v1.GetKindResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/v1/kinds/{kind}/versions/{kind_version}\x12a\n" +
@@ -8212,7 +8356,8 @@ const file_converge_v1_control_proto_rawDesc = "" +
 	"\fPauseRollout\x12 .converge.v1.PauseRolloutRequest\x1a!.converge.v1.PauseRolloutResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/rollouts/{rollout_id}/pause\x12\x87\x01\n" +
 	"\rResumeRollout\x12!.converge.v1.ResumeRolloutRequest\x1a\".converge.v1.ResumeRolloutResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/api/v1/rollouts/{rollout_id}/resume\x12\x83\x01\n" +
 	"\fAbortRollout\x12 .converge.v1.AbortRolloutRequest\x1a!.converge.v1.AbortRolloutResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/rollouts/{rollout_id}/abort\x12\x8f\x01\n" +
-	"\x0fRollbackRollout\x12#.converge.v1.RollbackRolloutRequest\x1a$.converge.v1.RollbackRolloutResponse\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/api/v1/rollouts/{rollout_id}/rollbackB\xae\x01\n" +
+	"\x0fRollbackRollout\x12#.converge.v1.RollbackRolloutRequest\x1a$.converge.v1.RollbackRolloutResponse\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/api/v1/rollouts/{rollout_id}/rollback\x12\xb8\x01\n" +
+	"\x13ReadResourceSecrets\x12'.converge.v1.ReadResourceSecretsRequest\x1a(.converge.v1.ReadResourceSecretsResponse\"N\x82\xd3\xe4\x93\x02H:\x01*\"C/api/v1/namespaces/{namespace}/resources/{kind}/{name}/read-secretsB\xae\x01\n" +
 	"\x0fcom.converge.v1B\fControlProtoP\x01Z@github.com/convergehq/converge/sdk-go/gen/converge/v1;convergev1\xa2\x02\x03CXX\xaa\x02\vConverge.V1\xca\x02\vConverge\\V1\xe2\x02\x17Converge\\V1\\GPBMetadata\xea\x02\fConverge::V1b\x06proto3"
 
 var (
@@ -8227,7 +8372,7 @@ func file_converge_v1_control_proto_rawDescGZIP() []byte {
 	return file_converge_v1_control_proto_rawDescData
 }
 
-var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 112)
+var file_converge_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_converge_v1_control_proto_goTypes = []any{
 	(*ApplyKindRequest)(nil),             // 0: converge.v1.ApplyKindRequest
 	(*ApplyKindResponse)(nil),            // 1: converge.v1.ApplyKindResponse
@@ -8339,244 +8484,250 @@ var file_converge_v1_control_proto_goTypes = []any{
 	(*AbortRolloutResponse)(nil),         // 107: converge.v1.AbortRolloutResponse
 	(*RollbackRolloutRequest)(nil),       // 108: converge.v1.RollbackRolloutRequest
 	(*RollbackRolloutResponse)(nil),      // 109: converge.v1.RollbackRolloutResponse
-	nil,                                  // 110: converge.v1.ApplyResourceRequest.LabelsEntry
-	nil,                                  // 111: converge.v1.CountResourcesResponse.PhasesEntry
-	(*KindManifest)(nil),                 // 112: converge.v1.KindManifest
-	(*DryRunReport)(nil),                 // 113: converge.v1.DryRunReport
-	(*structpb.Struct)(nil),              // 114: google.protobuf.Struct
-	(*ResourceImport)(nil),               // 115: converge.v1.ResourceImport
-	(*Resource)(nil),                     // 116: converge.v1.Resource
-	(*ResourceRef)(nil),                  // 117: converge.v1.ResourceRef
-	(*Event)(nil),                        // 118: converge.v1.Event
-	(*Change)(nil),                       // 119: converge.v1.Change
-	(*Rollup)(nil),                       // 120: converge.v1.Rollup
-	(*timestamppb.Timestamp)(nil),        // 121: google.protobuf.Timestamp
-	(*Culprit)(nil),                      // 122: converge.v1.Culprit
-	(*KindPolicy)(nil),                   // 123: converge.v1.KindPolicy
-	(*fieldmaskpb.FieldMask)(nil),        // 124: google.protobuf.FieldMask
-	(*ProviderConfig)(nil),               // 125: converge.v1.ProviderConfig
-	(*ReactorBinding)(nil),               // 126: converge.v1.ReactorBinding
-	(*Revision)(nil),                     // 127: converge.v1.Revision
-	(*Operation)(nil),                    // 128: converge.v1.Operation
+	(*ReadResourceSecretsRequest)(nil),   // 110: converge.v1.ReadResourceSecretsRequest
+	(*ReadResourceSecretsResponse)(nil),  // 111: converge.v1.ReadResourceSecretsResponse
+	nil,                                  // 112: converge.v1.ApplyResourceRequest.LabelsEntry
+	nil,                                  // 113: converge.v1.CountResourcesResponse.PhasesEntry
+	(*KindManifest)(nil),                 // 114: converge.v1.KindManifest
+	(*DryRunReport)(nil),                 // 115: converge.v1.DryRunReport
+	(*structpb.Struct)(nil),              // 116: google.protobuf.Struct
+	(*ResourceImport)(nil),               // 117: converge.v1.ResourceImport
+	(*Resource)(nil),                     // 118: converge.v1.Resource
+	(*ResourceRef)(nil),                  // 119: converge.v1.ResourceRef
+	(*Event)(nil),                        // 120: converge.v1.Event
+	(*Change)(nil),                       // 121: converge.v1.Change
+	(*Rollup)(nil),                       // 122: converge.v1.Rollup
+	(*timestamppb.Timestamp)(nil),        // 123: google.protobuf.Timestamp
+	(*Culprit)(nil),                      // 124: converge.v1.Culprit
+	(*KindPolicy)(nil),                   // 125: converge.v1.KindPolicy
+	(*fieldmaskpb.FieldMask)(nil),        // 126: google.protobuf.FieldMask
+	(*ProviderConfig)(nil),               // 127: converge.v1.ProviderConfig
+	(*ReactorBinding)(nil),               // 128: converge.v1.ReactorBinding
+	(*Revision)(nil),                     // 129: converge.v1.Revision
+	(*Operation)(nil),                    // 130: converge.v1.Operation
 }
 var file_converge_v1_control_proto_depIdxs = []int32{
-	112, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
-	112, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
-	113, // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	112, // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
-	112, // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
-	113, // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
-	110, // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
-	114, // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
-	115, // 8: converge.v1.ApplyResourceRequest.import:type_name -> converge.v1.ResourceImport
-	116, // 9: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
-	113, // 10: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	114, // 0: converge.v1.ApplyKindRequest.manifest:type_name -> converge.v1.KindManifest
+	114, // 1: converge.v1.ApplyKindResponse.manifest:type_name -> converge.v1.KindManifest
+	115, // 2: converge.v1.ApplyKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	114, // 3: converge.v1.GetKindResponse.manifest:type_name -> converge.v1.KindManifest
+	114, // 4: converge.v1.ListKindsResponse.manifests:type_name -> converge.v1.KindManifest
+	115, // 5: converge.v1.DeleteKindResponse.dry_run:type_name -> converge.v1.DryRunReport
+	112, // 6: converge.v1.ApplyResourceRequest.labels:type_name -> converge.v1.ApplyResourceRequest.LabelsEntry
+	116, // 7: converge.v1.ApplyResourceRequest.spec:type_name -> google.protobuf.Struct
+	117, // 8: converge.v1.ApplyResourceRequest.import:type_name -> converge.v1.ResourceImport
+	118, // 9: converge.v1.ApplyResourceResponse.resource:type_name -> converge.v1.Resource
+	115, // 10: converge.v1.ApplyResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
 	8,   // 11: converge.v1.ApplyResourcesRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	12,  // 12: converge.v1.ApplyResourcesResponse.results:type_name -> converge.v1.ApplyResult
-	113, // 13: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
-	112, // 14: converge.v1.PlanChangeRequest.kinds:type_name -> converge.v1.KindManifest
+	115, // 13: converge.v1.ApplyResourcesResponse.dry_run:type_name -> converge.v1.DryRunReport
+	114, // 14: converge.v1.PlanChangeRequest.kinds:type_name -> converge.v1.KindManifest
 	8,   // 15: converge.v1.PlanChangeRequest.resources:type_name -> converge.v1.ApplyResourceRequest
 	1,   // 16: converge.v1.PlanChangeResponse.kinds:type_name -> converge.v1.ApplyKindResponse
 	11,  // 17: converge.v1.PlanChangeResponse.resources:type_name -> converge.v1.ApplyResourcesResponse
 	15,  // 18: converge.v1.PlanChangeResponse.composites:type_name -> converge.v1.CompositePlan
 	18,  // 19: converge.v1.PlanChangeResponse.totals:type_name -> converge.v1.PlanTotals
-	117, // 20: converge.v1.CompositePlan.composite:type_name -> converge.v1.ResourceRef
+	119, // 20: converge.v1.CompositePlan.composite:type_name -> converge.v1.ResourceRef
 	16,  // 21: converge.v1.CompositePlan.children:type_name -> converge.v1.PlannedChild
 	17,  // 22: converge.v1.CompositePlan.edges_added:type_name -> converge.v1.PlannedEdge
 	17,  // 23: converge.v1.CompositePlan.edges_removed:type_name -> converge.v1.PlannedEdge
-	114, // 24: converge.v1.CompositePlan.status:type_name -> google.protobuf.Struct
-	114, // 25: converge.v1.PlannedChild.spec_before:type_name -> google.protobuf.Struct
-	114, // 26: converge.v1.PlannedChild.spec_after:type_name -> google.protobuf.Struct
-	117, // 27: converge.v1.PlannedEdge.dependent:type_name -> converge.v1.ResourceRef
-	117, // 28: converge.v1.PlannedEdge.dependency:type_name -> converge.v1.ResourceRef
-	116, // 29: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
-	116, // 30: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
-	116, // 31: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
-	117, // 32: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
-	113, // 33: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	118, // 34: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
-	119, // 35: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
+	116, // 24: converge.v1.CompositePlan.status:type_name -> google.protobuf.Struct
+	116, // 25: converge.v1.PlannedChild.spec_before:type_name -> google.protobuf.Struct
+	116, // 26: converge.v1.PlannedChild.spec_after:type_name -> google.protobuf.Struct
+	119, // 27: converge.v1.PlannedEdge.dependent:type_name -> converge.v1.ResourceRef
+	119, // 28: converge.v1.PlannedEdge.dependency:type_name -> converge.v1.ResourceRef
+	118, // 29: converge.v1.GetResourceResponse.resource:type_name -> converge.v1.Resource
+	118, // 30: converge.v1.ListResourcesResponse.resources:type_name -> converge.v1.Resource
+	118, // 31: converge.v1.DeleteResourceResponse.resource:type_name -> converge.v1.Resource
+	119, // 32: converge.v1.DeleteResourceResponse.abandoned:type_name -> converge.v1.ResourceRef
+	115, // 33: converge.v1.DeleteResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	120, // 34: converge.v1.ListEventsResponse.events:type_name -> converge.v1.Event
+	121, // 35: converge.v1.WatchResponse.changes:type_name -> converge.v1.Change
 	31,  // 36: converge.v1.GetResourceTreeResponse.root:type_name -> converge.v1.TreeNode
-	117, // 37: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
-	120, // 38: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
+	119, // 37: converge.v1.TreeNode.resource:type_name -> converge.v1.ResourceRef
+	122, // 38: converge.v1.TreeNode.rollup:type_name -> converge.v1.Rollup
 	31,  // 39: converge.v1.TreeNode.children:type_name -> converge.v1.TreeNode
-	117, // 40: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
+	119, // 40: converge.v1.ExplainResourceResponse.resource:type_name -> converge.v1.ResourceRef
 	34,  // 41: converge.v1.ExplainResourceResponse.causes:type_name -> converge.v1.Cause
-	117, // 42: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
-	117, // 43: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
-	121, // 44: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
+	119, // 42: converge.v1.Cause.resource:type_name -> converge.v1.ResourceRef
+	119, // 43: converge.v1.Cause.path:type_name -> converge.v1.ResourceRef
+	123, // 44: converge.v1.Cause.until:type_name -> google.protobuf.Timestamp
 	37,  // 45: converge.v1.GetResourceGraphResponse.nodes:type_name -> converge.v1.GraphNode
 	38,  // 46: converge.v1.GetResourceGraphResponse.edges:type_name -> converge.v1.GraphEdge
-	122, // 47: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
-	117, // 48: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
-	117, // 49: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
-	117, // 50: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
+	124, // 47: converge.v1.GetResourceGraphResponse.culprits:type_name -> converge.v1.Culprit
+	119, // 48: converge.v1.GraphNode.resource:type_name -> converge.v1.ResourceRef
+	119, // 49: converge.v1.GraphEdge.dependent:type_name -> converge.v1.ResourceRef
+	119, // 50: converge.v1.GraphEdge.dependency:type_name -> converge.v1.ResourceRef
 	39,  // 51: converge.v1.GraphEdge.flows:type_name -> converge.v1.GraphFlow
-	123, // 52: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
-	124, // 53: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	112, // 54: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
-	113, // 55: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
-	125, // 56: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
-	125, // 57: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	113, // 58: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	125, // 59: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
-	125, // 60: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
-	113, // 61: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
-	126, // 62: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
-	126, // 63: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	113, // 64: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	126, // 65: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
-	126, // 66: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
-	113, // 67: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
-	127, // 68: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
+	125, // 52: converge.v1.UpdateKindPolicyRequest.policy:type_name -> converge.v1.KindPolicy
+	126, // 53: converge.v1.UpdateKindPolicyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	114, // 54: converge.v1.UpdateKindPolicyResponse.manifest:type_name -> converge.v1.KindManifest
+	115, // 55: converge.v1.UpdateKindPolicyResponse.dry_run:type_name -> converge.v1.DryRunReport
+	127, // 56: converge.v1.ApplyProviderConfigRequest.config:type_name -> converge.v1.ProviderConfig
+	127, // 57: converge.v1.ApplyProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	115, // 58: converge.v1.ApplyProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	127, // 59: converge.v1.GetProviderConfigResponse.config:type_name -> converge.v1.ProviderConfig
+	127, // 60: converge.v1.ListProviderConfigsResponse.configs:type_name -> converge.v1.ProviderConfig
+	115, // 61: converge.v1.DeleteProviderConfigResponse.dry_run:type_name -> converge.v1.DryRunReport
+	128, // 62: converge.v1.ApplyReactorBindingRequest.binding:type_name -> converge.v1.ReactorBinding
+	128, // 63: converge.v1.ApplyReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	115, // 64: converge.v1.ApplyReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	128, // 65: converge.v1.GetReactorBindingResponse.binding:type_name -> converge.v1.ReactorBinding
+	128, // 66: converge.v1.ListReactorBindingsResponse.bindings:type_name -> converge.v1.ReactorBinding
+	115, // 67: converge.v1.DeleteReactorBindingResponse.dry_run:type_name -> converge.v1.DryRunReport
+	129, // 68: converge.v1.GetResourceHistoryResponse.revisions:type_name -> converge.v1.Revision
 	64,  // 69: converge.v1.ListTaskRecordsResponse.records:type_name -> converge.v1.TaskRecord
 	64,  // 70: converge.v1.GetTaskRecordResponse.record:type_name -> converge.v1.TaskRecord
-	117, // 71: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
-	121, // 72: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
-	121, // 73: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	121, // 74: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
-	114, // 75: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
-	114, // 76: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
-	116, // 77: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
-	113, // 78: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	116, // 79: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	113, // 80: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	116, // 81: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
-	113, // 82: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	116, // 83: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
-	113, // 84: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
-	116, // 85: converge.v1.SetManagementPolicyResponse.resource:type_name -> converge.v1.Resource
-	114, // 86: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
-	128, // 87: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
-	128, // 88: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
-	128, // 89: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
-	111, // 90: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
+	119, // 71: converge.v1.TaskRecord.resource:type_name -> converge.v1.ResourceRef
+	123, // 72: converge.v1.TaskRecord.claimed_at:type_name -> google.protobuf.Timestamp
+	123, // 73: converge.v1.TaskRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	123, // 74: converge.v1.TaskRecord.ended_at:type_name -> google.protobuf.Timestamp
+	116, // 75: converge.v1.TaskRecord.input:type_name -> google.protobuf.Struct
+	116, // 76: converge.v1.TaskRecord.result:type_name -> google.protobuf.Struct
+	118, // 77: converge.v1.RollbackResourceResponse.resource:type_name -> converge.v1.Resource
+	115, // 78: converge.v1.RollbackResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	118, // 79: converge.v1.QuarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	115, // 80: converge.v1.QuarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	118, // 81: converge.v1.UnquarantineResourceResponse.resource:type_name -> converge.v1.Resource
+	115, // 82: converge.v1.UnquarantineResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	118, // 83: converge.v1.ReconcileResourceResponse.resource:type_name -> converge.v1.Resource
+	115, // 84: converge.v1.ReconcileResourceResponse.dry_run:type_name -> converge.v1.DryRunReport
+	118, // 85: converge.v1.SetManagementPolicyResponse.resource:type_name -> converge.v1.Resource
+	116, // 86: converge.v1.InvokeOperationRequest.input:type_name -> google.protobuf.Struct
+	130, // 87: converge.v1.InvokeOperationResponse.operation:type_name -> converge.v1.Operation
+	130, // 88: converge.v1.GetOperationResponse.operation:type_name -> converge.v1.Operation
+	130, // 89: converge.v1.ListOperationsResponse.operations:type_name -> converge.v1.Operation
+	113, // 90: converge.v1.CountResourcesResponse.phases:type_name -> converge.v1.CountResourcesResponse.PhasesEntry
 	89,  // 91: converge.v1.GetClusterResponse.members:type_name -> converge.v1.ClusterMember
-	121, // 92: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
-	121, // 93: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
-	121, // 94: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
+	123, // 92: converge.v1.GetClusterResponse.log_level_set_at:type_name -> google.protobuf.Timestamp
+	123, // 93: converge.v1.ClusterMember.started_at:type_name -> google.protobuf.Timestamp
+	123, // 94: converge.v1.ClusterMember.heartbeat_at:type_name -> google.protobuf.Timestamp
 	90,  // 95: converge.v1.ClusterMember.served:type_name -> converge.v1.ServedReaction
 	91,  // 96: converge.v1.StartRolloutRequest.waves:type_name -> converge.v1.RolloutWaveSpec
 	94,  // 97: converge.v1.StartRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	113, // 98: converge.v1.StartRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	115, // 98: converge.v1.StartRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
 	95,  // 99: converge.v1.Rollout.waves:type_name -> converge.v1.RolloutWave
 	96,  // 100: converge.v1.Rollout.counts:type_name -> converge.v1.RolloutCounts
 	97,  // 101: converge.v1.Rollout.failures:type_name -> converge.v1.RolloutFailure
-	121, // 102: converge.v1.Rollout.created_at:type_name -> google.protobuf.Timestamp
-	121, // 103: converge.v1.Rollout.updated_at:type_name -> google.protobuf.Timestamp
-	121, // 104: converge.v1.Rollout.finished_at:type_name -> google.protobuf.Timestamp
+	123, // 102: converge.v1.Rollout.created_at:type_name -> google.protobuf.Timestamp
+	123, // 103: converge.v1.Rollout.updated_at:type_name -> google.protobuf.Timestamp
+	123, // 104: converge.v1.Rollout.finished_at:type_name -> google.protobuf.Timestamp
 	96,  // 105: converge.v1.RolloutWave.counts:type_name -> converge.v1.RolloutCounts
-	121, // 106: converge.v1.RolloutWave.started_at:type_name -> google.protobuf.Timestamp
-	121, // 107: converge.v1.RolloutWave.finished_at:type_name -> google.protobuf.Timestamp
-	121, // 108: converge.v1.RolloutWave.not_before:type_name -> google.protobuf.Timestamp
-	117, // 109: converge.v1.RolloutFailure.resource:type_name -> converge.v1.ResourceRef
+	123, // 106: converge.v1.RolloutWave.started_at:type_name -> google.protobuf.Timestamp
+	123, // 107: converge.v1.RolloutWave.finished_at:type_name -> google.protobuf.Timestamp
+	123, // 108: converge.v1.RolloutWave.not_before:type_name -> google.protobuf.Timestamp
+	119, // 109: converge.v1.RolloutFailure.resource:type_name -> converge.v1.ResourceRef
 	94,  // 110: converge.v1.GetRolloutResponse.rollout:type_name -> converge.v1.Rollout
 	94,  // 111: converge.v1.ListRolloutsResponse.rollouts:type_name -> converge.v1.Rollout
 	94,  // 112: converge.v1.PauseRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	113, // 113: converge.v1.PauseRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	115, // 113: converge.v1.PauseRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
 	94,  // 114: converge.v1.ResumeRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	113, // 115: converge.v1.ResumeRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	115, // 115: converge.v1.ResumeRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
 	94,  // 116: converge.v1.AbortRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	113, // 117: converge.v1.AbortRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	115, // 117: converge.v1.AbortRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
 	94,  // 118: converge.v1.RollbackRolloutResponse.rollout:type_name -> converge.v1.Rollout
-	113, // 119: converge.v1.RollbackRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
-	0,   // 120: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
-	2,   // 121: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
-	4,   // 122: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
-	6,   // 123: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
-	40,  // 124: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
-	42,  // 125: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
-	44,  // 126: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
-	46,  // 127: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
-	48,  // 128: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
-	50,  // 129: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
-	52,  // 130: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
-	54,  // 131: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
-	56,  // 132: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
-	8,   // 133: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
-	10,  // 134: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
-	13,  // 135: converge.v1.ControlService.PlanChange:input_type -> converge.v1.PlanChangeRequest
-	19,  // 136: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
-	21,  // 137: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
-	23,  // 138: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
-	29,  // 139: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
-	32,  // 140: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
-	35,  // 141: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
-	58,  // 142: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
-	60,  // 143: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
-	62,  // 144: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
-	65,  // 145: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
-	67,  // 146: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
-	69,  // 147: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
-	71,  // 148: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
-	73,  // 149: converge.v1.ControlService.SetManagementPolicy:input_type -> converge.v1.SetManagementPolicyRequest
-	75,  // 150: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
-	77,  // 151: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
-	79,  // 152: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
-	25,  // 153: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
-	27,  // 154: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
-	81,  // 155: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
-	83,  // 156: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
-	85,  // 157: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
-	87,  // 158: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
-	92,  // 159: converge.v1.ControlService.StartRollout:input_type -> converge.v1.StartRolloutRequest
-	98,  // 160: converge.v1.ControlService.GetRollout:input_type -> converge.v1.GetRolloutRequest
-	100, // 161: converge.v1.ControlService.ListRollouts:input_type -> converge.v1.ListRolloutsRequest
-	102, // 162: converge.v1.ControlService.PauseRollout:input_type -> converge.v1.PauseRolloutRequest
-	104, // 163: converge.v1.ControlService.ResumeRollout:input_type -> converge.v1.ResumeRolloutRequest
-	106, // 164: converge.v1.ControlService.AbortRollout:input_type -> converge.v1.AbortRolloutRequest
-	108, // 165: converge.v1.ControlService.RollbackRollout:input_type -> converge.v1.RollbackRolloutRequest
-	1,   // 166: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
-	3,   // 167: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
-	5,   // 168: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
-	7,   // 169: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
-	41,  // 170: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
-	43,  // 171: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
-	45,  // 172: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
-	47,  // 173: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
-	49,  // 174: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
-	51,  // 175: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
-	53,  // 176: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
-	55,  // 177: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
-	57,  // 178: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
-	9,   // 179: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
-	11,  // 180: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
-	14,  // 181: converge.v1.ControlService.PlanChange:output_type -> converge.v1.PlanChangeResponse
-	20,  // 182: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
-	22,  // 183: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
-	24,  // 184: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
-	30,  // 185: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
-	33,  // 186: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
-	36,  // 187: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
-	59,  // 188: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
-	61,  // 189: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
-	63,  // 190: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
-	66,  // 191: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
-	68,  // 192: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
-	70,  // 193: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
-	72,  // 194: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
-	74,  // 195: converge.v1.ControlService.SetManagementPolicy:output_type -> converge.v1.SetManagementPolicyResponse
-	76,  // 196: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
-	78,  // 197: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
-	80,  // 198: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
-	26,  // 199: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
-	28,  // 200: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
-	82,  // 201: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
-	84,  // 202: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
-	86,  // 203: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
-	88,  // 204: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
-	93,  // 205: converge.v1.ControlService.StartRollout:output_type -> converge.v1.StartRolloutResponse
-	99,  // 206: converge.v1.ControlService.GetRollout:output_type -> converge.v1.GetRolloutResponse
-	101, // 207: converge.v1.ControlService.ListRollouts:output_type -> converge.v1.ListRolloutsResponse
-	103, // 208: converge.v1.ControlService.PauseRollout:output_type -> converge.v1.PauseRolloutResponse
-	105, // 209: converge.v1.ControlService.ResumeRollout:output_type -> converge.v1.ResumeRolloutResponse
-	107, // 210: converge.v1.ControlService.AbortRollout:output_type -> converge.v1.AbortRolloutResponse
-	109, // 211: converge.v1.ControlService.RollbackRollout:output_type -> converge.v1.RollbackRolloutResponse
-	166, // [166:212] is the sub-list for method output_type
-	120, // [120:166] is the sub-list for method input_type
-	120, // [120:120] is the sub-list for extension type_name
-	120, // [120:120] is the sub-list for extension extendee
-	0,   // [0:120] is the sub-list for field type_name
+	115, // 119: converge.v1.RollbackRolloutResponse.dry_run:type_name -> converge.v1.DryRunReport
+	116, // 120: converge.v1.ReadResourceSecretsResponse.spec:type_name -> google.protobuf.Struct
+	116, // 121: converge.v1.ReadResourceSecretsResponse.status:type_name -> google.protobuf.Struct
+	0,   // 122: converge.v1.ControlService.ApplyKind:input_type -> converge.v1.ApplyKindRequest
+	2,   // 123: converge.v1.ControlService.GetKind:input_type -> converge.v1.GetKindRequest
+	4,   // 124: converge.v1.ControlService.ListKinds:input_type -> converge.v1.ListKindsRequest
+	6,   // 125: converge.v1.ControlService.DeleteKind:input_type -> converge.v1.DeleteKindRequest
+	40,  // 126: converge.v1.ControlService.UpdateKindPolicy:input_type -> converge.v1.UpdateKindPolicyRequest
+	42,  // 127: converge.v1.ControlService.ApplyProviderConfig:input_type -> converge.v1.ApplyProviderConfigRequest
+	44,  // 128: converge.v1.ControlService.GetProviderConfig:input_type -> converge.v1.GetProviderConfigRequest
+	46,  // 129: converge.v1.ControlService.ListProviderConfigs:input_type -> converge.v1.ListProviderConfigsRequest
+	48,  // 130: converge.v1.ControlService.DeleteProviderConfig:input_type -> converge.v1.DeleteProviderConfigRequest
+	50,  // 131: converge.v1.ControlService.ApplyReactorBinding:input_type -> converge.v1.ApplyReactorBindingRequest
+	52,  // 132: converge.v1.ControlService.GetReactorBinding:input_type -> converge.v1.GetReactorBindingRequest
+	54,  // 133: converge.v1.ControlService.ListReactorBindings:input_type -> converge.v1.ListReactorBindingsRequest
+	56,  // 134: converge.v1.ControlService.DeleteReactorBinding:input_type -> converge.v1.DeleteReactorBindingRequest
+	8,   // 135: converge.v1.ControlService.ApplyResource:input_type -> converge.v1.ApplyResourceRequest
+	10,  // 136: converge.v1.ControlService.ApplyResources:input_type -> converge.v1.ApplyResourcesRequest
+	13,  // 137: converge.v1.ControlService.PlanChange:input_type -> converge.v1.PlanChangeRequest
+	19,  // 138: converge.v1.ControlService.GetResource:input_type -> converge.v1.GetResourceRequest
+	21,  // 139: converge.v1.ControlService.ListResources:input_type -> converge.v1.ListResourcesRequest
+	23,  // 140: converge.v1.ControlService.DeleteResource:input_type -> converge.v1.DeleteResourceRequest
+	29,  // 141: converge.v1.ControlService.GetResourceTree:input_type -> converge.v1.GetResourceTreeRequest
+	32,  // 142: converge.v1.ControlService.ExplainResource:input_type -> converge.v1.ExplainResourceRequest
+	35,  // 143: converge.v1.ControlService.GetResourceGraph:input_type -> converge.v1.GetResourceGraphRequest
+	58,  // 144: converge.v1.ControlService.GetResourceHistory:input_type -> converge.v1.GetResourceHistoryRequest
+	60,  // 145: converge.v1.ControlService.ListTaskRecords:input_type -> converge.v1.ListTaskRecordsRequest
+	62,  // 146: converge.v1.ControlService.GetTaskRecord:input_type -> converge.v1.GetTaskRecordRequest
+	65,  // 147: converge.v1.ControlService.RollbackResource:input_type -> converge.v1.RollbackResourceRequest
+	67,  // 148: converge.v1.ControlService.QuarantineResource:input_type -> converge.v1.QuarantineResourceRequest
+	69,  // 149: converge.v1.ControlService.UnquarantineResource:input_type -> converge.v1.UnquarantineResourceRequest
+	71,  // 150: converge.v1.ControlService.ReconcileResource:input_type -> converge.v1.ReconcileResourceRequest
+	73,  // 151: converge.v1.ControlService.SetManagementPolicy:input_type -> converge.v1.SetManagementPolicyRequest
+	75,  // 152: converge.v1.ControlService.InvokeOperation:input_type -> converge.v1.InvokeOperationRequest
+	77,  // 153: converge.v1.ControlService.GetOperation:input_type -> converge.v1.GetOperationRequest
+	79,  // 154: converge.v1.ControlService.ListOperations:input_type -> converge.v1.ListOperationsRequest
+	25,  // 155: converge.v1.ControlService.ListEvents:input_type -> converge.v1.ListEventsRequest
+	27,  // 156: converge.v1.ControlService.Watch:input_type -> converge.v1.WatchRequest
+	81,  // 157: converge.v1.ControlService.CountResources:input_type -> converge.v1.CountResourcesRequest
+	83,  // 158: converge.v1.ControlService.WhoAmI:input_type -> converge.v1.WhoAmIRequest
+	85,  // 159: converge.v1.ControlService.GetCluster:input_type -> converge.v1.GetClusterRequest
+	87,  // 160: converge.v1.ControlService.SetLogLevel:input_type -> converge.v1.SetLogLevelRequest
+	92,  // 161: converge.v1.ControlService.StartRollout:input_type -> converge.v1.StartRolloutRequest
+	98,  // 162: converge.v1.ControlService.GetRollout:input_type -> converge.v1.GetRolloutRequest
+	100, // 163: converge.v1.ControlService.ListRollouts:input_type -> converge.v1.ListRolloutsRequest
+	102, // 164: converge.v1.ControlService.PauseRollout:input_type -> converge.v1.PauseRolloutRequest
+	104, // 165: converge.v1.ControlService.ResumeRollout:input_type -> converge.v1.ResumeRolloutRequest
+	106, // 166: converge.v1.ControlService.AbortRollout:input_type -> converge.v1.AbortRolloutRequest
+	108, // 167: converge.v1.ControlService.RollbackRollout:input_type -> converge.v1.RollbackRolloutRequest
+	110, // 168: converge.v1.ControlService.ReadResourceSecrets:input_type -> converge.v1.ReadResourceSecretsRequest
+	1,   // 169: converge.v1.ControlService.ApplyKind:output_type -> converge.v1.ApplyKindResponse
+	3,   // 170: converge.v1.ControlService.GetKind:output_type -> converge.v1.GetKindResponse
+	5,   // 171: converge.v1.ControlService.ListKinds:output_type -> converge.v1.ListKindsResponse
+	7,   // 172: converge.v1.ControlService.DeleteKind:output_type -> converge.v1.DeleteKindResponse
+	41,  // 173: converge.v1.ControlService.UpdateKindPolicy:output_type -> converge.v1.UpdateKindPolicyResponse
+	43,  // 174: converge.v1.ControlService.ApplyProviderConfig:output_type -> converge.v1.ApplyProviderConfigResponse
+	45,  // 175: converge.v1.ControlService.GetProviderConfig:output_type -> converge.v1.GetProviderConfigResponse
+	47,  // 176: converge.v1.ControlService.ListProviderConfigs:output_type -> converge.v1.ListProviderConfigsResponse
+	49,  // 177: converge.v1.ControlService.DeleteProviderConfig:output_type -> converge.v1.DeleteProviderConfigResponse
+	51,  // 178: converge.v1.ControlService.ApplyReactorBinding:output_type -> converge.v1.ApplyReactorBindingResponse
+	53,  // 179: converge.v1.ControlService.GetReactorBinding:output_type -> converge.v1.GetReactorBindingResponse
+	55,  // 180: converge.v1.ControlService.ListReactorBindings:output_type -> converge.v1.ListReactorBindingsResponse
+	57,  // 181: converge.v1.ControlService.DeleteReactorBinding:output_type -> converge.v1.DeleteReactorBindingResponse
+	9,   // 182: converge.v1.ControlService.ApplyResource:output_type -> converge.v1.ApplyResourceResponse
+	11,  // 183: converge.v1.ControlService.ApplyResources:output_type -> converge.v1.ApplyResourcesResponse
+	14,  // 184: converge.v1.ControlService.PlanChange:output_type -> converge.v1.PlanChangeResponse
+	20,  // 185: converge.v1.ControlService.GetResource:output_type -> converge.v1.GetResourceResponse
+	22,  // 186: converge.v1.ControlService.ListResources:output_type -> converge.v1.ListResourcesResponse
+	24,  // 187: converge.v1.ControlService.DeleteResource:output_type -> converge.v1.DeleteResourceResponse
+	30,  // 188: converge.v1.ControlService.GetResourceTree:output_type -> converge.v1.GetResourceTreeResponse
+	33,  // 189: converge.v1.ControlService.ExplainResource:output_type -> converge.v1.ExplainResourceResponse
+	36,  // 190: converge.v1.ControlService.GetResourceGraph:output_type -> converge.v1.GetResourceGraphResponse
+	59,  // 191: converge.v1.ControlService.GetResourceHistory:output_type -> converge.v1.GetResourceHistoryResponse
+	61,  // 192: converge.v1.ControlService.ListTaskRecords:output_type -> converge.v1.ListTaskRecordsResponse
+	63,  // 193: converge.v1.ControlService.GetTaskRecord:output_type -> converge.v1.GetTaskRecordResponse
+	66,  // 194: converge.v1.ControlService.RollbackResource:output_type -> converge.v1.RollbackResourceResponse
+	68,  // 195: converge.v1.ControlService.QuarantineResource:output_type -> converge.v1.QuarantineResourceResponse
+	70,  // 196: converge.v1.ControlService.UnquarantineResource:output_type -> converge.v1.UnquarantineResourceResponse
+	72,  // 197: converge.v1.ControlService.ReconcileResource:output_type -> converge.v1.ReconcileResourceResponse
+	74,  // 198: converge.v1.ControlService.SetManagementPolicy:output_type -> converge.v1.SetManagementPolicyResponse
+	76,  // 199: converge.v1.ControlService.InvokeOperation:output_type -> converge.v1.InvokeOperationResponse
+	78,  // 200: converge.v1.ControlService.GetOperation:output_type -> converge.v1.GetOperationResponse
+	80,  // 201: converge.v1.ControlService.ListOperations:output_type -> converge.v1.ListOperationsResponse
+	26,  // 202: converge.v1.ControlService.ListEvents:output_type -> converge.v1.ListEventsResponse
+	28,  // 203: converge.v1.ControlService.Watch:output_type -> converge.v1.WatchResponse
+	82,  // 204: converge.v1.ControlService.CountResources:output_type -> converge.v1.CountResourcesResponse
+	84,  // 205: converge.v1.ControlService.WhoAmI:output_type -> converge.v1.WhoAmIResponse
+	86,  // 206: converge.v1.ControlService.GetCluster:output_type -> converge.v1.GetClusterResponse
+	88,  // 207: converge.v1.ControlService.SetLogLevel:output_type -> converge.v1.SetLogLevelResponse
+	93,  // 208: converge.v1.ControlService.StartRollout:output_type -> converge.v1.StartRolloutResponse
+	99,  // 209: converge.v1.ControlService.GetRollout:output_type -> converge.v1.GetRolloutResponse
+	101, // 210: converge.v1.ControlService.ListRollouts:output_type -> converge.v1.ListRolloutsResponse
+	103, // 211: converge.v1.ControlService.PauseRollout:output_type -> converge.v1.PauseRolloutResponse
+	105, // 212: converge.v1.ControlService.ResumeRollout:output_type -> converge.v1.ResumeRolloutResponse
+	107, // 213: converge.v1.ControlService.AbortRollout:output_type -> converge.v1.AbortRolloutResponse
+	109, // 214: converge.v1.ControlService.RollbackRollout:output_type -> converge.v1.RollbackRolloutResponse
+	111, // 215: converge.v1.ControlService.ReadResourceSecrets:output_type -> converge.v1.ReadResourceSecretsResponse
+	169, // [169:216] is the sub-list for method output_type
+	122, // [122:169] is the sub-list for method input_type
+	122, // [122:122] is the sub-list for extension type_name
+	122, // [122:122] is the sub-list for extension extendee
+	0,   // [0:122] is the sub-list for field type_name
 }
 
 func init() { file_converge_v1_control_proto_init() }
@@ -8597,7 +8748,7 @@ func file_converge_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_converge_v1_control_proto_rawDesc), len(file_converge_v1_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   112,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

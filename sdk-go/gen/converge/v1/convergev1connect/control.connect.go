@@ -168,6 +168,9 @@ const (
 	// ControlServiceRollbackRolloutProcedure is the fully-qualified name of the ControlService's
 	// RollbackRollout RPC.
 	ControlServiceRollbackRolloutProcedure = "/converge.v1.ControlService/RollbackRollout"
+	// ControlServiceReadResourceSecretsProcedure is the fully-qualified name of the ControlService's
+	// ReadResourceSecrets RPC.
+	ControlServiceReadResourceSecretsProcedure = "/converge.v1.ControlService/ReadResourceSecrets"
 )
 
 // ControlServiceClient is a client for the converge.v1.ControlService service.
@@ -267,6 +270,11 @@ type ControlServiceClient interface {
 	// Move every resource the rollout moved back to its old version and
 	// old spec, in one transaction, and end the rollout.
 	RollbackRollout(context.Context, *v1.RollbackRolloutRequest) (*v1.RollbackRolloutResponse, error)
+	// Read a resource's spec and status with their secret values in clear
+	// (everywhere else they show as the redaction marker). Needs a
+	// read-secrets grant on the kind (admins may too); each read is recorded
+	// as an event naming the caller and the reason.
+	ReadResourceSecrets(context.Context, *v1.ReadResourceSecretsRequest) (*v1.ReadResourceSecretsResponse, error)
 }
 
 // NewControlServiceClient constructs a client for the converge.v1.ControlService service. By
@@ -556,6 +564,12 @@ func NewControlServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(controlServiceMethods.ByName("RollbackRollout")),
 			connect.WithClientOptions(opts...),
 		),
+		readResourceSecrets: connect.NewClient[v1.ReadResourceSecretsRequest, v1.ReadResourceSecretsResponse](
+			httpClient,
+			baseURL+ControlServiceReadResourceSecretsProcedure,
+			connect.WithSchema(controlServiceMethods.ByName("ReadResourceSecrets")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -607,6 +621,7 @@ type controlServiceClient struct {
 	resumeRollout        *connect.Client[v1.ResumeRolloutRequest, v1.ResumeRolloutResponse]
 	abortRollout         *connect.Client[v1.AbortRolloutRequest, v1.AbortRolloutResponse]
 	rollbackRollout      *connect.Client[v1.RollbackRolloutRequest, v1.RollbackRolloutResponse]
+	readResourceSecrets  *connect.Client[v1.ReadResourceSecretsRequest, v1.ReadResourceSecretsResponse]
 }
 
 // ApplyKind calls converge.v1.ControlService.ApplyKind.
@@ -1019,6 +1034,15 @@ func (c *controlServiceClient) RollbackRollout(ctx context.Context, req *v1.Roll
 	return nil, err
 }
 
+// ReadResourceSecrets calls converge.v1.ControlService.ReadResourceSecrets.
+func (c *controlServiceClient) ReadResourceSecrets(ctx context.Context, req *v1.ReadResourceSecretsRequest) (*v1.ReadResourceSecretsResponse, error) {
+	response, err := c.readResourceSecrets.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ControlServiceHandler is an implementation of the converge.v1.ControlService service.
 type ControlServiceHandler interface {
 	// Create or update a kind manifest.
@@ -1116,6 +1140,11 @@ type ControlServiceHandler interface {
 	// Move every resource the rollout moved back to its old version and
 	// old spec, in one transaction, and end the rollout.
 	RollbackRollout(context.Context, *v1.RollbackRolloutRequest) (*v1.RollbackRolloutResponse, error)
+	// Read a resource's spec and status with their secret values in clear
+	// (everywhere else they show as the redaction marker). Needs a
+	// read-secrets grant on the kind (admins may too); each read is recorded
+	// as an event naming the caller and the reason.
+	ReadResourceSecrets(context.Context, *v1.ReadResourceSecretsRequest) (*v1.ReadResourceSecretsResponse, error)
 }
 
 // NewControlServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1401,6 +1430,12 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 		connect.WithSchema(controlServiceMethods.ByName("RollbackRollout")),
 		connect.WithHandlerOptions(opts...),
 	)
+	controlServiceReadResourceSecretsHandler := connect.NewUnaryHandlerSimple(
+		ControlServiceReadResourceSecretsProcedure,
+		svc.ReadResourceSecrets,
+		connect.WithSchema(controlServiceMethods.ByName("ReadResourceSecrets")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/converge.v1.ControlService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ControlServiceApplyKindProcedure:
@@ -1495,6 +1530,8 @@ func NewControlServiceHandler(svc ControlServiceHandler, opts ...connect.Handler
 			controlServiceAbortRolloutHandler.ServeHTTP(w, r)
 		case ControlServiceRollbackRolloutProcedure:
 			controlServiceRollbackRolloutHandler.ServeHTTP(w, r)
+		case ControlServiceReadResourceSecretsProcedure:
+			controlServiceReadResourceSecretsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1686,4 +1723,8 @@ func (UnimplementedControlServiceHandler) AbortRollout(context.Context, *v1.Abor
 
 func (UnimplementedControlServiceHandler) RollbackRollout(context.Context, *v1.RollbackRolloutRequest) (*v1.RollbackRolloutResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.RollbackRollout is not implemented"))
+}
+
+func (UnimplementedControlServiceHandler) ReadResourceSecrets(context.Context, *v1.ReadResourceSecretsRequest) (*v1.ReadResourceSecretsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("converge.v1.ControlService.ReadResourceSecrets is not implemented"))
 }
