@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -86,7 +87,12 @@ func ParseEnvelope(text string) (Envelope, error) {
 	if !validKeyID(id) {
 		return Envelope{}, fmt.Errorf("sealed value's key id is not 1 to 64 of a-z, 0-9 and -")
 	}
+	// Strict decoding still skips CR and LF; a sealed value has one
+	// spelling, the one it renders back to.
 	sealed, err := base64.StdEncoding.Strict().DecodeString(b64)
+	if err == nil && base64.StdEncoding.EncodeToString(sealed) != b64 {
+		err = errors.New("not canonical")
+	}
 	if err != nil {
 		return Envelope{}, fmt.Errorf("sealed value of key %s is not base64", id)
 	}
