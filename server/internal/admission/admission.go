@@ -75,14 +75,6 @@ func (g *Gate) limit(rate float64) int64 {
 	return min(g.bound, max(Floor, int64(rate*g.maxWait.Seconds())))
 }
 
-// Bound is the gate's ceiling per kind (0: none).
-func (g *Gate) Bound() int64 {
-	if g == nil {
-		return 0
-	}
-	return g.bound
-}
-
 // Admit admits writes adding n reconciles to each kind in adds, or
 // refuses them all with a ResourceExhausted error naming the first kind
 // over its bound. A batch is admitted while the backlog is under the

@@ -29,7 +29,13 @@ func (c *Cluster) runInitdb(ctx context.Context, locale string) (string, error) 
 	if !c.opts.Durable {
 		args = append(args, "--no-sync")
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "initdb"), args...)
+	return c.runTool(ctx, filepath.Join(c.bin, "initdb"), args)
+}
+
+// runTool runs one of PostgreSQL's programs as the cluster's owner, in
+// its directory, and returns what it printed.
+func (c *Cluster) runTool(ctx context.Context, path string, args []string) (string, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Dir = c.dir

@@ -1,11 +1,9 @@
 package devpg
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 )
@@ -88,18 +86,7 @@ func (c *Cluster) baseBackup(ctx context.Context, backup string, primaryPort int
 	if !c.opts.Durable {
 		args = append(args, "--no-sync")
 	}
-	cmd := exec.CommandContext(ctx, backup, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Dir = c.dir
-	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr(c.owner)
-	p, err := launch(cmd)
-	if err != nil {
-		return "", err
-	}
-	<-p.done
-	return out.String(), p.err
+	return c.runTool(ctx, backup, args)
 }
 
 // baseBackupPath finds pg_basebackup beside postgres: in bin, or in the

@@ -49,8 +49,8 @@ func (s *Store) Backlog(ctx context.Context, kind string, limit int64) (int64, e
 	var n int64
 	err := s.relaxedDB(ctx).QueryRow(ctx, `
 		SELECT count(*) FROM (
-		    SELECT 1 FROM tasks
-		    WHERE kind = $1 AND claimed_by IS NULL AND trigger IN ('specChange', 'resync', 'observe')
+		    SELECT 1 FROM tasks t
+		    WHERE t.kind = $1 AND t.claimed_by IS NULL AND `+isReconcile+`
 		    LIMIT $2) q`, kind, limit).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("reading the backlog of kind %s: %w", kind, err)
