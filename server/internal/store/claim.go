@@ -77,6 +77,9 @@ type Claimed struct {
 	TraceParent string
 	// ImportID names the existing object the resource adopts ('' = none).
 	ImportID string
+	// Owned: the resource has an owner, so it may have edges (only a
+	// composite's children depend on each other).
+	Owned bool
 }
 
 // claimSQL takes ready tasks for the wants and leases them. Each want
@@ -126,7 +129,8 @@ const claimSQL = `
 	    WHERE t.id = picked.id
 	    RETURNING t.id, t.epoch, t.kind, t.kind_version, t.trigger, t.key, t.payload, t.generation, t.attempts + 1 AS attempt,
 	        t.resource_id, r.id IS NOT NULL AS present, r.namespace, r.name, r.labels, r.spec, r.status,
-	        r.provider_config, r.rollup, r.rejected_status, t.traceparent, r.import_id
+	        r.provider_config, r.rollup, r.rejected_status, t.traceparent, r.import_id,
+	        r.owner_id IS NOT NULL AS owned
 	), running AS (
 	    UPDATE operations o SET state = 'running', attempts = o.attempts + 1
 	    FROM claimed c WHERE c.trigger LIKE 'operation:%' AND o.id = c.key
@@ -212,7 +216,7 @@ func claim(ctx context.Context, q batcher, member string, lease time.Duration, w
 			var ns, name, pc, tp, imp *string
 			err := row.Scan(&c.TaskID, &c.Epoch, &c.Kind, &c.Version, &c.Trigger, &c.Key, &c.Payload, &c.Generation,
 				&c.Attempt, &c.ResourceID, &c.Exists, &ns, &name, &c.Labels, &c.Spec, &c.Status, &pc, &c.Rollup,
-				&c.RejectedStatus, &tp, &imp)
+				&c.RejectedStatus, &tp, &imp, &c.Owned)
 			if imp != nil {
 				c.ImportID = *imp
 			}

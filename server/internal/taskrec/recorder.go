@@ -100,10 +100,13 @@ type claim struct {
 	resourceID, taskID, generation int64
 	trigger                        string
 	attempt                        int32
+	// owned: only an owned resource can have edges, so only its record
+	// looks up the values that flowed in.
+	owned bool
 }
 
 func claimOf(c store.Claimed) claim {
-	return claim{resourceID: c.ResourceID, taskID: c.TaskID, generation: c.Generation, trigger: c.Trigger, attempt: c.Attempt}
+	return claim{resourceID: c.ResourceID, taskID: c.TaskID, generation: c.Generation, trigger: c.Trigger, attempt: c.Attempt, owned: c.Owned}
 }
 
 // Start begins the record of a claimed task, given what it is sent in
@@ -283,7 +286,7 @@ func (w *writer) prune(ctx context.Context, ids []int64) {
 func (w *writer) write(ctx context.Context, batch []*Pending) (due []int64) {
 	var withSpec []int64
 	for _, p := range batch {
-		if p.input.Spec != nil {
+		if p.input.Spec != nil && p.claimed.owned {
 			withSpec = append(withSpec, p.claimed.resourceID)
 		}
 	}
