@@ -13,21 +13,21 @@ import (
 	"github.com/convergehq/converge/server/internal/pgtest"
 )
 
-// TestComposerOverTheChildLimit has a composer return 100,000 children:
-// the compose fails terminally naming the limit of 25,000, and not one
-// child is created.
+// TestComposerOverTheChildLimit has a composer return one child more than
+// the limit of 100,000: the compose fails terminally naming the limit, and
+// not one child is created.
 func TestComposerOverTheChildLimit(t *testing.T) {
 	begin(t)
 	db := pgtest.New(t)
 	srv := startServer(t, db.URL, fast)
 	applySpecKinds(t, srv.api)
 	startSpecWorker(t, srv, "specworker")
-	const root, n = "huge", 100_000
+	const root, n = "huge", 100_001
 	applyComposite(t, srv.api, kindStack, root, compositeDoc{Bulk: &bulkDoc{Kind: kindInert, Count: n}})
 
 	r := waitPhase(t, srv.api, kindStack, root, client.PhaseFailed)
-	if f := r.GetFailure(); !f.GetTerminal() || !regexp.MustCompile(`\b25,?000\b`).MatchString(f.GetMessage()) {
-		t.Errorf("the failure of a compose of %d children: %v; want terminal, naming the limit of 25,000", n, f)
+	if f := r.GetFailure(); !f.GetTerminal() || !regexp.MustCompile(`\b100,?000\b`).MatchString(f.GetMessage()) {
+		t.Errorf("the failure of a compose of %d children: %v; want terminal, naming the limit of 100,000", n, f)
 	}
 	if c := childCount(t, db.Pool, kindStack, root); c != 0 {
 		t.Errorf("a refused compose left %d children", c)

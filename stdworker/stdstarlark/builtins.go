@@ -14,7 +14,7 @@ import (
 // fails with a clear message instead of exhausting the worker or the server.
 const (
 	// maxChildren is the server's limit on a composite's children.
-	maxChildren = 25000
+	maxChildren = 100_000
 	// maxEdges bounds the edges of one answer.
 	maxEdges = 100000
 	// maxSpecBytes is the server's limit on one spec (and one status).

@@ -209,8 +209,8 @@ func TestBadResults(t *testing.T) {
 }
 
 func TestOutputLimits(t *testing.T) {
-	_, err := composeSrc(t, "def compose(ctx):\n    return [child(\"a\", \"c-%d\" % i) for i in range(25001)]\n")
-	if err == nil || !converge.IsTerminal(err) || !strings.Contains(err.Error(), "main.star:2:18: child: output limit: more than 25000 children") {
+	_, err := composeSrc(t, "def compose(ctx):\n    return [child(\"a\", \"c-%d\" % i) for i in range(100001)]\n")
+	if err == nil || !converge.IsTerminal(err) || !strings.Contains(err.Error(), "main.star:2:18: child: output limit: more than 100000 children") {
 		t.Errorf("too many children: err = %v", err)
 	}
 	_, err = composeSrc(t, "def compose(ctx):\n    return [child(\"a\", \"big\", {\"x\": \"y\" * (600 * 1024)})]\n")

@@ -41,7 +41,7 @@ func runComposites(ctx context.Context, o options, cluster *devpg.Cluster, run i
 	for _, size := range []struct{ n, reps int }{{1000, o.fanoutReps}, {10000, max(o.fanoutReps/3, 1)}} {
 		for i := 0; i < size.reps; i++ {
 			name := fmt.Sprintf("fan-%d-%d", size.n, i)
-			ready, rollup, err := measureFanout(ctx, st, name, size.n)
+			ready, rollup, err := measureFanout(ctx, st, name, size.n, 5*time.Minute)
 			if err != nil {
 				return res, fmt.Errorf("W2 %s: %w", name, err)
 			}
@@ -80,6 +80,10 @@ func runZone(ctx context.Context, o options, cluster *devpg.Cluster, run int, zo
 			}
 		}
 	}
+	if _, err := st.pool.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+		return err
+	}
+	defer profileWhile(o, st.db)()
 	spec, _ := structpb.NewStruct(map[string]any{"prefix": "w4", "accounts": 1000})
 	if _, err := st.client.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: "landingzone", KindVersion: 1, Name: "w4", Spec: spec}); err != nil {
 		return err
@@ -93,15 +97,20 @@ func runZone(ctx context.Context, o options, cluster *devpg.Cluster, run int, zo
 	}
 	res.zoneReady = ready.Sub(created)
 	res.zoneRate = 3001 / res.zoneReady.Seconds()
+	if o.top > 0 {
+		printTop(ctx, st.pool, o.top)
+	}
 	return nil
 }
 
-func measureFanout(ctx context.Context, st *stack, name string, n int) (ready, rollup time.Duration, err error) {
+// measureFanout applies a bench.fanout of n leaves and waits up to limit
+// for it to be Ready.
+func measureFanout(ctx context.Context, st *stack, name string, n int, limit time.Duration) (ready, rollup time.Duration, err error) {
 	spec, _ := structpb.NewStruct(map[string]any{"n": n})
 	if _, err := st.client.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: fanoutKind, KindVersion: 1, Name: name, Spec: spec}); err != nil {
 		return 0, 0, err
 	}
-	if err := waitPhase(ctx, st.pool, fanoutKind, name, 5*time.Minute); err != nil {
+	if err := waitPhase(ctx, st.pool, fanoutKind, name, limit); err != nil {
 		return 0, 0, err
 	}
 	created, rootReady, err := createdReady(ctx, st.pool, fanoutKind, name)

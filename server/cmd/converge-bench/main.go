@@ -107,7 +107,7 @@ type options struct {
 // workloads are the names -workload takes, in the order they run; "all"
 // is every one but rest (a million resources is not cheap), reads (it
 // starts a standby of the cluster) and secrets (pairs of W1).
-var workloads = []string{"calibrate", "composites", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout", "reads", "secrets"}
+var workloads = []string{"calibrate", "composites", "fanout100k", "w1", "fairness", "resync", "interference", "rest", "drain", "rollout", "reads", "secrets"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
@@ -137,7 +137,7 @@ func main() {
 	flag.StringVar(&o.profile, "pprof", "", "serve converge's pprof on this address and save a 10 s CPU profile of the load")
 	flag.BoolVar(&o.split, "split", false, "run the API and the broker as two replicas (wake-ups cross by NOTIFY) instead of one --role all process")
 	flag.IntVar(&o.brokers, "brokers", 1, "with -split: broker replicas, each with its own no-op worker dialing it (w1 only)")
-	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), reads (get and list with and without a hot standby), secrets (pairs of W1 without and with secret fields), or all (every one but rest, reads and secrets)")
+	flag.StringVar(&o.workload, "workload", "all", "comma-separated: calibrate (Tier 0), w1 (leaves), composites (W2 fan-out, W3 chain, W4 landing zone), fanout100k (one composite of 100,000 leaves), fairness, resync, interference (W6), rest (W5), drain (W7), rollout (a version rollout), reads (get and list with and without a hot standby), secrets (pairs of W1 without and with secret fields), or all (every one but rest, reads and secrets)")
 	flag.IntVar(&o.fanoutReps, "fanout-reps", 10, "W2 1→1,000 composites per run (1→10,000: a third as many)")
 	flag.IntVar(&o.chainReps, "chain-reps", 20, "W3 depth-10 chains per run")
 	flag.IntVar(&o.probes, "probes", 50, "fairness: kind B resources applied one at a time per run, under the backlog (and as many before it)")
@@ -174,6 +174,7 @@ type results struct {
 	w1       []w1Result
 	rivers   []riverResult
 	comps    []compositeResult
+	wide     []fanoutWideResult // fanout100k
 	fairs    []fairnessResult
 	resyncs  []resyncResult
 	rests    []restResult
@@ -304,6 +305,10 @@ func printResults(w io.Writer, o options, settings map[string]string, r *results
 	if r.selected["composites"] {
 		reportComposites(w, o, settings, r.comps)
 	}
+	if r.selected["fanout100k"] {
+		reportFanoutWide(w, o, settings, r.wide)
+	}
+	reportAgainstLeaves(w, r)
 	if r.selected["fairness"] {
 		reportFairness(w, o, settings, r.fairs)
 	}

@@ -96,9 +96,19 @@ func targets(r *results) []target {
 		add("W2", "1 → 10,000 root Ready p99", ms(percentile(ready10k, 0.99)), "ms", true, 5000)
 		add("W2", "rollup p50", ms(percentile(rollup1k, 0.5)), "ms", true, 100)
 		add("W2", "rollup p99", ms(percentile(rollup1k, 0.99)), "ms", true, 100)
+		if len(r.w1) > 0 {
+			// Same-run ratio: the machine's load moves both alike.
+			zone := med(column(r.comps, func(c compositeResult) float64 { return c.zoneRate }))
+			add("W4", "resources/s ÷ W1 leaves/s (same run)", zone/med(column(r.w1, func(x w1Result) float64 { return x.rate })), "×", false, 0.8)
+		}
 		add("W3", "chain of 10 root Ready p50", ms(percentile(chain, 0.5)), "ms", true, 200)
 		add("W3", "per hop p50", ms(percentile(hops, 0.5)), "ms", true, 30)
 		add("W3", "per hop p99", ms(percentile(hops, 0.99)), "ms", true, 150)
+	}
+	if len(r.wide) > 0 {
+		ready := column(r.wide, func(x fanoutWideResult) float64 { return ms(x.ready) })
+		_, _, worst := median(ready)
+		add("W2", "1 → 100,000 root Ready (slowest run)", worst, "ms", true, 10000)
 	}
 	if len(r.resyncs) > 0 {
 		xs := make([]float64, len(r.resyncs))

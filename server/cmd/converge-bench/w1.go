@@ -355,6 +355,21 @@ func printTop(ctx context.Context, pool *pgxpool.Pool, n int) {
 	}
 }
 
+// profileWhile starts captureProfile when -pprof is set and returns what
+// waits for it: a workload shorter than the profile keeps its server up
+// until the profile is written.
+func profileWhile(o options, db string) (wait func()) {
+	if o.profile == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		captureProfile(o.profile, db)
+	}()
+	return func() { <-done }
+}
+
 // captureProfile saves a 10 s CPU profile of the server during the load.
 func captureProfile(addr, db string) {
 	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=10")

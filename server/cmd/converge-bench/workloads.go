@@ -26,6 +26,16 @@ func runWorkloads(ctx context.Context, o options, cluster *devpg.Cluster, riverB
 		logf("run %d/%d: 1→1,000 Ready in %s, chain of 10 in %s, landing zone in %s", i, o.runs,
 			percentile(cr.fanoutReady[1000], 0.5), percentile(cr.chainReady, 0.5), cr.zoneReady)
 	}
+	for i := 1; i <= o.runs && sel["fanout100k"]; i++ {
+		logf("run %d/%d: 1 → %d", i, o.runs, fanoutWideChildren)
+		fr, err := runFanoutWide(ctx, o, cluster, i)
+		if err != nil {
+			return fmt.Errorf("run %d: fanout100k: %w", i, err)
+		}
+		r.wide = append(r.wide, fr)
+		logf("run %d/%d: 1 → %d root Ready in %s, rollup %s", i, o.runs, fanoutWideChildren,
+			fr.ready.Round(time.Millisecond), fr.rollup.Round(time.Millisecond))
+	}
 	for i := 1; i <= o.runs && sel["w1"]; i++ {
 		logf("run %d/%d: W1 with %d leaves", i, o.runs, o.resources)
 		res, err := runW1(ctx, o, cluster, fmt.Sprintf("bench_%d", i))

@@ -17,7 +17,7 @@ const (
 	// MaxBatch is the most resources one ApplyResources call may carry.
 	MaxBatch = 1000
 	// MaxChildren is the most children one composite may have.
-	MaxChildren = 25000
+	MaxChildren = 100_000
 )
 
 // DefaultMaxTransientAttempts is how many consecutive transient failures
