@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convergehq/converge/sdk-go/client"
 	"github.com/convergehq/converge/server/internal/pgtest"
@@ -32,9 +33,17 @@ func TestTaskRecordOfFailedChild(t *testing.T) {
 		t.Fatalf("the failed VPC's spec has no account_id: %s", explain(vpc))
 	}
 
+	// Records are written behind the result, batched: poll until this one is.
+	shows := func(r ctlResult) bool {
+		return r.code == 0 && strings.Contains(r.stdout, "applied") && strings.Contains(r.stdout, "terminal") &&
+			strings.Contains(r.stdout, msg)
+	}
 	list := conctl(t, srv, "", "tasks", kindVPC+"/"+broken)
-	if list.code != 0 || !strings.Contains(list.stdout, "applied") || !strings.Contains(list.stdout, "terminal") ||
-		!strings.Contains(list.stdout, msg) {
+	for deadline := time.Now().Add(10 * time.Second); !shows(list) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		list = conctl(t, srv, "", "tasks", kindVPC+"/"+broken)
+	}
+	if !shows(list) {
 		t.Fatalf("conctl tasks %s/%s does not show an applied terminal failure %q:\n%s", kindVPC, broken, msg, list)
 	}
 	js := conctl(t, srv, "", "tasks", kindVPC+"/"+broken, "-o", "json")
