@@ -90,7 +90,8 @@ func TestSealOpenRoundTripAndRedact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, clear := range []string{"hunter2-clear", "k2", `"n"`} {
+	// Quoted, since random ciphertext holds a short bare string by chance.
+	for _, clear := range []string{`"hunter2-clear"`, `"k2"`, `"n"`} {
 		if strings.Contains(string(sealed), clear) {
 			t.Errorf("sealed document %s holds %s in clear", sealed, clear)
 		}
