@@ -55,9 +55,7 @@ func reportFanoutWide(w io.Writer, o options, settings map[string]string, runs [
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("### 1 → 100,000: one composite of %d leaves, %s", fanoutWideChildren, time.Now().UTC().Format("2006-01-02"))
 	p("")
-	p("- Machine: %s", machine())
-	p("- PostgreSQL: %s; %s", profileName(o.durable), settingList(settings))
-	p("- One `converge serve --role all`; one Go SDK worker (capacity %d) serving every kind; %d runs on fresh databases; times from database timestamps", o.capacity, len(runs))
+	compositeSetup(w, o, settings, len(runs))
 	p("")
 	p("| Figure | Median | Range |")
 	p("|---|---|---|")

@@ -114,9 +114,7 @@ func reportComposites(w io.Writer, o options, settings map[string]string, runs [
 	d := func(x time.Duration) string { return fmt.Sprintf("%.0f ms", ms(x)) }
 	p("### W2–W4: composites, %s", time.Now().UTC().Format("2006-01-02"))
 	p("")
-	p("- Machine: %s", machine())
-	p("- PostgreSQL: %s; %s", profileName(o.durable), settingList(settings))
-	p("- One `converge serve --role all`; one Go SDK worker (capacity %d) serving every kind; %d runs on fresh databases; times from database timestamps", o.capacity, len(runs))
+	compositeSetup(w, o, settings, len(runs))
 	p("")
 	// The targets are in the Targets table (targets.go), written once.
 	p("| Workload | Figure | p50 | p99 (max) | Samples |")
@@ -132,4 +130,12 @@ func reportComposites(w io.Writer, o options, settings map[string]string, runs [
 	p("| W4 landing zone 1 → 1,000 → 1 → 1 (3,001) | root submit → root Ready | %.1f s | %.1f – %.1f s (range) | %d |", zt, ztLo, ztHi, len(zoneTimes))
 	p("| W4 landing zone | resources Ready per second | %.0f /s | %.0f – %.0f (range) | %d |", zr, zrLo, zrHi, len(zones))
 	p("")
+}
+
+// compositeSetup prints the setup lines every composite workload's report
+// shares: the machine, PostgreSQL's settings, the processes and the runs.
+func compositeSetup(w io.Writer, o options, settings map[string]string, runs int) {
+	fmt.Fprintf(w, "- Machine: %s\n", machine())
+	fmt.Fprintf(w, "- PostgreSQL: %s; %s\n", profileName(o.durable), settingList(settings))
+	fmt.Fprintf(w, "- One `converge serve --role all`; one Go SDK worker (capacity %d) serving every kind; %d runs on fresh databases; times from database timestamps\n", o.capacity, runs)
 }
