@@ -158,11 +158,14 @@ func (s *Store) Rollup(ctx context.Context, t InternalTask, settledReaction bool
 		// A childrenSettled task already running projects the children as
 		// they were: queued again, it takes a new epoch, so that answer is
 		// fenced off and cannot end the hold; the new one projects these.
+		// It is new work, so it takes a new id too, which its dedup token
+		// carries: the run in flight may complete its side effects, and
+		// the next run must not look like a redelivery of it.
 		if settledReaction && sub != "pending" && tag.RowsAffected() > 0 && !r.deleting {
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 				SELECT id, 'childrenSettled', kind, kind_version, shard, generation FROM resources WHERE id = $1
-				ON CONFLICT (resource_id, trigger, key) DO UPDATE SET generation = EXCLUDED.generation, not_before = now(),
+				ON CONFLICT (resource_id, trigger, key) DO UPDATE SET id = DEFAULT, generation = EXCLUDED.generation, not_before = now(),
 				    epoch = tasks.epoch + 1, claimed_by = NULL, lease_expires_at = NULL`,
 				t.ResourceID); err != nil {
 				return err

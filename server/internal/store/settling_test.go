@@ -111,7 +111,7 @@ func TestSettlingCompositeIsReadyOnlyWithItsProjection(t *testing.T) {
 // the rollup queues again while a handler holds it (the children moved
 // on meanwhile) takes a new lease, so the running handler's answer, a
 // projection of children as they were, is not applied and does not end
-// the composite's hold.
+// the composite's hold; the new run has a dedup token of its own.
 func TestSettledTaskRequeuedWhileRunningIsFenced(t *testing.T) {
 	s, ctx := newStore(t)
 	stackRev := applyKind(t, s, "stack", store.Policy{})
@@ -146,6 +146,10 @@ func TestSettledTaskRequeuedWhileRunningIsFenced(t *testing.T) {
 		t.Fatalf("after the stale answer: %s with status %s, want the stale projection not applied", r.Phase, r.Status)
 	}
 	c := claimSettled(t, s)
+	if c.TaskID == old.TaskID && c.Attempt == old.Attempt {
+		t.Fatalf("the childrenSettled task queued again while it ran has the running one's id %d and attempt %d: "+
+			"its dedup token would repeat", c.TaskID, c.Attempt)
+	}
 	if _, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: c.Lease, Status: []byte(`{"parts":2}`)}}, fast); err != nil {
 		t.Fatal(err)
 	}
