@@ -43,7 +43,9 @@ CREATE INDEX resources_created_event ON resources (created_event) WHERE created_
 -- +goose Down
 -- What functions.sql adds for these columns goes with them: the
 -- functions.sql of the version migrated back to does not know it.
+-- Forgetting the applied functions.sql makes the next up apply it again.
 DROP TRIGGER IF EXISTS resources_spec_stamp ON resources;
+DELETE FROM converge_functions;
 DROP FUNCTION IF EXISTS converge_stamp_spec(), converge_revision(resources), converge_created_event(resources),
     converge_revisions(resources, integer);
 INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor, at)

@@ -213,9 +213,10 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 
 -- converge_created_event is the Created event of a resource whose
--- created_event is set (it is still at generation 1).
+-- created_event is set (it is still at generation 1). It is STABLE, as
+-- text || integer is, so that PostgreSQL inlines it.
 CREATE OR REPLACE FUNCTION converge_created_event(r resources) RETURNS events
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT ROW(r.created_event, r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'Created',
              'created at ' || r.kind || ' v' || r.kind_version, r.spec_actor, r.spec_at)::events
 $$;

@@ -409,7 +409,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.converge_created_event(r resources)
  RETURNS events
  LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
+ STABLE PARALLEL SAFE
 AS $function$
   SELECT ROW(r.created_event, r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'Created',
              'created at ' || r.kind || ' v' || r.kind_version, r.spec_actor, r.spec_at)::events
