@@ -616,7 +616,6 @@ BEGIN
       INSERT INTO spec_revisions
       SELECT (converge_revision(o)).* FROM old_rows o JOIN new_rows n ON n.id = o.id
       WHERE n.generation <> o.generation
-        AND o.generation > n.generation - coalesce(nullif(current_setting('converge.history_keep', true), '')::int, 50)
       ON CONFLICT (resource_id, generation) DO UPDATE SET spec = EXCLUDED.spec, kind_version = EXCLUDED.kind_version,
           source = EXCLUDED.source, actor = EXCLUDED.actor, at = EXCLUDED.at $q$;
     EXECUTE $q$
