@@ -188,6 +188,53 @@ LANGUAGE sql AS $$
   ON CONFLICT (resource_id, trigger, key) DO NOTHING
 $$;
 
+-- A resource's spec history: spec_revisions holds the revisions whose
+-- generation was left behind, and the current one is read from the
+-- resource row (converge_revision), which says who wrote its spec
+-- (converge_stamp_spec; the column defaults for inserted rows). An
+-- applied resource's Created event is read from its row too
+-- (converge_created_event) under the events id reserved at create,
+-- until the row leaves generation 1 or goes, when the change trigger
+-- stores it: a create writes the resource row alone.
+
+CREATE OR REPLACE FUNCTION converge_revision(r resources) RETURNS spec_revisions
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT ROW(r.id, r.generation, r.kind_version, r.spec, r.spec_source, r.spec_actor, r.spec_at)::spec_revisions
+$$;
+
+-- converge_revisions lists a resource's kept revisions (the last keep
+-- generations), the stored ones and the current one.
+CREATE OR REPLACE FUNCTION converge_revisions(r resources, keep integer) RETURNS SETOF spec_revisions
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT s.* FROM spec_revisions s
+  WHERE s.resource_id = r.id AND s.generation > r.generation - keep AND s.generation < r.generation
+  UNION ALL
+  SELECT (converge_revision(r)).* WHERE keep > 0
+$$;
+
+-- converge_created_event is the Created event of a resource whose
+-- created_event is set (it is still at generation 1). It is STABLE, as
+-- text || integer is, so that PostgreSQL inlines it.
+CREATE OR REPLACE FUNCTION converge_created_event(r resources) RETURNS events
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT ROW(r.created_event, r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'Created',
+             'created at ' || r.kind || ' v' || r.kind_version, r.spec_actor, r.spec_at)::events
+$$;
+
+-- converge_stamp_spec records who wrote a new generation's spec, from the
+-- settings recordAs sets (store/history.go), and stops deriving the
+-- Created event: the change trigger stores it from the old row.
+CREATE OR REPLACE FUNCTION converge_stamp_spec() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.spec_source := coalesce(nullif(current_setting('converge.source', true), ''), 'apply');
+  NEW.spec_actor := coalesce(nullif(current_setting('converge.actor', true), ''), 'system');
+  NEW.spec_at := clock_timestamp();
+  NEW.created_event := NULL;
+  RETURN NEW;
+END
+$$;
+
 -- The change triggers record the change feed and wake, in the same
 -- transaction as the change: the owners of resources whose phase changed
 -- (rollup), the direct dependents of resources that synced, changed
@@ -214,13 +261,6 @@ BEGIN
     SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
     FROM new_rows n WHERE n.owner_id IS NOT NULL
     HAVING count(*) > 0 $q$;
-  EXECUTE $q$
-    INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
-    SELECT n.id, n.generation, n.kind_version, n.spec,
-           coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
-           coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
-    FROM new_rows n
-    ON CONFLICT (resource_id, generation) DO NOTHING $q$;
   RETURN NULL;
 END
 $$;
@@ -266,13 +306,15 @@ BEGIN
     WHERE n.generation <> o.generation $q$ INTO respecced;
   IF respecced IS NOT NULL THEN
     EXECUTE $q$
-      INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
-      SELECT r.id, r.generation, r.kind_version, r.spec,
-             coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
-             coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
-      FROM resources r WHERE r.id = ANY($1)
-      ON CONFLICT (resource_id, generation) DO UPDATE SET spec = EXCLUDED.spec, kind_version = EXCLUDED.kind_version $q$
-      USING respecced;
+      INSERT INTO spec_revisions
+      SELECT (converge_revision(o)).* FROM old_rows o JOIN new_rows n ON n.id = o.id
+      WHERE n.generation <> o.generation
+      ON CONFLICT (resource_id, generation) DO UPDATE SET spec = EXCLUDED.spec, kind_version = EXCLUDED.kind_version,
+          source = EXCLUDED.source, actor = EXCLUDED.actor, at = EXCLUDED.at $q$;
+    EXECUTE $q$
+      INSERT INTO events OVERRIDING SYSTEM VALUE
+      SELECT (converge_created_event(o)).* FROM old_rows o JOIN new_rows n ON n.id = o.id
+      WHERE n.generation <> o.generation AND o.created_event IS NOT NULL $q$;
     EXECUTE $q$
       DELETE FROM spec_revisions s
       WHERE s.resource_id = ANY($1)
@@ -318,11 +360,17 @@ BEGIN
   EXECUTE $q$
     DELETE FROM spec_revisions s USING old_rows o WHERE s.resource_id = o.id $q$;
   EXECUTE $q$
+    INSERT INTO events OVERRIDING SYSTEM VALUE
+    SELECT (converge_created_event(o)).* FROM old_rows o WHERE o.created_event IS NOT NULL $q$;
+  EXECUTE $q$
     DELETE FROM task_records t USING old_rows o WHERE t.resource_id = o.id $q$;
   RETURN NULL;
 END
 $$;
 
+CREATE OR REPLACE TRIGGER resources_spec_stamp BEFORE UPDATE OF generation ON resources
+    FOR EACH ROW WHEN (NEW.generation <> OLD.generation)
+    EXECUTE FUNCTION converge_stamp_spec();
 CREATE OR REPLACE TRIGGER resources_changes_insert AFTER INSERT ON resources
     REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION converge_on_insert();

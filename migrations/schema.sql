@@ -234,13 +234,18 @@ CREATE TABLE resources (
     rejected_status jsonb,
     failure_reason text,
     management_policy text NOT NULL DEFAULT ''::text,
-    import_id text NOT NULL DEFAULT ''::text
+    import_id text NOT NULL DEFAULT ''::text,
+    spec_source text NOT NULL DEFAULT COALESCE(NULLIF(current_setting('converge.source'::text, true), ''::text), 'apply'::text),
+    spec_actor text NOT NULL DEFAULT COALESCE(NULLIF(current_setting('converge.actor'::text, true), ''::text), 'system'::text),
+    spec_at timestamp with time zone NOT NULL DEFAULT clock_timestamp(),
+    created_event bigint
 ) WITH (fillfactor=50);
 ALTER TABLE resources ADD CONSTRAINT resources_deletion_policy_check CHECK ((deletion_policy = ANY (ARRAY[''::text, 'delete'::text, 'retain'::text])));
 ALTER TABLE resources ADD CONSTRAINT resources_import_id CHECK ((length(import_id) <= 1024));
 ALTER TABLE resources ADD CONSTRAINT resources_management_policy CHECK ((management_policy = ANY (ARRAY[''::text, 'full'::text, 'observe'::text])));
 ALTER TABLE resources ADD CONSTRAINT resources_pkey PRIMARY KEY (id);
 ALTER TABLE resources ADD CONSTRAINT resources_subtree_check CHECK ((subtree = ANY (ARRAY['none'::text, 'ready'::text, 'settling'::text, 'pending'::text, 'degraded'::text, 'failed'::text])));
+CREATE INDEX resources_created_event ON public.resources USING btree (created_event) WHERE (created_event IS NOT NULL);
 CREATE UNIQUE INDEX resources_identity ON public.resources USING btree (namespace, kind, name);
 CREATE INDEX resources_labels ON public.resources USING gin (labels jsonb_path_ops);
 CREATE INDEX resources_orphaned ON public.resources USING btree (orphaned_until) WHERE (orphaned_until IS NOT NULL);
@@ -250,6 +255,7 @@ CREATE INDEX resources_resync ON public.resources USING btree (resync_at) WHERE 
 CREATE TRIGGER resources_changes_delete AFTER DELETE ON public.resources REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_delete();
 CREATE TRIGGER resources_changes_insert AFTER INSERT ON public.resources REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_insert();
 CREATE TRIGGER resources_changes_update AFTER UPDATE ON public.resources REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION converge_on_update();
+CREATE TRIGGER resources_spec_stamp BEFORE UPDATE OF generation ON public.resources FOR EACH ROW WHEN ((new.generation <> old.generation)) EXECUTE FUNCTION converge_stamp_spec();
 
 CREATE TABLE rollout_members (
     rollout_id bigint NOT NULL,
@@ -400,6 +406,15 @@ AS $function$
   SELECT t.claimed_by IS NULL AND t.not_before <= now()
 $function$;
 
+CREATE OR REPLACE FUNCTION public.converge_created_event(r resources)
+ RETURNS events
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT ROW(r.created_event, r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'Created',
+             'created at ' || r.kind || ' v' || r.kind_version, r.spec_actor, r.spec_at)::events
+$function$;
+
 CREATE OR REPLACE FUNCTION public.converge_due(r resources)
  RETURNS boolean
  LANGUAGE sql
@@ -515,6 +530,9 @@ BEGIN
   EXECUTE $q$
     DELETE FROM spec_revisions s USING old_rows o WHERE s.resource_id = o.id $q$;
   EXECUTE $q$
+    INSERT INTO events OVERRIDING SYSTEM VALUE
+    SELECT (converge_created_event(o)).* FROM old_rows o WHERE o.created_event IS NOT NULL $q$;
+  EXECUTE $q$
     DELETE FROM task_records t USING old_rows o WHERE t.resource_id = o.id $q$;
   RETURN NULL;
 END
@@ -539,13 +557,6 @@ BEGIN
     SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
     FROM new_rows n WHERE n.owner_id IS NOT NULL
     HAVING count(*) > 0 $q$;
-  EXECUTE $q$
-    INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
-    SELECT n.id, n.generation, n.kind_version, n.spec,
-           coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
-           coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
-    FROM new_rows n
-    ON CONFLICT (resource_id, generation) DO NOTHING $q$;
   RETURN NULL;
 END
 $function$;
@@ -602,13 +613,15 @@ BEGIN
     WHERE n.generation <> o.generation $q$ INTO respecced;
   IF respecced IS NOT NULL THEN
     EXECUTE $q$
-      INSERT INTO spec_revisions (resource_id, generation, kind_version, spec, source, actor)
-      SELECT r.id, r.generation, r.kind_version, r.spec,
-             coalesce(nullif(current_setting('converge.source', true), ''), 'apply'),
-             coalesce(nullif(current_setting('converge.actor', true), ''), 'system')
-      FROM resources r WHERE r.id = ANY($1)
-      ON CONFLICT (resource_id, generation) DO UPDATE SET spec = EXCLUDED.spec, kind_version = EXCLUDED.kind_version $q$
-      USING respecced;
+      INSERT INTO spec_revisions
+      SELECT (converge_revision(o)).* FROM old_rows o JOIN new_rows n ON n.id = o.id
+      WHERE n.generation <> o.generation
+      ON CONFLICT (resource_id, generation) DO UPDATE SET spec = EXCLUDED.spec, kind_version = EXCLUDED.kind_version,
+          source = EXCLUDED.source, actor = EXCLUDED.actor, at = EXCLUDED.at $q$;
+    EXECUTE $q$
+      INSERT INTO events OVERRIDING SYSTEM VALUE
+      SELECT (converge_created_event(o)).* FROM old_rows o JOIN new_rows n ON n.id = o.id
+      WHERE n.generation <> o.generation AND o.created_event IS NOT NULL $q$;
     EXECUTE $q$
       DELETE FROM spec_revisions s
       WHERE s.resource_id = ANY($1)
@@ -658,6 +671,38 @@ CREATE OR REPLACE FUNCTION public.converge_reconcile_trigger(r resources, manage
  STABLE PARALLEL SAFE
 AS $function$
   SELECT CASE WHEN converge_observed(r) THEN 'observe' ELSE managed END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_revision(r resources)
+ RETURNS spec_revisions
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT ROW(r.id, r.generation, r.kind_version, r.spec, r.spec_source, r.spec_actor, r.spec_at)::spec_revisions
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_revisions(r resources, keep integer)
+ RETURNS SETOF spec_revisions
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT s.* FROM spec_revisions s
+  WHERE s.resource_id = r.id AND s.generation > r.generation - keep AND s.generation < r.generation
+  UNION ALL
+  SELECT (converge_revision(r)).* WHERE keep > 0
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_stamp_spec()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  NEW.spec_source := coalesce(nullif(current_setting('converge.source', true), ''), 'apply');
+  NEW.spec_actor := coalesce(nullif(current_setting('converge.actor', true), ''), 'system');
+  NEW.spec_at := clock_timestamp();
+  NEW.created_event := NULL;
+  RETURN NEW;
+END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_synced(r resources)

@@ -45,6 +45,7 @@ func (w *world) finish(t tb) {
 	w.checkTeardownOrder(t)
 	w.checkOps(t)
 	w.checkRecords(t)
+	w.checkHistory(t)
 	w.checkProblems(t)
 }
 

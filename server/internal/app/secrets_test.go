@@ -70,6 +70,12 @@ func TestSecretKeysAtStartAndRotation(t *testing.T) {
 		Spec: mustStruct(t, map[string]any{"name": "db", "value": "s3cr3t-value"})}); err != nil {
 		t.Fatal(err)
 	}
+	// A second spec stores the first as a revision: two sealed rows, the
+	// resource and its earlier revision (the current one is its row).
+	if _, err := ctl.ApplyResource(context.Background(), &convergev1.ApplyResourceRequest{Kind: "vault.entry", KindVersion: 1, Name: "e",
+		Spec: mustStruct(t, map[string]any{"name": "db", "value": "s3cr3t-value-2"})}); err != nil {
+		t.Fatal(err)
+	}
 	before := markerOf(t, ctl)
 	_ = a.Stop()
 

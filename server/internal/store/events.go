@@ -96,24 +96,33 @@ func (s *Store) RecordKindEvent(ctx context.Context, kind string, version int32,
 	return err
 }
 
-// ListEvents returns events newest first.
+// ListEvents returns events newest first: the stored ones and the
+// Created events read from their resources' rows (see
+// converge_created_event), which hold the ids reserved for them.
 func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
 	args := []any{f.Namespace, f.Kind, f.Name, f.BeforeID, f.Limit}
-	visible := ""
+	visible, derivedVisible := "", ""
 	if c := visibleClause(f.Visible, "namespace", "kind", func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}); c != "" {
-		visible = " AND (namespace = '' OR " + c + ")"
+		visible, derivedVisible = " AND (namespace = '' OR "+c+")", " AND "+c
 	}
 	rows, err := s.db(ctx).Query(ctx, `
 		SELECT id, coalesce(resource_id, 0), namespace, kind, name, generation, type, reason, message, actor, at
-		FROM events
-		WHERE ($1 = '' OR namespace = $1 OR namespace = '') AND ($2 = '' OR kind = $2) AND ($3 = '' OR name = $3)
-		  AND ($4 = 0 OR id < $4)`+visible+`
+		FROM ((SELECT * FROM events
+		       WHERE ($1 = '' OR namespace = $1 OR namespace = '') AND ($2 = '' OR kind = $2) AND ($3 = '' OR name = $3)
+		         AND ($4 = 0 OR id < $4)`+visible+`
+		       ORDER BY id DESC LIMIT $5)
+		      UNION ALL
+		      (SELECT (converge_created_event(r)).* FROM resources r
+		       WHERE r.created_event IS NOT NULL
+		         AND ($1 = '' OR namespace = $1) AND ($2 = '' OR kind = $2) AND ($3 = '' OR name = $3)
+		         AND ($4 = 0 OR r.created_event < $4)`+derivedVisible+`
+		       ORDER BY r.created_event DESC LIMIT $5)) e
 		ORDER BY id DESC LIMIT $5`, args...)
 	if err != nil {
 		return nil, err

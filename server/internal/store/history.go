@@ -72,9 +72,8 @@ func (s *Store) ResourceHistory(ctx context.Context, key ResourceKey, before int
 		FROM resources r
 		CROSS JOIN (SELECT `+historyKeepSQL+` AS keep) k
 		LEFT JOIN LATERAL (
-		    SELECT s.* FROM spec_revisions s
-		    WHERE s.resource_id = r.id AND s.generation > r.generation - k.keep
-		      AND ($4 = 0 OR s.generation < $4)
+		    SELECT s.* FROM converge_revisions(r, k.keep) s
+		    WHERE $4 = 0 OR s.generation < $4
 		    ORDER BY s.generation DESC LIMIT $5) v ON true
 		WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3`,
 		key.Namespace, key.Kind, key.Name, before, limit+1)
@@ -209,11 +208,12 @@ func lockRollbackTarget(ctx context.Context, tx pgx.Tx, rb Rollback) (rollbackTa
 	var oldest *int64
 	var toVersion *int32
 	err = tx.QueryRow(ctx, `
-		SELECT min(s.generation),
-		       (SELECT v.kind_version FROM spec_revisions v WHERE v.resource_id = $1 AND v.generation = $2),
-		       (SELECT v.spec FROM spec_revisions v WHERE v.resource_id = $1 AND v.generation = $2)
-		FROM spec_revisions s WHERE s.resource_id = $1 AND s.generation > $3 - $4::int`,
-		t.id, rb.Generation, t.generation, t.keep).Scan(&oldest, &toVersion, &t.spec)
+		WITH kept AS (SELECT s.* FROM resources r, converge_revisions(r, $3::int) s WHERE r.id = $1)
+		SELECT min(k.generation),
+		       (SELECT v.kind_version FROM kept v WHERE v.generation = $2),
+		       (SELECT v.spec FROM kept v WHERE v.generation = $2)
+		FROM kept k`,
+		t.id, rb.Generation, t.keep).Scan(&oldest, &toVersion, &t.spec)
 	if err != nil {
 		return t, err
 	}

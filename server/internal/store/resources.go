@@ -251,7 +251,7 @@ func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in
 		}
 		batch := &pgx.Batch{}
 		if len(creates) > 0 {
-			queueCreates(batch, in, creates, index, actor, results, &scheduled)
+			queueCreates(batch, in, creates, index, results, &scheduled)
 		}
 		var repolicied []policyChange
 		if len(updates) > 0 {
@@ -304,28 +304,25 @@ func (s *Store) ApplyResourcesFrom(ctx context.Context, source, actor string, in
 	return results, scheduled, nil
 }
 
-// createResourcesSQL inserts new resources, queues their reconciles and
-// records their Created events by $9, in one statement.
+// createResourcesSQL inserts new resources and queues their reconciles,
+// in one statement. Each reserves the events id of its Created event,
+// which is read from the row (converge_created_event) rather than stored.
 var createResourcesSQL = `
 	WITH ins AS (
 	    INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, deletion_policy, provider_config,
-	                                management_policy, import_id)
-	    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[],
-	                         $10::text[], $11::text[])
+	                                management_policy, import_id, created_event)
+	    SELECT u.*, nextval(pg_get_serial_sequence('events', 'id'))
+	    FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[],
+	                $9::text[], $10::text[]) AS u
 	    RETURNING r.*
 	), sched AS (` + queueReconcile(`ins r`, `true`) + `
 	    RETURNING 1
-	), ev AS (
-	    INSERT INTO events (resource_id, namespace, kind, name, generation, type, reason, message, actor)
-	    SELECT r.id, r.namespace, r.kind, r.name, r.generation, 'Normal', 'Created',
-	           'created at ' || r.kind || ' v' || r.kind_version, $9
-	    FROM ins r
 	)
 	SELECT r.id, r.namespace, r.kind, r.name, r.generation, (SELECT count(*) FROM sched) FROM ins r`
 
 // queueCreates queues the insert of in[creates] (in key order), which
 // fills their results; index maps each input's identity to its position.
-func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, index map[resourceKey]int, actor string, results []ApplyResult, scheduled *bool) {
+func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, index map[resourceKey]int, results []ApplyResult, scheduled *bool) {
 	n := len(creates)
 	ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
 	versions := make([]int32, n)
@@ -338,7 +335,7 @@ func queueCreates(batch *pgx.Batch, in []ApplyInput, creates []int, index map[re
 		labels[j], specs[j], policies[j], configs[j] = a.Labels, a.Spec, a.DeletionPolicy, a.ProviderConfig
 		managed[j], imports[j] = a.ManagementPolicy, a.ImportID
 	}
-	batch.Queue(createResourcesSQL, ns, kinds, versions, names, labels, specs, policies, configs, actor, managed, imports).Query(func(rows pgx.Rows) error {
+	batch.Queue(createResourcesSQL, ns, kinds, versions, names, labels, specs, policies, configs, managed, imports).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, gen, queued int64
 			var k resourceKey
