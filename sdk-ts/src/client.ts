@@ -15,8 +15,10 @@ import type { PhaseName } from "./phase.js";
 import { waitFor } from "./wait.js";
 import { serverURL } from "./url.js";
 import { follow } from "./watch.js";
+import { ReadAfter } from "./readafter.js";
 
 export { defaultBaseUrl } from "./url.js";
+export { readAfterHeader } from "./readafter.js";
 /** The namespace the server uses when a request names none. */
 export const defaultNamespace = "default";
 
@@ -29,7 +31,10 @@ export interface ClientOptions {
   url?: string;
   /** Headers sent with every request, streams included (e.g. Authorization). */
   headers?: Record<string, string>;
-  /** A Connect transport to use instead of the default (Connect protocol over HTTP/1.1). */
+  /**
+   * A Connect transport to use instead of the default (Connect protocol over
+   * HTTP/1.1). Read-your-writes tokens are kept and sent over it too.
+   */
   transport?: Transport;
   /**
    * TLS files for the default transport (https:// URLs); fields left out come
@@ -83,10 +88,17 @@ export interface WaitOptions {
  *
  * Errors are ConnectErrors: branch on `err.code` (e.g. Code.NotFound); the
  * server's message names the offending field or rule.
+ *
+ * A client reads its own writes: it keeps the latest read-your-writes token
+ * the server answered it with (header {@link readAfterHeader}, sent by a
+ * server with a read replica) and sends it with every later call and
+ * stream, `rpc` included, so a read right after a write sees it even when
+ * a replica serves the read.
  */
 export class Client {
   /** Every ControlService RPC. */
   readonly rpc: RpcClient<typeof ControlService>;
+  private readonly readAfter = new ReadAfter();
 
   /** Throws a TypeError naming its source for an invalid server URL. */
   constructor(options: ClientOptions = {}) {
@@ -110,7 +122,17 @@ export class Client {
           },
         ],
       });
-    this.rpc = createClient(ControlService, transport);
+    this.rpc = createClient(ControlService, this.readAfter.wrap(transport));
+  }
+
+  /**
+   * The latest read-your-writes token this client was answered with ("" if
+   * none yet, as from a server without a read replica). Another client
+   * that sends it as the {@link readAfterHeader} header reads what this one
+   * wrote.
+   */
+  get readAfterToken(): string {
+    return this.readAfter.latest;
   }
 
   /**

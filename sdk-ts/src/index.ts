@@ -39,6 +39,7 @@ export {
   type ResourceInput,
   type WaitOptions,
   defaultNamespace,
+  readAfterHeader,
 } from "./client.js";
 export { Phase, type PhaseName, isReady, settled } from "./phase.js";
 export { parseDocuments, toDocument, type Document } from "./documents.js";

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -40,15 +41,17 @@ type replica struct {
 	srv  *server
 	role string
 	n    int // 1-based, for names
+	// extra are more flags, as the read replica's.
+	extra []string
 }
 
 // startChaosReplica starts a replica on a free port and waits for it.
-func startChaosReplica(t *testing.T, dbURL, role string, n int) *replica {
+func startChaosReplica(t *testing.T, dbURL, role string, n int, extra ...string) *replica {
 	t.Helper()
 	s := &server{t: t, dbURL: dbURL, timing: fast, addr: freeAddr(t)}
 	s.url = "http://" + s.addr
 	s.api = client.New(s.url)
-	r := &replica{srv: s, role: role, n: n}
+	r := &replica{srv: s, role: role, n: n, extra: extra}
 	r.start()
 	return r
 }
@@ -60,10 +63,11 @@ func (r *replica) start() {
 	s.t.Helper()
 	s.starts++
 	tm := s.timing
-	s.proc = startProc(s.t, fmt.Sprintf("converge %s #%d (start %d)", r.role, r.n, s.starts), bin.converge, "serve",
+	args := append([]string{"serve",
 		"--role", r.role, "--migrate=false", "--database-url", s.dbURL, "--listen", s.addr,
 		"--lease", tm.lease.String(), "--heartbeat", tm.heartbeat.String(), "--poll", tm.poll.String(),
-		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String())
+		"--retry-base", tm.retryBase.String(), "--retry-max", tm.retryMax.String()}, r.extra...)
+	s.proc = startProc(s.t, fmt.Sprintf("converge %s #%d (start %d)", r.role, r.n, s.starts), bin.converge, args...)
 	s.waitReady()
 }
 
@@ -104,9 +108,12 @@ func (w *chaosWorker) kill(t *testing.T) {
 // (so it can be restarted), control and broker replicas, a TCP front
 // over the brokers for the workers, and the workers.
 type chaosCluster struct {
-	t        *testing.T
-	pg       *devpg.Cluster
-	dbURL    string
+	t     *testing.T
+	pg    *devpg.Cluster
+	dbURL string
+	// standby is the read replica the control replicas read through, in
+	// TestChaosReplica; nil otherwise.
+	standby  *devpg.Cluster
 	controls []*replica
 	brokers  []*replica
 	workers  []*chaosWorker
@@ -117,15 +124,25 @@ type chaosCluster struct {
 // must not lose a commit the server acknowledged, and with it off a
 // commit may still sit in shared memory when the server dies. fsync can
 // stay off: the kernel keeps what was written across a process kill.
-func startChaosCluster(t *testing.T) *chaosCluster {
+func startChaosCluster(t *testing.T, withStandby bool) *chaosCluster {
 	t.Helper()
 	c := &chaosCluster{t: t}
 	c.pg = pgtest.NewCluster(t, devpg.Options{InMemory: true,
 		Settings: map[string]string{"synchronous_commit": "on", "max_connections": "200"}})
 	c.dbURL = pgtest.MigratedDB(t, c.pg)
+	var readArgs []string
+	if withStandby {
+		readArgs = c.startStandby()
+	}
 	var addrs []string
 	for i := range chaosControls {
-		c.controls = append(c.controls, startChaosReplica(t, c.dbURL, "control", i+1))
+		var extra []string
+		if withStandby {
+			// Its own metrics address, kept across restarts, to count
+			// the reads the replica served.
+			extra = append(slices.Clone(readArgs), "--metrics-listen", freeAddr(t))
+		}
+		c.controls = append(c.controls, startChaosReplica(t, c.dbURL, "control", i+1, extra...))
 	}
 	for i := range chaosBrokers {
 		b := startChaosReplica(t, c.dbURL, "broker", i+1)
@@ -207,6 +224,8 @@ func (c *chaosCluster) inject(f plannedFault) faultRecord {
 		if err := terminateSessions(ctx, c.dbURL); err != nil {
 			t.Fatalf("fault %s: %v", f, err)
 		}
+	case faultStandbyFast, faultStandbyKill:
+		c.faultStandby(f)
 	default:
 		t.Fatalf("fault %s: unknown kind %q", f, f.kind)
 	}

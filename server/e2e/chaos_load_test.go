@@ -33,6 +33,9 @@ const (
 type ackedWrite struct {
 	generation int64
 	greeting   string
+	// api indexes the client that was answered, which holds the write's
+	// read-your-writes token.
+	api int
 }
 
 // loadGen applies creates and spec updates at a fixed rate and records
@@ -135,14 +138,14 @@ func (g *loadGen) send(ctx context.Context, w write) {
 			"name": structpb.NewStringValue(w.name), "greeting": structpb.NewStringValue(w.greeting)}}}
 	first := w.seq % len(g.apis)
 	for i := range g.apis {
-		api := g.apis[(first+i)%len(g.apis)]
+		n := (first + i) % len(g.apis)
 		callCtx, cancel := context.WithTimeout(ctx, chaosCallTimeout)
-		resp, err := api.ApplyResource(callCtx, req)
+		resp, err := g.apis[n].ApplyResource(callCtx, req)
 		cancel()
 		if err == nil {
 			// After a failed attempt this one may find the write already
 			// made: the first attempt committed but its answer was lost.
-			g.ack(w.name, w.create, i > 0, resp, w.greeting)
+			g.ack(w.name, w.create, i > 0, resp, w.greeting, n)
 			return
 		}
 		if ctx.Err() != nil {
@@ -157,7 +160,7 @@ func (g *loadGen) send(ctx context.Context, w write) {
 // ack records an acknowledged write and checks it against the previous
 // one of the same resource. retried says an earlier attempt of the same
 // write failed, so "unchanged" is a fine answer.
-func (g *loadGen) ack(name string, create, retried bool, resp *convergev1.ApplyResourceResponse, greeting string) {
+func (g *loadGen) ack(name string, create, retried bool, resp *convergev1.ApplyResourceResponse, greeting string, api int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gen := resp.GetResource().GetGeneration()
@@ -174,7 +177,7 @@ func (g *loadGen) ack(name string, create, retried bool, resp *convergev1.ApplyR
 		g.violations = append(g.violations, fmt.Sprintf("%s/%s: an update was acknowledged at generation %d after one at generation %d: the earlier write was lost",
 			chaosKind, name, gen, prev.generation))
 	}
-	g.acked[name] = ackedWrite{generation: gen, greeting: greeting}
+	g.acked[name] = ackedWrite{generation: gen, greeting: greeting, api: api}
 	g.ackTimes = append(g.ackTimes, time.Now())
 	if create {
 		g.names = append(g.names, name)

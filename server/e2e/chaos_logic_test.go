@@ -163,3 +163,54 @@ func TestChaosLostWritesAndAppliedTwice(t *testing.T) {
 		t.Errorf("applied twice: %q, want one about rolled (3 reconciles, 2 generations)", twice)
 	}
 }
+
+// With a standby, rounds have five types: the replica variant's default
+// fault phase holds exactly five faults, one of each.
+func TestChaosPlanWithStandby(t *testing.T) {
+	top := topology{controls: 2, brokers: 2, workers: 3, standby: true}
+	standbyKinds := map[faultKind]bool{}
+	for seed := uint64(1); seed <= 20; seed++ {
+		plan := planFaults(seed, chaosReplicaDuration, chaosGap, chaosJitter, top)
+		if len(plan) != 5 {
+			t.Fatalf("seed %d: %s of faults every 10-12s gave %d faults, want 5: %s", seed, chaosReplicaDuration, len(plan), renderPlan(plan))
+		}
+		seen := map[string]bool{}
+		for _, f := range plan {
+			kind := string(f.kind)
+			switch {
+			case f.kind.isStandby():
+				standbyKinds[f.kind] = true
+				kind = "standby"
+			case f.kind.isPostgres():
+				kind = "postgres"
+			}
+			if f.kind.isPostgres() && f.victim != 0 {
+				t.Errorf("seed %d: fault %s has victim %d", seed, f, f.victim)
+			}
+			seen[kind] = true
+		}
+		if len(seen) != 5 {
+			t.Errorf("seed %d: the faults %s do not cover the five fault types", seed, renderPlan(plan))
+		}
+	}
+	if !standbyKinds[faultStandbyFast] || !standbyKinds[faultStandbyKill] {
+		t.Errorf("twenty seeds drew the standby faults %v; want both a fast restart and a kill", standbyKinds)
+	}
+}
+
+// A Watch is complete when it delivered each change of the feed once, in
+// each resource's order.
+func TestChaosWatchGaps(t *testing.T) {
+	feed := map[string][]int64{"a": {1, 2, 3}, "b": {1}}
+	if g := watchGaps(feed, map[string][]int64{"a": {1, 2, 3}, "b": {1}}); len(g) != 0 {
+		t.Errorf("a complete watch has gaps: %q", g)
+	}
+	bad := map[string][]int64{"a": {1, 3, 2}, "c": {1}}
+	g := watchGaps(feed, bad)
+	if len(g) != 3 || !strings.Contains(g[0], "chaos/a") || !strings.Contains(g[1], "chaos/b") || !strings.Contains(g[2], "chaos/c") {
+		t.Errorf("reordered, missing and unknown changes gave %q", g)
+	}
+	if g := watchGaps(feed, map[string][]int64{"a": {1, 2, 2, 3}, "b": {1}}); len(g) != 1 {
+		t.Errorf("a repeated change gave %q", g)
+	}
+}

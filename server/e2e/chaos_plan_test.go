@@ -34,13 +34,21 @@ const (
 	// faultPGTerminate ends every database session of the replicas
 	// (pg_terminate_backend) while PostgreSQL stays up.
 	faultPGTerminate faultKind = "pg-terminate"
+	// The read replica's faults, in a run with one (TestChaosReplica): a
+	// fast restart of the hot standby, or a SIGKILL of it and a start with
+	// crash recovery.
+	faultStandbyFast faultKind = "standby-restart-fast"
+	faultStandbyKill faultKind = "kill-standby"
 )
 
-// isPostgres reports whether a fault is aimed at PostgreSQL rather than
-// at one of the processes.
+// isPostgres reports whether a fault is aimed at PostgreSQL (the primary
+// or its standby) rather than at one of the processes.
 func (k faultKind) isPostgres() bool {
-	return k == faultPGFast || k == faultPGImmediate || k == faultPGTerminate
+	return k == faultPGFast || k == faultPGImmediate || k == faultPGTerminate || k.isStandby()
 }
+
+// isStandby reports whether a fault is aimed at the read replica.
+func (k faultKind) isStandby() bool { return k == faultStandbyFast || k == faultStandbyKill }
 
 // plannedFault is one fault of the schedule.
 type plannedFault struct {
@@ -103,15 +111,21 @@ func chaosConfigFromEnv() (chaosConfig, error) {
 	return c, nil
 }
 
-// topology is how many of each process a plan may pick a victim from.
-type topology struct{ controls, brokers, workers int }
+// topology is how many of each process a plan may pick a victim from,
+// and whether there is a read replica to fault.
+type topology struct {
+	controls, brokers, workers int
+	standby                    bool
+}
 
 // planFaults draws the fault schedule from seed: a fault every gap plus up
 // to jitter, starting at offset 0, for as long as the offset is under
 // duration. The fault types come in shuffled rounds of four (control,
-// broker, worker, PostgreSQL), so any run of four faults or more hits
-// every type; victims and what happens to PostgreSQL (a fast or an
-// immediate restart, or its sessions terminated) are drawn at random. It is a pure function of its arguments: the same seed replays
+// broker, worker, PostgreSQL), or five with a standby (the read replica),
+// so any run of that many faults or more hits every type; victims, what
+// happens to PostgreSQL (a fast or an immediate restart, or its sessions
+// terminated) and to the standby (a fast restart or a kill) are drawn at
+// random. It is a pure function of its arguments: the same seed replays
 // the same schedule.
 func planFaults(seed uint64, duration, gap, jitter time.Duration, top topology) []plannedFault {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -120,6 +134,9 @@ func planFaults(seed uint64, duration, gap, jitter time.Duration, top topology) 
 	for at := time.Duration(0); at < duration; at += gap + time.Duration(rng.Int64N(int64(jitter)+1)) {
 		if len(round) == 0 {
 			round = []faultKind{faultKillControl, faultKillBroker, faultKillWorker, faultPGFast}
+			if top.standby {
+				round = append(round, faultStandbyFast)
+			}
 			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
 		f := plannedFault{at: at, kind: round[0]}
@@ -133,6 +150,8 @@ func planFaults(seed uint64, duration, gap, jitter time.Duration, top topology) 
 			f.victim = rng.IntN(top.workers)
 		case faultPGFast:
 			f.kind = []faultKind{faultPGFast, faultPGImmediate, faultPGTerminate}[rng.IntN(3)]
+		case faultStandbyFast:
+			f.kind = []faultKind{faultStandbyFast, faultStandbyKill}[rng.IntN(2)]
 		}
 		plan = append(plan, f)
 	}

@@ -52,13 +52,23 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top := topology{controls: chaosControls, brokers: chaosBrokers, workers: chaosWorkers}
+	runChaos(t, cfg, false)
+}
+
+// runChaos runs the chaos timeline and its checks, with a read replica
+// under the control replicas when withStandby (TestChaosReplica).
+func runChaos(t *testing.T, cfg chaosConfig, withStandby bool) {
+	top := topology{controls: chaosControls, brokers: chaosBrokers, workers: chaosWorkers, standby: withStandby}
 	plan := planFaults(cfg.seed, cfg.duration, chaosGap, chaosJitter, top)
 	t.Logf("chaos seed %d (from %s; replay with %s=%d %s=%s); %d faults planned: %s",
 		cfg.seed, cfg.seedSource, chaosSeedEnv, cfg.seed, chaosDurationEnv, cfg.duration, len(plan), renderPlan(plan))
 
-	c := startChaosCluster(t)
+	c := startChaosCluster(t, withStandby)
 	gen := newLoadGen(c.apis(), cfg.seed)
+	var readers *replicaReaders
+	if withStandby {
+		readers = startReplicaReaders(t, c, gen)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	loadDone := make(chan struct{})
 	go func() {
@@ -104,7 +114,11 @@ func TestChaos(t *testing.T) {
 	testEnd := time.Now()
 
 	r.check(t, c, gen, pool, loadStart, phaseStart, loadStop, testEnd)
-	t.Log(r.summary())
+	summary := r.summary()
+	if readers != nil {
+		summary += readers.check(t, c, pool)
+	}
+	t.Log(summary)
 }
 
 // beginAlone starts a test that must have the machine to itself: it
