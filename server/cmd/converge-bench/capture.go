@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,7 +23,17 @@ import (
 type dbCounters struct {
 	inserted, updated, deleted int64
 	walRecords, walSyncs       int64
+	tables                     map[string]tableWrites
 }
+
+// tableWrites are one table's pg_stat_user_tables tuple counters.
+type tableWrites struct{ ins, upd, hot, del int64 }
+
+// statsFlushWait is how long after the load the end counters are read.
+// Backends publish their tuple and WAL counters lazily, an idle one up to
+// PostgreSQL's idle flush interval (10 s) after its last transaction, so
+// counters read at once miss the last batches by a run-dependent amount.
+const statsFlushWait = 11 * time.Second
 
 func readDBCounters(ctx context.Context, pool *pgxpool.Pool, db string) (dbCounters, error) {
 	var c dbCounters
@@ -32,25 +43,56 @@ func readDBCounters(ctx context.Context, pool *pgxpool.Pool, db string) (dbCount
 	if err != nil {
 		return c, fmt.Errorf("reading pg_stat_database and pg_stat_wal of %s: %w", db, err)
 	}
-	return c, nil
+	rows, err := pool.Query(ctx, `SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del
+		FROM pg_stat_user_tables WHERE schemaname = current_schema()`)
+	if err != nil {
+		return c, fmt.Errorf("reading pg_stat_user_tables: %w", err)
+	}
+	defer rows.Close()
+	c.tables = map[string]tableWrites{}
+	for rows.Next() {
+		var name string
+		var t tableWrites
+		if err := rows.Scan(&name, &t.ins, &t.upd, &t.hot, &t.del); err != nil {
+			return c, fmt.Errorf("reading pg_stat_user_tables: %w", err)
+		}
+		c.tables[name] = t
+	}
+	return c, rows.Err()
 }
 
 // dbCost is the change of dbCounters over the load, per reconcile.
 type dbCost struct {
 	inserted, updated, deleted float64
 	walRecords, walSyncs       float64
+	tables                     []tableCost // the tables written, by name
+}
+
+// tableCost is one table's writes per reconcile.
+type tableCost struct {
+	name               string
+	ins, upd, hot, del float64
 }
 
 func costPerReconcile(before, after dbCounters, reconciles int) dbCost {
 	n := float64(max(reconciles, 1))
 	per := func(b, a int64) float64 { return float64(a-b) / n }
-	return dbCost{
+	c := dbCost{
 		inserted:   per(before.inserted, after.inserted),
 		updated:    per(before.updated, after.updated),
 		deleted:    per(before.deleted, after.deleted),
 		walRecords: per(before.walRecords, after.walRecords),
 		walSyncs:   per(before.walSyncs, after.walSyncs),
 	}
+	for name, a := range after.tables {
+		b := before.tables[name]
+		t := tableCost{name: name, ins: per(b.ins, a.ins), upd: per(b.upd, a.upd), hot: per(b.hot, a.hot), del: per(b.del, a.del)}
+		if t.ins+t.upd+t.del >= 0.005 { // what the table prints as nonzero
+			c.tables = append(c.tables, t)
+		}
+	}
+	slices.SortFunc(c.tables, func(x, y tableCost) int { return strings.Compare(x.name, y.name) })
+	return c
 }
 
 // deadTuples is n_dead_tup of the queue and the resources tables.
@@ -153,6 +195,27 @@ func reportCapture(w io.Writer, runs []w1Result) {
 		waits[i] = r.waits
 	}
 	reportWaits(w, waits)
+}
+
+// reportWriteSet prints the median run's rows written per reconcile, by
+// table (pg_stat_user_tables, read after statsFlushWait).
+func reportWriteSet(w io.Writer, runs []w1Result) {
+	i := medianRun(runs)
+	if i < 0 || len(runs[i].cost.tables) == 0 {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("")
+	p("Rows written per reconcile by table, median run (run %d, pg_stat_user_tables):", i+1)
+	p("")
+	p("| Table | Inserted | Updated | of which HOT | Deleted |")
+	p("|---|---:|---:|---:|---:|")
+	var sum tableCost
+	for _, t := range runs[i].cost.tables {
+		p("| %s | %.2f | %.2f | %.2f | %.2f |", t.name, t.ins, t.upd, t.hot, t.del)
+		sum.ins, sum.upd, sum.hot, sum.del = sum.ins+t.ins, sum.upd+t.upd, sum.hot+t.hot, sum.del+t.del
+	}
+	p("| **all** | **%.2f** | **%.2f** | %.2f | %.2f |", sum.ins, sum.upd, sum.hot, sum.del)
 }
 
 // reportTopStatements prints the median run's top statements as a table.

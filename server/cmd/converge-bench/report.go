@@ -78,6 +78,7 @@ func report(w io.Writer, o options, settings map[string]string, fsync fsyncResul
 		p("")
 		p("Ratio to the c=32 single-row INSERT ceiling (Tier 0, %.0f tx/s): **%.2f×**", c32, ours/c32)
 	}
+	reportWriteSet(w, runs)
 	reportTopStatements(w, runs)
 	p("")
 }

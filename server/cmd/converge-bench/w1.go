@@ -117,6 +117,11 @@ func runW1(ctx context.Context, o options, cluster *devpg.Cluster, db string) (w
 	if res.waits, err = sampler.finish(); err != nil {
 		return res, err
 	}
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(statsFlushWait):
+	}
 	countersAfter, err := readDBCounters(ctx, pool, db)
 	if err != nil {
 		return res, err
@@ -315,7 +320,9 @@ func loadFigures(ctx context.Context, pool *pgxpool.Pool, res *w1Result) error {
 // converge replica and every worker of st.
 func takeSnapshot(ctx context.Context, db string, cluster *devpg.Cluster, st *stack) (snapshot, error) {
 	var s snapshot
-	err := st.pool.QueryRow(ctx, `SELECT xact_commit, (SELECT wal_bytes::bigint FROM pg_stat_wal)
+	// WAL bytes from the insert position, which moves with every record,
+	// where pg_stat_wal's count is published lazily.
+	err := st.pool.QueryRow(ctx, `SELECT xact_commit, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint
 		FROM pg_stat_database WHERE datname = $1`, db).Scan(&s.commits, &s.walBytes)
 	s.converge = cpuSeconds(st.server.pid(), true)
 	for _, b := range st.brokers {
