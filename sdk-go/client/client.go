@@ -10,7 +10,10 @@
 // after the hint for up to DefaultBackpressureWait; see WithBackpressure.
 //
 // A Client reads its own writes when the server reads from a replica: it
-// sends back the token each write was answered with (ReadAfterHeader).
+// sends back the latest token it was answered with (ReadAfterHeader), on
+// calls and streams alike. ReadAfterToken returns that token, for handing to
+// another program, which sends it in that header to read what this Client
+// wrote.
 //
 // Errors are the connect errors the server returned: use connect.CodeOf to
 // branch on the code and (*connect.Error).Message for the server's message,
@@ -40,6 +43,18 @@ const EnvToken = endpoint.EnvToken
 // method of Client. A Client is safe for concurrent use.
 type Client struct {
 	convergev1connect.ControlServiceClient
+	readAfter *readAfter
+}
+
+// ReadAfterToken returns the latest read-your-writes token this Client was
+// answered with ("" if none yet, as from a server without a read replica).
+// Another client that sends it in the ReadAfterHeader request header reads
+// what this one wrote.
+func (c *Client) ReadAfterToken() string {
+	if c.readAfter == nil {
+		return ""
+	}
+	return c.readAfter.get()
 }
 
 // An Option configures a Client.
@@ -106,8 +121,9 @@ func New(baseURL string, opts ...Option) *Client {
 	// Read-your-writes is innermost, so it sees the headers the server
 	// answered with and sets its own after the caller's; back-pressure is
 	// outermost, so each retry is a whole call.
+	ra := &readAfter{}
 	connectOpts := append([]connect.ClientOption{}, cfg.connectOpts...)
-	connectOpts = append(connectOpts, connect.WithInterceptors(&readAfter{}))
+	connectOpts = append(connectOpts, connect.WithInterceptors(ra))
 	if cfg.backpressure.maxWait > 0 {
 		connectOpts = append([]connect.ClientOption{connect.WithInterceptors(cfg.backpressure.interceptor())}, connectOpts...)
 	}
@@ -116,5 +132,6 @@ func New(baseURL string, opts ...Option) *Client {
 	}
 	return &Client{
 		ControlServiceClient: convergev1connect.NewControlServiceClient(cfg.httpClient, baseURL, connectOpts...),
+		readAfter:            ra,
 	}
 }

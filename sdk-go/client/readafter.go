@@ -62,8 +62,25 @@ func (r *readAfter) WrapStreamingClient(next connect.StreamingClientFunc) connec
 		if tok := r.get(); tok != "" && conn.RequestHeader().Get(ReadAfterHeader) == "" {
 			conn.RequestHeader().Set(ReadAfterHeader, tok)
 		}
-		return conn
+		return &observedStream{StreamingClientConn: conn, ra: r}
 	}
+}
+
+// observedStream keeps the token a stream's response headers carry (a
+// Watch the primary served answers with one), once they have arrived.
+type observedStream struct {
+	connect.StreamingClientConn
+	ra   *readAfter
+	seen bool
+}
+
+func (s *observedStream) Receive(msg any) error {
+	err := s.StreamingClientConn.Receive(msg)
+	if !s.seen && err == nil {
+		s.seen = true
+		s.ra.observe(s.ResponseHeader().Get(ReadAfterHeader))
+	}
+	return err
 }
 
 func (r *readAfter) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
