@@ -99,6 +99,7 @@ func runZone(ctx context.Context, o options, cluster *devpg.Cluster, run int, zo
 	res.zoneRate = 3001 / res.zoneReady.Seconds()
 	if o.top > 0 {
 		printTop(ctx, st.pool, o.top)
+		printZoneWaves(ctx, st.pool, created, "landingzone", "w4")
 	}
 	return nil
 }

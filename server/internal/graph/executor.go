@@ -56,8 +56,13 @@ func New(cfg Config, st *store.Store, reg *kinds.Registry, bus *notify.Bus, log 
 	return &Executor{cfg: cfg, store: st, kinds: reg, bus: bus, flows: flow.NewCache(10000), log: log}
 }
 
-// batch is how many tasks one claim takes.
-const batch = 64
+// batch is how many tasks one claim takes. A claim and each of the gate's
+// statements cost mostly per statement, and the loop runs one batch at a
+// time, so the batch bounds how fast a wave of dependents opens: with 512
+// the thousand VPCs of a landing zone whose accounts just turned Ready
+// open in two or three batches, not sixteen. (A second loop claiming
+// while the first runs measured no faster on two cores.)
+const batch = 512
 
 // Name implements service.Service.
 func (*Executor) Name() string { return "graph executor" }

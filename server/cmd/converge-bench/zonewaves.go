@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// printZoneWaves prints, per kind of the landing zone's children, when the
+// first and the last of them became Ready and the median time from its
+// creation (or from the moment its gate opened, for a dependent) to Ready,
+// all from the root's submit: whether the three waves overlap or wait on
+// each other, and which one is slow.
+func printZoneWaves(ctx context.Context, pool *pgxpool.Pool, root time.Time, kind, name string) {
+	rows, err := pool.Query(ctx, `
+		WITH kids AS (
+		    SELECT r.id, r.kind FROM resources r JOIN resources p ON p.id = r.owner_id
+		    WHERE p.kind = $1 AND p.name = $2
+		), t AS (
+		    SELECT k.kind, min(c.at) FILTER (WHERE c.type = 'created') AS created,
+		           min(c.at) FILTER (WHERE c.generation > 1 OR (c.type = 'created' AND c.message IS NULL AND c.phase = 'Reconciling')) AS opened,
+		           min(c.at) FILTER (WHERE c.phase = 'Ready') AS ready
+		    FROM kids k JOIN changes c ON c.resource_id = k.id GROUP BY k.id, k.kind
+		)
+		SELECT kind, count(*), min(created), min(ready), max(ready),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM ready - created)),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM ready - coalesce(opened, created)))
+		FROM t GROUP BY kind ORDER BY min(ready)`, kind, name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "zone waves: %v\n", err)
+		return
+	}
+	defer rows.Close()
+	var lag [3]float64
+	if err := pool.QueryRow(ctx, `
+		WITH kids AS (
+		    SELECT r.id FROM resources r JOIN resources p ON p.id = r.owner_id WHERE p.kind = $1 AND p.name = $2
+		), ready AS (
+		    SELECT c.resource_id AS id, min(c.at) AS at FROM changes c JOIN kids k ON k.id = c.resource_id
+		    WHERE c.phase = 'Ready' GROUP BY c.resource_id
+		), opened AS (
+		    SELECT c.resource_id AS id, min(c.at) AS at FROM changes c JOIN kids k ON k.id = c.resource_id
+		    WHERE c.generation > 1 GROUP BY c.resource_id
+		), l AS (
+		    SELECT extract(epoch FROM o.at - r.at) AS s FROM edges e JOIN ready r ON r.id = e.dependency_id
+		    JOIN opened o ON o.id = e.dependent_id
+		)
+		SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY s), 0),
+		       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY s), 0), coalesce(max(s), 0) FROM l`,
+		kind, name).Scan(&lag[0], &lag[1], &lag[2]); err != nil {
+		fmt.Fprintf(os.Stderr, "zone waves: %v\n", err)
+	}
+	fmt.Fprintf(os.Stderr, "dependency Ready → dependent's spec flowed: p50 %s, p99 %s, max %s\n", secs(lag[0]), secs(lag[1]), secs(lag[2]))
+	fmt.Fprintf(os.Stderr, "%-10s %6s %12s %12s %12s %16s %16s\n", "kind", "n", "created", "first Ready", "last Ready", "created→Ready", "opened→Ready")
+	for rows.Next() {
+		var k string
+		var n int
+		var created, first, last time.Time
+		var p50, open50 float64
+		if err := rows.Scan(&k, &n, &created, &first, &last, &p50, &open50); err != nil {
+			fmt.Fprintf(os.Stderr, "zone waves: %v\n", err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%-10s %6d %12s %12s %12s %16s %16s\n", k, n, created.Sub(root).Round(time.Millisecond), first.Sub(root).Round(time.Millisecond),
+			last.Sub(root).Round(time.Millisecond), secs(p50), secs(open50))
+	}
+}
+
+func secs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
