@@ -100,6 +100,7 @@ func runZone(ctx context.Context, o options, cluster *devpg.Cluster, run int, zo
 	if o.top > 0 {
 		printTop(ctx, st.pool, o.top)
 		printZoneWaves(ctx, st.pool, created, "landingzone", "w4")
+		printZoneStages(ctx, st.pool, "landingzone", "w4")
 	}
 	return nil
 }

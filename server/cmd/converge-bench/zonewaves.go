@@ -21,7 +21,7 @@ func printZoneWaves(ctx context.Context, pool *pgxpool.Pool, root time.Time, kin
 		    WHERE p.kind = $1 AND p.name = $2
 		), t AS (
 		    SELECT k.kind, min(c.at) FILTER (WHERE c.type = 'created') AS created,
-		           min(c.at) FILTER (WHERE c.generation > 1 OR (c.type = 'created' AND c.message IS NULL AND c.phase = 'Reconciling')) AS opened,
+		           min(c.at) FILTER (WHERE c.generation > 1) AS opened,
 		           min(c.at) FILTER (WHERE c.phase = 'Ready') AS ready
 		    FROM kids k JOIN changes c ON c.resource_id = k.id GROUP BY k.id, k.kind
 		)
@@ -66,6 +66,47 @@ func printZoneWaves(ctx context.Context, pool *pgxpool.Pool, root time.Time, kin
 		}
 		fmt.Fprintf(os.Stderr, "%-10s %6d %12s %12s %12s %16s %16s\n", k, n, created.Sub(root).Round(time.Millisecond), first.Sub(root).Round(time.Millisecond),
 			last.Sub(root).Round(time.Millisecond), secs(p50), secs(open50))
+	}
+}
+
+// printZoneStages prints, per kind of the zone (the root included), the
+// median time of each stage of its last reconcile, from the task record
+// (the broker's clock) and the change feed: queued (created, or its spec
+// flowed) to claimed, claimed to dispatched to a worker, and dispatched to
+// the answer applied.
+func printZoneStages(ctx context.Context, pool *pgxpool.Pool, kind, name string) {
+	rows, err := pool.Query(ctx, `
+		WITH zone AS (
+		    SELECT r.id, r.kind FROM resources r JOIN resources p ON p.id = r.owner_id WHERE p.kind = $1 AND p.name = $2
+		    UNION ALL SELECT r.id, r.kind FROM resources r WHERE r.kind = $1 AND r.name = $2
+		), queued AS (
+		    SELECT c.resource_id AS id, coalesce(min(c.at) FILTER (WHERE c.generation > 1),
+		                    min(c.at) FILTER (WHERE c.type = 'created')) AS at
+		    FROM changes c JOIN zone z ON z.id = c.resource_id GROUP BY c.resource_id
+		), rec AS (
+		    SELECT DISTINCT ON (t.resource_id) t.* FROM task_records t JOIN zone z ON z.id = t.resource_id
+		    WHERE t.trigger = 'specChange' ORDER BY t.resource_id, t.id DESC
+		)
+		SELECT z.kind,
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.claimed_at - q.at)),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.dispatched_at - t.claimed_at)),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.ended_at - t.dispatched_at))
+		FROM zone z JOIN queued q ON q.id = z.id JOIN rec t ON t.resource_id = z.id
+		GROUP BY z.kind ORDER BY min(t.ended_at)`, kind, name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "zone stages: %v\n", err)
+		return
+	}
+	defer rows.Close()
+	fmt.Fprintf(os.Stderr, "%-12s %14s %14s %16s\n", "kind (p50)", "queued→claim", "claim→dispatch", "dispatch→applied")
+	for rows.Next() {
+		var k string
+		var a, b, c float64
+		if err := rows.Scan(&k, &a, &b, &c); err != nil {
+			fmt.Fprintf(os.Stderr, "zone stages: %v\n", err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%-12s %14s %14s %16s\n", k, secs(a), secs(b), secs(c))
 	}
 }
 
