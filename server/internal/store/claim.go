@@ -90,7 +90,9 @@ type Claimed struct {
 // slots (converge_free_slots, the cap as stored now, so a live policy edit
 // holds at once; callers serialise capped claims, see Claim). A trigger
 // with nothing queued takes nothing, so it cannot starve the others.
-// Operation tasks move their operation to running.
+// Operation tasks move their operation to running. A task at generation 0
+// (its last run was superseded by a policy change, see requeueReconcile)
+// runs at its resource's generation.
 const claimSQL = `
 	WITH want AS (
 	    SELECT w.*, least(max(w.kind_n) OVER k, coalesce(converge_free_slots(w.kind, w.kind_version), max(w.kind_n) OVER k)) AS lim
@@ -124,7 +126,8 @@ const claimSQL = `
 	    SELECT id, resource_id FROM proposed WHERE rank <= lim
 	), claimed AS (
 	    UPDATE tasks t SET claimed_by = $6::text, claimed_at = now(), epoch = t.epoch + 1 + floor(random() * 1e12)::bigint,
-	        lease_expires_at = now() + $7::bigint * interval '1 millisecond'
+	        lease_expires_at = now() + $7::bigint * interval '1 millisecond',
+	        generation = CASE WHEN t.generation = 0 THEN r.generation ELSE t.generation END
 	    FROM picked LEFT JOIN resources r ON r.id = picked.resource_id
 	    WHERE t.id = picked.id
 	    RETURNING t.id, t.epoch, t.kind, t.kind_version, t.trigger, t.key, t.payload, t.generation, t.attempts + 1 AS attempt,

@@ -23,22 +23,36 @@ var reconcileTriggers = []string{trigger.SpecChange, trigger.Resync, trigger.Obs
 // requeueReconcile replaces the queued reconcile work of the resources ids
 // (ascending) with one task each at its current generation, under the
 // trigger its management policy gives it now, unless something holds it.
-// A task already running is left to finish, unless running is set (a
-// policy change): then it goes too, so its result, about the old policy,
-// is discarded. Resyncs start over from the next result.
+// A task already running is left to finish, and its result counts,
+// unless running is set (a policy change): then its result, about the old
+// policy, must not count, yet the handler is still running, so the task
+// keeps its claim (and with it its max_inflight slot and the resource's
+// one reconcile in flight) and is moved to the new trigger at generation
+// 0, which no lease carries: its result is superseded and the task runs
+// again under the new policy (releaseSupersededSQL). Resyncs start over
+// from the next result.
 func requeueReconcile(ctx context.Context, tx pgx.Tx, ids []int64, running bool) error {
 	batch := &pgx.Batch{}
 	batch.Queue(`DELETE FROM tasks WHERE resource_id = ANY($1) AND trigger = ANY($2) AND key = ''
-		AND (claimed_by IS NULL OR $3)`, ids, reconcileTriggers, running)
+		AND claimed_by IS NULL`, ids, reconcileTriggers)
 	if running {
 		batch.Queue(`UPDATE resources SET resync_at = NULL WHERE id = ANY($1) AND resync_at IS NOT NULL`, ids)
+		batch.Queue(`
+			UPDATE tasks t SET trigger = converge_reconcile_trigger(r, 'specChange'), generation = 0
+			FROM resources r
+			WHERE r.id = ANY($1) AND t.resource_id = r.id AND t.trigger = ANY($2) AND t.key = ''
+			  AND t.claimed_by IS NOT NULL
+			  AND NOT EXISTS (SELECT 1 FROM tasks q WHERE q.resource_id = r.id AND q.key = '' AND q.id <> t.id
+			                  AND q.trigger = converge_reconcile_trigger(r, 'specChange'))`, ids, reconcileTriggers)
 	}
 	batch.Queue(`
 		INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
 		SELECT r.id, converge_reconcile_trigger(r, 'specChange'), r.kind, r.kind_version, r.shard, r.generation
 		FROM resources r WHERE r.id = ANY($1) AND converge_hold(r) IS NULL
+		  AND NOT ($2 AND EXISTS (SELECT 1 FROM tasks q WHERE q.resource_id = r.id AND q.key = ''
+		                          AND q.trigger = ANY($3) AND q.claimed_by IS NOT NULL))
 		ORDER BY r.id
-		ON CONFLICT (resource_id, trigger, key) DO NOTHING`, ids)
+		ON CONFLICT (resource_id, trigger, key) DO NOTHING`, ids, running, reconcileTriggers)
 	return tx.SendBatch(ctx, batch).Close()
 }
 

@@ -83,16 +83,28 @@ func TestObservedResource(t *testing.T) {
 	if _, changed, err := s.SetManagementPolicy(ctx, "bob", key, trigger.PolicyFull, "", observes); err != nil || changed {
 		t.Fatalf("the same policy again: changed %v, %v", changed, err)
 	}
-	// Back to observe while the specChange runs: its result is discarded.
+	// Back to observe while the specChange runs: nothing else of the
+	// resource may run until its handler returns (it still holds its
+	// in-flight slot), and then its result is discarded and the observe
+	// runs at the resource's generation.
 	if _, _, err := s.SetManagementPolicy(ctx, "carol", key, trigger.PolicyObserve, "", observes); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: got[0].Lease, Status: []byte(`{"cidr":"changed"}`)}}, fast); err != nil || res[0].Applied {
-		t.Fatalf("a specChange result after the demotion: %+v %v; want it discarded", res, err)
+	if again := claimAll(t, s); len(again) != 0 {
+		t.Fatalf("while the demoted specChange runs claimed %+v; want nothing", again)
+	}
+	if res, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: got[0].Lease, Status: []byte(`{"cidr":"changed"}`)}}, fast); err != nil || res[0].Applied || !res[0].Superseded {
+		t.Fatalf("a specChange result after the demotion: %+v %v; want it superseded", res, err)
 	}
 	got = claimAll(t, s)
-	if len(got) != 1 || got[0].Trigger != trigger.Observe {
-		t.Fatalf("after demotion claimed %+v; want one observe", got)
+	if len(got) != 1 || got[0].Trigger != trigger.Observe || got[0].Generation != 2 {
+		t.Fatalf("after demotion claimed %+v; want one observe at generation 2", got)
+	}
+	if res, err := s.ApplyOutcomes(ctx, []store.Outcome{{Lease: got[0].Lease, Status: []byte(`{"cidr":"10.0.0.0/16"}`)}}, fast); err != nil || !res[0].Applied {
+		t.Fatalf("observe result after the demotion: %+v %v", res, err)
+	}
+	if r, _ := s.GetResource(ctx, "default", "leaf", "vpc"); r.Phase != "Ready" || r.SyncedGeneration != 2 {
+		t.Fatalf("after the observe: phase %s synced generation %d; want Ready at 2", r.Phase, r.SyncedGeneration)
 	}
 	events, err := s.ListEvents(ctx, store.EventFilter{Namespace: "default", Kind: "leaf", Name: "vpc"})
 	if err != nil {

@@ -253,8 +253,8 @@ const applyTransientSQL = `
 	SELECT id, not_before FROM t`
 
 // releaseSupersededSQL handles leases that are current but whose
-// resource moved to a newer generation: a specChange (or observe) task
-// runs again at the new generation; any other task (a childrenSettled or teardown from
+// resource moved to a newer generation, or whose management policy
+// changed (requeueReconcile): a specChange (or observe) task runs again; any other task (a childrenSettled or teardown from
 // before the change) is dropped, since what changed queues it afresh.
 const releaseSupersededSQL = `
 	WITH ` + outcomeInput + `, dropped AS (
