@@ -151,6 +151,7 @@ func (r *recorder) begin(t *converge.Task) *invocation {
 		r.problems = append(r.problems, problem{"max_inflight exceeded",
 			fmt.Sprintf("%s: %d handlers running at once, max_inflight %d; running: %s", inv.kv, n, c.limit, renderRunning(run))})
 	}
+	r.checkOverlap(inv)
 	if inv.token != "" {
 		key := fmt.Sprintf("%s#%d", inv.token, inv.attempt)
 		if prev := r.seen[key]; prev != nil && !r.inFault(inv.start) {
@@ -162,6 +163,39 @@ func (r *recorder) begin(t *converge.Task) *invocation {
 	}
 	r.checkObserved(inv)
 	return inv
+}
+
+// reconcileTriggers are the triggers of a resource's own reconcile, of
+// which one at a time may run.
+var reconcileTriggers = map[string]bool{"specChange": true, "resync": true, "observe": true}
+
+// checkOverlap: a resource's reconciles never run side by side, unless a
+// fault since the earlier one started may have cost its lease; r.mu is
+// held.
+func (r *recorder) checkOverlap(inv *invocation) {
+	if !reconcileTriggers[inv.trigger] {
+		return
+	}
+	for _, run := range r.running {
+		for o := range run {
+			if o == inv || o.uid != inv.uid || !reconcileTriggers[o.trigger] || r.faultSince(o.start) {
+				continue
+			}
+			r.problems = append(r.problems, problem{"overlapping reconciles",
+				fmt.Sprintf("%s: %s started while %s still ran:\n  running: %s\n  started: %s", inv.name, inv.trigger, o.trigger, o, inv)})
+		}
+	}
+}
+
+// faultSince reports whether a fault, or its window, reaches past at;
+// r.mu is held.
+func (r *recorder) faultSince(at time.Time) bool {
+	for _, f := range r.faults {
+		if f.Add(r.faultFor).After(at) {
+			return true
+		}
+	}
+	return false
 }
 
 // retrySlack allows for the clock reads of the handler and the server.

@@ -28,13 +28,27 @@ func queueReconcile(from, filter string) string {
 // holds a superseded lease: its answer, about a spec that is gone, is
 // dropped (releaseSupersededSQL) instead of winding the synced
 // generation back or bringing back children the new spec dropped.
+//
+// A resync still running is the resource's one reconcile in flight: it
+// becomes the reconcile task for the new generation in place (keeping its
+// claim, so nothing else of the resource starts beside its handler), and
+// runs again when its superseded result comes back.
 var scheduleReconcileSQL = `
-	WITH moved AS (
-	    UPDATE tasks t SET generation = r.generation
+	WITH running_resync AS (
+	    SELECT t.id, t.resource_id FROM tasks t JOIN resources r ON r.id = t.resource_id
+	    WHERE r.id = ANY($1::bigint[]) AND t.trigger = 'resync' AND t.claimed_by IS NOT NULL
+	      AND t.generation <> r.generation
+	      AND NOT EXISTS (SELECT 1 FROM tasks q WHERE q.resource_id = r.id AND q.key = ''
+	                      AND q.trigger = converge_reconcile_trigger(r, 'specChange'))
+	), moved AS (
+	    UPDATE tasks t SET generation = r.generation,
+	        trigger = CASE WHEN t.id IN (SELECT id FROM running_resync)
+	                       THEN converge_reconcile_trigger(r, 'specChange') ELSE t.trigger END,
+	        kind_version = CASE WHEN t.id IN (SELECT id FROM running_resync) THEN r.kind_version ELSE t.kind_version END
 	    FROM resources r
 	    WHERE r.id = ANY($1::bigint[]) AND t.resource_id = r.id
 	      AND t.trigger IN ('childrenSettled', 'resync') AND t.generation <> r.generation
-	)` + queueReconcile(`resources r`, `r.id = ANY($1::bigint[])`) + `
+	)` + queueReconcile(`resources r`, `r.id = ANY($1::bigint[]) AND r.id NOT IN (SELECT resource_id FROM running_resync)`) + `
 	ON CONFLICT (resource_id, trigger, key) DO UPDATE SET
 	    generation = EXCLUDED.generation,
 	    kind_version = EXCLUDED.kind_version,
