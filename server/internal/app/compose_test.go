@@ -277,9 +277,10 @@ func TestCELFlows(t *testing.T) {
 }
 
 // TestStaleRecomposeIsDropped: a resync's composition answers for the
-// generation it observed; when the spec moves on while it composes, its
-// lease ends, its answer is refused, and the children the new
-// generation's composer gave up stay given up.
+// generation it observed; when the spec moves on while it composes, the
+// new generation's compose waits for it (a resource has one reconcile in
+// flight), its answer is refused, and the children the new generation's
+// composer gave up stay given up.
 func TestStaleRecomposeIsDropped(t *testing.T) {
 	_, ctl, wrk := server(t)
 	ctx := context.Background()
@@ -305,19 +306,23 @@ func TestStaleRecomposeIsDropped(t *testing.T) {
 		Spec: mustStruct(t, map[string]any{"v": 2})}); err != nil {
 		t.Fatal(err)
 	}
+	w.Compose(resync.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{
+		child("s-a", `{}`), child("s-b", `{}`)}})
+	if ack := w.Ack(); ack.GetApplied() {
+		t.Fatalf("the stale recompose was applied: %v", ack)
+	}
 	gen2 := nextTask(w, "stack", "specChange")
+	if gen2.GetLease().GetGeneration() != 2 {
+		t.Fatalf("the compose after the resync is at generation %d; want 2", gen2.GetLease().GetGeneration())
+	}
 	w.Compose(gen2.GetLease(), &convergev1.Composition{})
 	w.Ack()
 	testkit.Eventually(t, "s-a gone after the new generation dropped it", func() bool {
 		_, err := ctl.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "part", Name: "s-a"})
 		return err != nil
 	})
-	w.Compose(resync.GetLease(), &convergev1.Composition{Children: []*convergev1.Child{child("s-a", `{}`)}})
-	if ack := w.Ack(); ack.GetApplied() {
-		t.Fatalf("the stale recompose was applied: %v", ack)
-	}
-	if _, err := ctl.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "part", Name: "s-a"}); err == nil {
-		t.Fatal("the stale recompose brought s-a back")
+	if _, err := ctl.GetResource(ctx, &convergev1.GetResourceRequest{Kind: "part", Name: "s-b"}); err == nil {
+		t.Fatal("the stale recompose created s-b")
 	}
 }
 
