@@ -41,9 +41,7 @@ func requeueReconcile(ctx context.Context, tx pgx.Tx, ids []int64, running bool)
 			UPDATE tasks t SET trigger = converge_reconcile_trigger(r, 'specChange'), generation = 0
 			FROM resources r
 			WHERE r.id = ANY($1) AND t.resource_id = r.id AND t.trigger = ANY($2) AND t.key = ''
-			  AND t.claimed_by IS NOT NULL
-			  AND NOT EXISTS (SELECT 1 FROM tasks q WHERE q.resource_id = r.id AND q.key = '' AND q.id <> t.id
-			                  AND q.trigger = converge_reconcile_trigger(r, 'specChange'))`, ids, reconcileTriggers)
+			  AND t.claimed_by IS NOT NULL AND NOT `+otherReconcileTask, ids, reconcileTriggers)
 	}
 	batch.Queue(`
 		INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)

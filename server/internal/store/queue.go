@@ -18,6 +18,13 @@ func queueReconcile(from, filter string) string {
 	ORDER BY r.id`
 }
 
+// otherReconcileTask holds when resource r has a task other than t under
+// the trigger a spec change gives r now (converge_reconcile_trigger):
+// moving t to that trigger would collide with it, and the work is queued
+// already.
+const otherReconcileTask = `EXISTS (SELECT 1 FROM tasks q WHERE q.resource_id = r.id AND q.key = '' AND q.id <> t.id
+	                  AND q.trigger = converge_reconcile_trigger(r, 'specChange'))`
+
 // scheduleReconcileSQL queues specChange work for the eligible resources
 // among $1 (ascending ids). A queued or running task for an older
 // generation is re-pointed to the new one: a running handler keeps its
@@ -37,9 +44,7 @@ var scheduleReconcileSQL = `
 	WITH running_resync AS (
 	    SELECT t.id, t.resource_id FROM tasks t JOIN resources r ON r.id = t.resource_id
 	    WHERE r.id = ANY($1::bigint[]) AND t.trigger = 'resync' AND t.claimed_by IS NOT NULL
-	      AND t.generation <> r.generation
-	      AND NOT EXISTS (SELECT 1 FROM tasks q WHERE q.resource_id = r.id AND q.key = ''
-	                      AND q.trigger = converge_reconcile_trigger(r, 'specChange'))
+	      AND t.generation <> r.generation AND NOT ` + otherReconcileTask + `
 	), moved AS (
 	    UPDATE tasks t SET generation = r.generation,
 	        trigger = CASE WHEN t.id IN (SELECT id FROM running_resync)
