@@ -176,6 +176,74 @@ LANGUAGE sql AS $$
           traceparent = coalesce(EXCLUDED.traceparent, tasks.traceparent)
 $$;
 
+-- converge_child_deltas records what one statement did to composites'
+-- children (owner, phase and net change, from the statement's transition
+-- tables) and wakes those composites' rollups. It
+-- is the one place child counts are kept (see 00015_child_counts.sql);
+-- owners that are gone (a child kept by its deletion policy outlives its
+-- composite) are skipped.
+CREATE OR REPLACE FUNCTION converge_child_deltas(owners bigint[], phases text[], ns bigint[]) RETURNS void
+LANGUAGE sql AS $$
+  WITH x AS (SELECT * FROM unnest(owners, phases, ns) AS x(owner_id, phase, n)),
+  kept AS (
+    INSERT INTO child_count_deltas (owner_id, phase, n)
+    SELECT x.owner_id, x.phase, sum(x.n) FROM x
+    WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = x.owner_id)
+    GROUP BY x.owner_id, x.phase HAVING sum(x.n) <> 0
+  )
+  SELECT converge_wake(array_agg(DISTINCT x.owner_id), 'rollup') FROM x
+$$;
+
+-- converge_child_counts_fold folds a composite's pending deltas into its
+-- counts and returns them (phases with no child left are not returned).
+-- The caller holds the composite's row lock, so two folds of one
+-- composite do not interleave; deltas committed while it runs stay for
+-- the next fold, which the statement that wrote them has woken.
+CREATE OR REPLACE FUNCTION converge_child_counts_fold(owner bigint) RETURNS TABLE (phase text, n bigint)
+LANGUAGE sql AS $$
+  WITH d AS (DELETE FROM child_count_deltas WHERE owner_id = owner RETURNING child_count_deltas.phase, child_count_deltas.n)
+  INSERT INTO child_counts (owner_id, phase, n)
+  SELECT owner, d.phase, sum(d.n) FROM d GROUP BY d.phase
+  ON CONFLICT ON CONSTRAINT child_counts_pkey DO UPDATE SET n = child_counts.n + EXCLUDED.n;
+  SELECT c.phase, c.n FROM child_counts c WHERE c.owner_id = owner AND c.n <> 0;
+$$;
+
+-- converge_child_counts_repair recounts every composite's children,
+-- writers held off meanwhile. Applying this file runs it, since a changed
+-- converge_phase changes what every count means.
+CREATE OR REPLACE FUNCTION converge_child_counts_repair() RETURNS void
+LANGUAGE sql AS $$
+  LOCK TABLE resources IN SHARE ROW EXCLUSIVE MODE;
+  DELETE FROM child_count_deltas;
+  DELETE FROM child_counts;
+  INSERT INTO child_counts (owner_id, phase, n)
+  SELECT r.owner_id, converge_phase(r), count(*) FROM resources r
+  WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
+  GROUP BY 1, 2;
+$$;
+
+-- converge_child_counts_drift lists where the kept counts (folded and
+-- pending) of a live composite differ from a recount of its children:
+-- nothing, unless a write bypassed the triggers.
+CREATE OR REPLACE FUNCTION converge_child_counts_drift()
+RETURNS TABLE (owner_id bigint, phase text, kept bigint, counted bigint)
+LANGUAGE sql STABLE AS $$
+  WITH kept AS (
+    SELECT k.owner_id, k.phase, sum(k.n) AS n
+    FROM (SELECT c.owner_id, c.phase, c.n FROM child_counts c
+          UNION ALL SELECT d.owner_id, d.phase, d.n FROM child_count_deltas d) k
+    WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = k.owner_id)
+    GROUP BY 1, 2
+  ), counted AS (
+    SELECT r.owner_id, converge_phase(r) AS phase, count(*) AS n FROM resources r
+    WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
+    GROUP BY 1, 2
+  )
+  SELECT coalesce(k.owner_id, c.owner_id), coalesce(k.phase, c.phase), coalesce(k.n, 0), coalesce(c.n, 0)
+  FROM kept k FULL JOIN counted c ON c.owner_id = k.owner_id AND c.phase = k.phase
+  WHERE coalesce(k.n, 0) <> coalesce(c.n, 0)
+$$;
+
 -- converge_recompose runs the composers of the given composites again at
 -- their current generation (a child they still want was deleted).
 CREATE OR REPLACE FUNCTION converge_recompose(ids bigint[]) RETURNS void
@@ -258,8 +326,9 @@ BEGIN
            NULL, n.generation, n.synced_generation, n.resource_version, n.failure_message
     FROM new_rows n $q$;
   EXECUTE $q$
-    SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
-    FROM new_rows n WHERE n.owner_id IS NOT NULL
+    SELECT converge_child_deltas(array_agg(x.owner_id), array_agg(x.phase), array_agg(x.n))
+    FROM (SELECT n.owner_id, converge_phase(n) AS phase, count(*) AS n
+          FROM new_rows n WHERE n.owner_id IS NOT NULL GROUP BY 1, 2) x
     HAVING count(*) > 0 $q$;
   RETURN NULL;
 END
@@ -289,9 +358,13 @@ BEGIN
        OR n.failure_message IS DISTINCT FROM o.failure_message
        OR n.waiting IS DISTINCT FROM o.waiting $q$;
   EXECUTE $q$
-    SELECT converge_wake(array_agg(DISTINCT n.owner_id), 'rollup')
-    FROM new_rows n JOIN old_rows o ON o.id = n.id
-    WHERE n.owner_id IS NOT NULL AND converge_phase(n) <> converge_phase(o)
+    SELECT converge_child_deltas(array_agg(x.owner_id), array_agg(x.phase), array_agg(x.n))
+    FROM (SELECT m.owner_id, m.phase, sum(m.delta) AS n
+          FROM new_rows n JOIN old_rows o ON o.id = n.id
+          CROSS JOIN LATERAL (VALUES (o.owner_id, converge_phase(o), -1), (n.owner_id, converge_phase(n), 1)) m(owner_id, phase, delta)
+          WHERE m.owner_id IS NOT NULL
+            AND (converge_phase(n) <> converge_phase(o) OR n.owner_id IS DISTINCT FROM o.owner_id)
+          GROUP BY 1, 2) x
     HAVING count(*) > 0 $q$;
   EXECUTE $q$
     SELECT converge_wake(array_agg(DISTINCT e.dependent_id), 'gate')
@@ -346,9 +419,14 @@ BEGIN
     JOIN resources r ON r.id = x.id AND r.deletion_requested_at IS NOT NULL
     HAVING count(*) > 0 $q$;
   EXECUTE $q$
-    SELECT converge_wake(array_agg(DISTINCT o.owner_id), 'rollup')
-    FROM old_rows o WHERE o.owner_id IS NOT NULL
+    SELECT converge_child_deltas(array_agg(x.owner_id), array_agg(x.phase), array_agg(x.n))
+    FROM (SELECT o.owner_id, converge_phase(o) AS phase, -count(*) AS n
+          FROM old_rows o WHERE o.owner_id IS NOT NULL GROUP BY 1, 2) x
     HAVING count(*) > 0 $q$;
+  EXECUTE $q$
+    DELETE FROM child_counts c USING old_rows o WHERE c.owner_id = o.id $q$;
+  EXECUTE $q$
+    DELETE FROM child_count_deltas d USING old_rows o WHERE d.owner_id = o.id $q$;
   EXECUTE $q$
     SELECT converge_recompose(array_agg(DISTINCT o.owner_id))
     FROM old_rows o JOIN resources p ON p.id = o.owner_id AND p.deletion_requested_at IS NULL
@@ -400,3 +478,6 @@ $$;
 CREATE OR REPLACE TRIGGER tasks_settled AFTER DELETE ON tasks
     FOR EACH ROW WHEN (OLD.trigger = 'childrenSettled')
     EXECUTE FUNCTION converge_on_settled();
+
+-- Counts kept by the triggers above start from a recount of every child.
+SELECT converge_child_counts_repair();

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,6 +27,37 @@ func (w *world) checkStep(t *rapid.T) {
 	all := w.listAll(t)
 	w.checkPhases(t, all)
 	w.checkProblems(t)
+	w.checkChildCounts(t)
+}
+
+// checkChildCounts checks that the child counts the triggers keep for
+// each composite (what its rollup reads) agree with a recount of its
+// children. They are written in the transaction of each child's change,
+// so they agree at every snapshot, not only once the system is calm.
+func (w *world) checkChildCounts(t tb) {
+	t.Helper()
+	rows, err := w.db.Query(context.Background(), `
+		SELECT d.owner_id, coalesce(o.kind || '/' || o.name, '?'), d.phase, d.kept, d.counted
+		FROM converge_child_counts_drift() d LEFT JOIN resources o ON o.id = d.owner_id ORDER BY 1, 3`)
+	if err != nil {
+		t.Fatalf("reading the child counts' drift: %v", err)
+	}
+	var drift []string
+	for rows.Next() {
+		var id, kept, counted int64
+		var owner, phase string
+		if err := rows.Scan(&id, &owner, &phase, &kept, &counted); err != nil {
+			t.Fatalf("reading the child counts' drift: %v", err)
+		}
+		drift = append(drift, fmt.Sprintf("%s (id %d): %s kept %d, counted %d", owner, id, phase, kept, counted))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("reading the child counts' drift: %v", err)
+	}
+	if len(drift) > 0 {
+		w.failClasses(t, map[string][]string{"a composite's kept child counts differ from a recount": drift},
+			"actions so far:\n  "+strings.Join(w.ran, "\n  "))
+	}
 }
 
 // failClasses reports the broken invariants, smallest class first, and

@@ -131,15 +131,18 @@ func (s *Store) Rollup(ctx context.Context, t InternalTask, settledReaction bool
 			return err
 		}
 		var c RollupCounts
+		// The counts are kept as the children change (the rows the
+		// triggers wrote since the last rollup are folded in here), so a
+		// rollup reads what changed, not every child.
 		err = tx.QueryRow(ctx, `
-			SELECT count(*) FILTER (WHERE phase NOT IN ('Orphaned', 'Quarantined')),
-			       count(*) FILTER (WHERE phase = 'Ready'),
-			       count(*) FILTER (WHERE phase = 'Reconciling'),
-			       count(*) FILTER (WHERE phase = 'Degraded'),
-			       count(*) FILTER (WHERE phase = 'Failed'),
-			       count(*) FILTER (WHERE phase = 'Deleting'),
-			       count(*) FILTER (WHERE phase IN ('Orphaned', 'Quarantined'))
-			FROM (SELECT converge_phase(r) AS phase FROM resources r WHERE r.owner_id = $1) c`, t.ResourceID).Scan(
+			SELECT coalesce(sum(n) FILTER (WHERE phase NOT IN ('Orphaned', 'Quarantined')), 0),
+			       coalesce(sum(n) FILTER (WHERE phase = 'Ready'), 0),
+			       coalesce(sum(n) FILTER (WHERE phase = 'Reconciling'), 0),
+			       coalesce(sum(n) FILTER (WHERE phase = 'Degraded'), 0),
+			       coalesce(sum(n) FILTER (WHERE phase = 'Failed'), 0),
+			       coalesce(sum(n) FILTER (WHERE phase = 'Deleting'), 0),
+			       coalesce(sum(n) FILTER (WHERE phase IN ('Orphaned', 'Quarantined')), 0)
+			FROM converge_child_counts_fold($1)`, t.ResourceID).Scan(
 			&c.Total, &c.Ready, &c.Reconciling, &c.Degraded, &c.Failed, &c.Deleting, &c.Excluded)
 		if err != nil {
 			return err
