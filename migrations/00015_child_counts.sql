@@ -39,6 +39,6 @@ DROP TRIGGER IF EXISTS resources_changes_update ON resources;
 DROP TRIGGER IF EXISTS resources_changes_delete ON resources;
 DELETE FROM converge_functions;
 DROP FUNCTION IF EXISTS converge_child_deltas(bigint[], text[], bigint[]), converge_child_counts_fold(bigint),
-    converge_child_counts_repair(), converge_child_counts_drift();
+    converge_child_recount(), converge_child_counts_repair(), converge_child_counts_drift();
 DROP TABLE child_count_deltas;
 DROP TABLE child_counts;

@@ -178,10 +178,10 @@ $$;
 
 -- converge_child_deltas records what one statement did to composites'
 -- children (owner, phase and net change, from the statement's transition
--- tables) and wakes those composites' rollups. It
--- is the one place child counts are kept (see 00015_child_counts.sql);
--- owners that are gone (a child kept by its deletion policy outlives its
--- composite) are skipped.
+-- tables) and wakes those composites' rollups. It is the one place
+-- child counts are kept (see 00015_child_counts.sql); owners that are
+-- gone (a child kept by its deletion policy outlives its composite) are
+-- skipped.
 CREATE OR REPLACE FUNCTION converge_child_deltas(owners bigint[], phases text[], ns bigint[]) RETURNS void
 LANGUAGE sql AS $$
   WITH x AS (SELECT * FROM unnest(owners, phases, ns) AS x(owner_id, phase, n)),
@@ -208,6 +208,15 @@ LANGUAGE sql AS $$
   SELECT c.phase, c.n FROM child_counts c WHERE c.owner_id = owner AND c.n <> 0;
 $$;
 
+-- converge_child_recount counts the children of every live composite by
+-- phase, reading every child: what the kept counts must equal.
+CREATE OR REPLACE FUNCTION converge_child_recount() RETURNS TABLE (owner_id bigint, phase text, n bigint)
+LANGUAGE sql STABLE AS $$
+  SELECT r.owner_id, converge_phase(r), count(*) FROM resources r
+  WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
+  GROUP BY 1, 2
+$$;
+
 -- converge_child_counts_repair recounts every composite's children,
 -- writers held off meanwhile. Applying this file runs it, since a changed
 -- converge_phase changes what every count means.
@@ -216,10 +225,7 @@ LANGUAGE sql AS $$
   LOCK TABLE resources IN SHARE ROW EXCLUSIVE MODE;
   DELETE FROM child_count_deltas;
   DELETE FROM child_counts;
-  INSERT INTO child_counts (owner_id, phase, n)
-  SELECT r.owner_id, converge_phase(r), count(*) FROM resources r
-  WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
-  GROUP BY 1, 2;
+  INSERT INTO child_counts (owner_id, phase, n) SELECT * FROM converge_child_recount();
 $$;
 
 -- converge_child_counts_drift lists where the kept counts (folded and
@@ -234,13 +240,9 @@ LANGUAGE sql STABLE AS $$
           UNION ALL SELECT d.owner_id, d.phase, d.n FROM child_count_deltas d) k
     WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = k.owner_id)
     GROUP BY 1, 2
-  ), counted AS (
-    SELECT r.owner_id, converge_phase(r) AS phase, count(*) AS n FROM resources r
-    WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
-    GROUP BY 1, 2
   )
   SELECT coalesce(k.owner_id, c.owner_id), coalesce(k.phase, c.phase), coalesce(k.n, 0), coalesce(c.n, 0)
-  FROM kept k FULL JOIN counted c ON c.owner_id = k.owner_id AND c.phase = k.phase
+  FROM kept k FULL JOIN converge_child_recount() c ON c.owner_id = k.owner_id AND c.phase = k.phase
   WHERE coalesce(k.n, 0) <> coalesce(c.n, 0)
 $$;
 
@@ -362,7 +364,7 @@ BEGIN
     FROM (SELECT m.owner_id, m.phase, sum(m.delta) AS n
           FROM new_rows n JOIN old_rows o ON o.id = n.id
           CROSS JOIN LATERAL (VALUES (o.owner_id, converge_phase(o), -1), (n.owner_id, converge_phase(n), 1)) m(owner_id, phase, delta)
-          WHERE m.owner_id IS NOT NULL
+          WHERE coalesce(n.owner_id, o.owner_id) IS NOT NULL AND m.owner_id IS NOT NULL
             AND (converge_phase(n) <> converge_phase(o) OR n.owner_id IS DISTINCT FROM o.owner_id)
           GROUP BY 1, 2) x
     HAVING count(*) > 0 $q$;
@@ -424,8 +426,7 @@ BEGIN
           FROM old_rows o WHERE o.owner_id IS NOT NULL GROUP BY 1, 2) x
     HAVING count(*) > 0 $q$;
   EXECUTE $q$
-    DELETE FROM child_counts c USING old_rows o WHERE c.owner_id = o.id $q$;
-  EXECUTE $q$
+    WITH counts AS (DELETE FROM child_counts c USING old_rows o WHERE c.owner_id = o.id)
     DELETE FROM child_count_deltas d USING old_rows o WHERE d.owner_id = o.id $q$;
   EXECUTE $q$
     SELECT converge_recompose(array_agg(DISTINCT o.owner_id))

@@ -423,13 +423,9 @@ AS $function$
           UNION ALL SELECT d.owner_id, d.phase, d.n FROM child_count_deltas d) k
     WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = k.owner_id)
     GROUP BY 1, 2
-  ), counted AS (
-    SELECT r.owner_id, converge_phase(r) AS phase, count(*) AS n FROM resources r
-    WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
-    GROUP BY 1, 2
   )
   SELECT coalesce(k.owner_id, c.owner_id), coalesce(k.phase, c.phase), coalesce(k.n, 0), coalesce(c.n, 0)
-  FROM kept k FULL JOIN counted c ON c.owner_id = k.owner_id AND c.phase = k.phase
+  FROM kept k FULL JOIN converge_child_recount() c ON c.owner_id = k.owner_id AND c.phase = k.phase
   WHERE coalesce(k.n, 0) <> coalesce(c.n, 0)
 $function$;
 
@@ -451,10 +447,7 @@ AS $function$
   LOCK TABLE resources IN SHARE ROW EXCLUSIVE MODE;
   DELETE FROM child_count_deltas;
   DELETE FROM child_counts;
-  INSERT INTO child_counts (owner_id, phase, n)
-  SELECT r.owner_id, converge_phase(r), count(*) FROM resources r
-  WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
-  GROUP BY 1, 2;
+  INSERT INTO child_counts (owner_id, phase, n) SELECT * FROM converge_child_recount();
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_child_deltas(owners bigint[], phases text[], ns bigint[])
@@ -469,6 +462,16 @@ AS $function$
     GROUP BY x.owner_id, x.phase HAVING sum(x.n) <> 0
   )
   SELECT converge_wake(array_agg(DISTINCT x.owner_id), 'rollup') FROM x
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_child_recount()
+ RETURNS TABLE(owner_id bigint, phase text, n bigint)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT r.owner_id, converge_phase(r), count(*) FROM resources r
+  WHERE EXISTS (SELECT 1 FROM resources p WHERE p.id = r.owner_id)
+  GROUP BY 1, 2
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_claimable(t tasks)
@@ -594,8 +597,7 @@ BEGIN
           FROM old_rows o WHERE o.owner_id IS NOT NULL GROUP BY 1, 2) x
     HAVING count(*) > 0 $q$;
   EXECUTE $q$
-    DELETE FROM child_counts c USING old_rows o WHERE c.owner_id = o.id $q$;
-  EXECUTE $q$
+    WITH counts AS (DELETE FROM child_counts c USING old_rows o WHERE c.owner_id = o.id)
     DELETE FROM child_count_deltas d USING old_rows o WHERE d.owner_id = o.id $q$;
   EXECUTE $q$
     SELECT converge_recompose(array_agg(DISTINCT o.owner_id))
@@ -679,7 +681,7 @@ BEGIN
     FROM (SELECT m.owner_id, m.phase, sum(m.delta) AS n
           FROM new_rows n JOIN old_rows o ON o.id = n.id
           CROSS JOIN LATERAL (VALUES (o.owner_id, converge_phase(o), -1), (n.owner_id, converge_phase(n), 1)) m(owner_id, phase, delta)
-          WHERE m.owner_id IS NOT NULL
+          WHERE coalesce(n.owner_id, o.owner_id) IS NOT NULL AND m.owner_id IS NOT NULL
             AND (converge_phase(n) <> converge_phase(o) OR n.owner_id IS DISTINCT FROM o.owner_id)
           GROUP BY 1, 2) x
     HAVING count(*) > 0 $q$;
