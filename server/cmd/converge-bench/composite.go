@@ -41,12 +41,12 @@ func runComposites(ctx context.Context, o options, cluster *devpg.Cluster, run i
 	for _, size := range []struct{ n, reps int }{{1000, o.fanoutReps}, {10000, max(o.fanoutReps/3, 1)}} {
 		for i := 0; i < size.reps; i++ {
 			name := fmt.Sprintf("fan-%d-%d", size.n, i)
-			ready, rollup, err := measureFanout(ctx, st, name, size.n, 5*time.Minute)
+			t, err := measureFanout(ctx, st, name, size.n, 5*time.Minute)
 			if err != nil {
 				return res, fmt.Errorf("W2 %s: %w", name, err)
 			}
-			res.fanoutReady[size.n] = append(res.fanoutReady[size.n], ready)
-			res.fanoutRollup[size.n] = append(res.fanoutRollup[size.n], rollup)
+			res.fanoutReady[size.n] = append(res.fanoutReady[size.n], t.ready)
+			res.fanoutRollup[size.n] = append(res.fanoutRollup[size.n], t.rollup)
 		}
 	}
 	for i := 0; i < o.chainReps; i++ {
@@ -105,29 +105,37 @@ func runZone(ctx context.Context, o options, cluster *devpg.Cluster, run int, zo
 	return nil
 }
 
+// fanoutTimes is one fan-out's timeline from database timestamps: root
+// submit → first child Ready (the compose and the children's queueing
+// come before it), → root Ready, and last child Ready → root Ready (the
+// rollup).
+type fanoutTimes struct {
+	firstChild, ready, rollup time.Duration
+}
+
 // measureFanout applies a bench.fanout of n leaves and waits up to limit
 // for it to be Ready.
-func measureFanout(ctx context.Context, st *stack, name string, n int, limit time.Duration) (ready, rollup time.Duration, err error) {
+func measureFanout(ctx context.Context, st *stack, name string, n int, limit time.Duration) (fanoutTimes, error) {
 	spec, _ := structpb.NewStruct(map[string]any{"n": n})
 	if _, err := st.client.ApplyResource(ctx, &convergev1.ApplyResourceRequest{Kind: fanoutKind, KindVersion: 1, Name: name, Spec: spec}); err != nil {
-		return 0, 0, err
+		return fanoutTimes{}, err
 	}
 	if err := waitPhase(ctx, st.pool, fanoutKind, name, limit); err != nil {
-		return 0, 0, err
+		return fanoutTimes{}, err
 	}
 	created, rootReady, err := createdReady(ctx, st.pool, fanoutKind, name)
 	if err != nil {
-		return 0, 0, err
+		return fanoutTimes{}, err
 	}
-	var lastChild time.Time
+	var firstChild, lastChild time.Time
 	err = st.pool.QueryRow(ctx, `
-		SELECT max(c.at) FROM changes c JOIN resources r ON r.id = c.resource_id
+		SELECT min(c.at), max(c.at) FROM changes c JOIN resources r ON r.id = c.resource_id
 		JOIN resources p ON p.id = r.owner_id
-		WHERE p.kind = $1 AND p.name = $2 AND c.phase = 'Ready'`, fanoutKind, name).Scan(&lastChild)
+		WHERE p.kind = $1 AND p.name = $2 AND c.phase = 'Ready'`, fanoutKind, name).Scan(&firstChild, &lastChild)
 	if err != nil {
-		return 0, 0, err
+		return fanoutTimes{}, err
 	}
-	return rootReady.Sub(created), rootReady.Sub(lastChild), nil
+	return fanoutTimes{firstChild: firstChild.Sub(created), ready: rootReady.Sub(created), rollup: rootReady.Sub(lastChild)}, nil
 }
 
 func measureChain(ctx context.Context, st *stack, name string, depth int) (time.Duration, []time.Duration, error) {

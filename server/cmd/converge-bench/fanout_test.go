@@ -24,7 +24,7 @@ func TestTargetsCompositesAgainstLeaves(t *testing.T) {
 		selected: map[string]bool{"composites": true, "fanout100k": true, "w1": true},
 		comps:    []compositeResult{{zoneRate: 2000}, {zoneRate: 4000}, {zoneRate: 9000}},
 		w1:       []w1Result{{rate: 10000}, {rate: 5000}, {rate: 8000}},
-		wide:     []fanoutWideResult{{ready: 8 * time.Second}, {ready: 12 * time.Second}, {ready: 9 * time.Second}},
+		wide:     []fanoutWideResult{{fanoutTimes{ready: 8 * time.Second}}, {fanoutTimes{ready: 12 * time.Second}}, {fanoutTimes{ready: 9 * time.Second}}},
 	}
 	ts := targets(r)
 	ratio := findTarget(t, ts, "W4", "resources/s ÷ W1 leaves/s (same run)")
