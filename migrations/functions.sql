@@ -77,19 +77,29 @@ $$;
 
 -- converge_observed: the resource is only ever observed, never created,
 -- updated or deleted: its own management policy says so, or it has none
--- and its kind version's does. This is the one place the policy is
--- decided; converge_reconcile_trigger turns it into the work queued.
+-- and its kind version's (kind_policy) does. This is the one place the
+-- policy is decided; converge_reconcile_trigger turns it into the work
+-- queued. A statement over many rows passes kind_policy from one join with
+-- kinds rather than a lookup per row.
+CREATE OR REPLACE FUNCTION converge_observed(r resources, kind_policy text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT coalesce(nullif(r.management_policy, ''), nullif(kind_policy, ''), 'full') = 'observe'
+$$;
+
 CREATE OR REPLACE FUNCTION converge_observed(r resources) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT coalesce(nullif(r.management_policy, ''),
-                  (SELECT nullif(k.management_policy, '') FROM kinds k
-                   WHERE k.kind = r.kind AND k.kind_version = r.kind_version),
-                  'full') = 'observe'
+  SELECT converge_observed(r, (SELECT k.management_policy FROM kinds k
+                               WHERE k.kind = r.kind AND k.kind_version = r.kind_version))
 $$;
 
 -- converge_reconcile_trigger: the trigger a resource's reconcile work
 -- runs under: observe for an observed resource, else managed (specChange
 -- for a reconcile, resync for a re-observation).
+CREATE OR REPLACE FUNCTION converge_reconcile_trigger(r resources, kind_policy text, managed text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN converge_observed(r, kind_policy) THEN 'observe' ELSE managed END
+$$;
+
 CREATE OR REPLACE FUNCTION converge_reconcile_trigger(r resources, managed text) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT CASE WHEN converge_observed(r) THEN 'observe' ELSE managed END

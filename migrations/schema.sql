@@ -564,10 +564,16 @@ CREATE OR REPLACE FUNCTION public.converge_observed(r resources)
  LANGUAGE sql
  STABLE PARALLEL SAFE
 AS $function$
-  SELECT coalesce(nullif(r.management_policy, ''),
-                  (SELECT nullif(k.management_policy, '') FROM kinds k
-                   WHERE k.kind = r.kind AND k.kind_version = r.kind_version),
-                  'full') = 'observe'
+  SELECT converge_observed(r, (SELECT k.management_policy FROM kinds k
+                               WHERE k.kind = r.kind AND k.kind_version = r.kind_version))
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_observed(r resources, kind_policy text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT coalesce(nullif(r.management_policy, ''), nullif(kind_policy, ''), 'full') = 'observe'
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_on_delete()
@@ -756,6 +762,14 @@ CREATE OR REPLACE FUNCTION public.converge_reconcile_trigger(r resources, manage
  STABLE PARALLEL SAFE
 AS $function$
   SELECT CASE WHEN converge_observed(r) THEN 'observe' ELSE managed END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.converge_reconcile_trigger(r resources, kind_policy text, managed text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT CASE WHEN converge_observed(r, kind_policy) THEN 'observe' ELSE managed END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_revision(r resources)

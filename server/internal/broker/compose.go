@@ -10,7 +10,6 @@ import (
 	"github.com/convergehq/converge/server/internal/flow"
 	"github.com/convergehq/converge/server/internal/kinds"
 	"github.com/convergehq/converge/server/internal/limits"
-	"github.com/convergehq/converge/server/internal/schema"
 	"github.com/convergehq/converge/server/internal/storable"
 	"github.com/convergehq/converge/server/internal/store"
 )
@@ -64,59 +63,15 @@ func (b *Broker) compositionOf(e *kinds.Entry, l *lease, ok *convergev1.Success,
 		}
 	}
 	c := store.Composition{Outcome: base, OrphanGrace: e.Compiled.Policy.OrphanGrace, Settles: e.SettledReaction()}
-	index := map[[2]string]int{}
-	n := 0
+	var all []*convergev1.Child
 	for _, p := range parts {
-		for _, ch := range p.GetChildren() {
-			where := fmt.Sprintf("children[%d] %s/%s", n, ch.GetKind(), ch.GetName())
-			n++
-			if n > limits.MaxChildren {
-				return c, fmt.Sprintf("the composer emitted more than %d children (the limit per composite; docs/limits.md)", limits.MaxChildren)
-			}
-			k := [2]string{ch.GetKind(), ch.GetName()}
-			if i, dup := index[k]; dup {
-				return c, fmt.Sprintf("%s: the same child is also children[%d]", where, i)
-			}
-			index[k] = n - 1
-			ce := b.kinds.Get(ch.GetKind(), ch.GetKindVersion())
-			if ce == nil {
-				return c, fmt.Sprintf("%s: kind %s v%d is not registered", where, ch.GetKind(), ch.GetKindVersion())
-			}
-			if ce.Compiled.IsReactor() {
-				return c, fmt.Sprintf("%s: kind %s v%d is a reactor kind and cannot have resources", where, ch.GetKind(), ch.GetKindVersion())
-			}
-			spec := ch.GetSpec()
-			if len(spec) == 0 {
-				spec = []byte("{}")
-			}
-			if len(spec) > limits.MaxSpecBytes {
-				return c, fmt.Sprintf("%s: spec is %d bytes; the limit is %d", where, len(spec), limits.MaxSpecBytes)
-			}
-			doc, err := schema.Decode(spec)
-			if err != nil {
-				return c, fmt.Sprintf("%s: spec: %v", where, err)
-			}
-			if _, isObject := doc.(map[string]any); !isObject {
-				return c, fmt.Sprintf("%s: spec must be a JSON object", where)
-			}
-			if path, why := storable.JSON(doc, "spec"); why != "" {
-				return c, fmt.Sprintf("%s: %s: %s", where, path, why)
-			}
-			if err := ce.ValidateSpec(doc); err != nil {
-				return c, fmt.Sprintf("%s: spec does not match the spec_schema of %s v%d: %v", where, ce.Kind, ce.Version, err)
-			}
-			spec, msg := b.sealOutput(ce.Compiled.Spec, spec, doc)
-			if msg != "" {
-				return c, fmt.Sprintf("%s: spec %s", where, msg)
-			}
-			labels := []byte("{}")
-			if len(ch.GetLabels()) > 0 {
-				labels, _ = json.Marshal(ch.GetLabels())
-			}
-			c.Children = append(c.Children, store.ChildSpec{Kind: ch.GetKind(), Version: ch.GetKindVersion(), Name: ch.GetName(),
-				Labels: labels, Spec: spec, KindRevision: ce.Revision})
-		}
+		all = append(all, p.GetChildren()...)
 	}
+	children, index, msg := b.checkChildren(all)
+	if msg != "" {
+		return c, msg
+	}
+	c.Children = children
 	refs := map[store.Ref]bool{}
 	for _, p := range parts {
 		for _, r := range p.GetReferences() {

@@ -60,15 +60,7 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 	}
 	var schedule, gate []int64
 	if len(ins.kinds) > 0 {
-		rows, err := tx.Query(ctx, `
-			INSERT INTO resources (namespace, kind, kind_version, name, labels, spec, desired_spec, owner_id, root_id, waiting)
-			SELECT $1, c.kind, c.kind_version, c.name, c.labels, c.spec,
-			       CASE WHEN c.gated THEN c.spec END, $2, $3,
-			       CASE WHEN c.gated THEN '`+waitingForDependencies+`' END
-			FROM unnest($4::text[], $5::int[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bool[])
-			    AS c(kind, kind_version, name, labels, spec, gated)
-			ORDER BY c.kind, c.name
-			RETURNING id, kind, name, waiting IS NOT NULL`,
+		rows, err := tx.Query(ctx, createChildrenSQL,
 			namespace, parentID, rootID, ins.kinds, ins.versions, ins.names, ins.labels, ins.specs, ins.gated)
 		if err != nil {
 			return err
@@ -88,8 +80,6 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 			}
 			if isGated {
 				gate = append(gate, id)
-			} else {
-				schedule = append(schedule, id)
 			}
 		}
 		rows.Close()
@@ -199,6 +189,22 @@ func applyChildren(ctx context.Context, tx pgx.Tx, c Composition, parentID, root
 	}
 	return nil
 }
+
+// createChildrenSQL inserts a composite's new children and queues the
+// reconciles of those without dependencies, in one statement; the gate
+// schedules the others.
+var createChildrenSQL = `
+	WITH ins AS (
+	    INSERT INTO resources AS r (namespace, kind, kind_version, name, labels, spec, desired_spec, owner_id, root_id, waiting)
+	    SELECT $1, c.kind, c.kind_version, c.name, c.labels, c.spec,
+	           CASE WHEN c.gated THEN c.spec END, $2, $3,
+	           CASE WHEN c.gated THEN '` + waitingForDependencies + `' END
+	    FROM unnest($4::text[], $5::int[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bool[])
+	        AS c(kind, kind_version, name, labels, spec, gated)
+	    ORDER BY c.kind, c.name
+	    RETURNING r.*
+	), queued AS (` + queueReconcile(`ins r`, `r.waiting IS NULL`) + `)
+	SELECT r.id, r.kind, r.name, r.waiting IS NOT NULL FROM ins r`
 
 type childColumns struct {
 	ids           []int64

@@ -8,12 +8,14 @@ import (
 // rows r of from (a FROM item yielding resource rows) that match filter
 // and whose reconcile is due (converge_due, functions.sql: the one home of
 // that rule), under the trigger their management policy gives it
-// (converge_reconcile_trigger: specChange, or observe).
+// (converge_reconcile_trigger: specChange, or observe). The kind versions'
+// policies come from one join: a lookup per row would cost more than the
+// insert of a large batch's tasks.
 func queueReconcile(from, filter string) string {
 	return `
 	INSERT INTO tasks (resource_id, trigger, kind, kind_version, shard, generation)
-	SELECT r.id, converge_reconcile_trigger(r, 'specChange'), r.kind, r.kind_version, r.shard, r.generation
-	FROM ` + from + `
+	SELECT r.id, converge_reconcile_trigger(r, kp.management_policy, 'specChange'), r.kind, r.kind_version, r.shard, r.generation
+	FROM ` + from + ` LEFT JOIN kinds kp ON kp.kind = r.kind AND kp.kind_version = r.kind_version
 	WHERE ` + filter + ` AND converge_due(r)
 	ORDER BY r.id`
 }
