@@ -86,10 +86,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT coalesce(nullif(r.management_policy, ''), nullif(kind_policy, ''), 'full') = 'observe'
 $$;
 
+-- converge_kind_policy: the management policy of r's kind version, looked
+-- up for one row.
+CREATE OR REPLACE FUNCTION converge_kind_policy(r resources) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT k.management_policy FROM kinds k WHERE k.kind = r.kind AND k.kind_version = r.kind_version
+$$;
+
 CREATE OR REPLACE FUNCTION converge_observed(r resources) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT converge_observed(r, (SELECT k.management_policy FROM kinds k
-                               WHERE k.kind = r.kind AND k.kind_version = r.kind_version))
+  SELECT converge_observed(r, converge_kind_policy(r))
 $$;
 
 -- converge_reconcile_trigger: the trigger a resource's reconcile work
@@ -102,7 +108,7 @@ $$;
 
 CREATE OR REPLACE FUNCTION converge_reconcile_trigger(r resources, managed text) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN converge_observed(r) THEN 'observe' ELSE managed END
+  SELECT converge_reconcile_trigger(r, converge_kind_policy(r), managed)
 $$;
 
 -- converge_due: reconcile work (specChange, or observe) is due: a generation is not

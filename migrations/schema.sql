@@ -536,6 +536,14 @@ AS $function$
   END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.converge_kind_policy(r resources)
+ RETURNS text
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  SELECT k.management_policy FROM kinds k WHERE k.kind = r.kind AND k.kind_version = r.kind_version
+$function$;
+
 CREATE OR REPLACE FUNCTION public.converge_merge_conditions(old jsonb, new jsonb, at timestamp with time zone)
  RETURNS jsonb
  LANGUAGE sql
@@ -564,8 +572,7 @@ CREATE OR REPLACE FUNCTION public.converge_observed(r resources)
  LANGUAGE sql
  STABLE PARALLEL SAFE
 AS $function$
-  SELECT converge_observed(r, (SELECT k.management_policy FROM kinds k
-                               WHERE k.kind = r.kind AND k.kind_version = r.kind_version))
+  SELECT converge_observed(r, converge_kind_policy(r))
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_observed(r resources, kind_policy text)
@@ -761,7 +768,7 @@ CREATE OR REPLACE FUNCTION public.converge_reconcile_trigger(r resources, manage
  LANGUAGE sql
  STABLE PARALLEL SAFE
 AS $function$
-  SELECT CASE WHEN converge_observed(r) THEN 'observe' ELSE managed END
+  SELECT converge_reconcile_trigger(r, converge_kind_policy(r), managed)
 $function$;
 
 CREATE OR REPLACE FUNCTION public.converge_reconcile_trigger(r resources, kind_policy text, managed text)

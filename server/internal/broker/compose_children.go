@@ -29,33 +29,30 @@ func (b *Broker) checkChildren(children []*convergev1.Child) ([]store.ChildSpec,
 	if len(children) > limits.MaxChildren {
 		return nil, nil, fmt.Sprintf("the composer emitted more than %d children (the limit per composite; docs/limits.md)", limits.MaxChildren)
 	}
+	specs, bad, msg := b.checkEach(children)
 	index := make(map[[2]string]int, len(children))
 	for i, ch := range children {
+		// A child is checked for being a duplicate before anything else.
 		k := [2]string{ch.GetKind(), ch.GetName()}
 		if j, dup := index[k]; dup {
-			// A child with a problem of its own before this one is reported
-			// first, as when the children are read in order.
-			if _, _, msg := b.checkChildrenRange(children[:i]); msg != "" {
-				return nil, nil, msg
-			}
 			return nil, nil, fmt.Sprintf("%s: the same child is also children[%d]", childWhere(i, ch), j)
 		}
+		if i == bad {
+			return nil, nil, msg
+		}
 		index[k] = i
-	}
-	specs, _, msg := b.checkChildrenRange(children)
-	if msg != "" {
-		return nil, nil, msg
 	}
 	return specs, index, ""
 }
 
-// checkChildrenRange checks children (see checkChildren) in parallel
-// slices, and reports the problem of the first child that has one.
-func (b *Broker) checkChildrenRange(children []*convergev1.Child) ([]store.ChildSpec, int, string) {
+// checkEach checks each child on its own (checkChild) in parallel slices,
+// and returns the index and problem of the first child that has one, or
+// -1.
+func (b *Broker) checkEach(children []*convergev1.Child) ([]store.ChildSpec, int, string) {
 	out := make([]store.ChildSpec, len(children))
 	msgs := make([]string, len(children))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(children)/childrenPerWorker))
-	per := (len(children) + workers - 1) / max(workers, 1)
+	per := (len(children) + workers - 1) / workers
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		lo, hi := w*per, min((w+1)*per, len(children))
@@ -63,7 +60,7 @@ func (b *Broker) checkChildrenRange(children []*convergev1.Child) ([]store.Child
 		go func() {
 			defer wg.Done()
 			for i := lo; i < hi; i++ {
-				out[i], msgs[i] = b.checkChild(i, children[i])
+				out[i], msgs[i] = b.checkChild(children[i])
 				if msgs[i] != "" {
 					return // later children of this slice cannot be reported first
 				}
@@ -73,7 +70,7 @@ func (b *Broker) checkChildrenRange(children []*convergev1.Child) ([]store.Child
 	wg.Wait()
 	for i, m := range msgs {
 		if m != "" {
-			return nil, i, m
+			return nil, i, childWhere(i, children[i]) + ": " + m
 		}
 	}
 	return out, -1, ""
@@ -83,38 +80,39 @@ func childWhere(i int, ch *convergev1.Child) string {
 	return fmt.Sprintf("children[%d] %s/%s", i, ch.GetKind(), ch.GetName())
 }
 
-// checkChild checks children[i] (see checkChildren).
-func (b *Broker) checkChild(i int, ch *convergev1.Child) (store.ChildSpec, string) {
+// checkChild checks one child (see checkChildren) and returns it as the
+// store writes it, or its problem.
+func (b *Broker) checkChild(ch *convergev1.Child) (store.ChildSpec, string) {
 	ce := b.kinds.Get(ch.GetKind(), ch.GetKindVersion())
 	if ce == nil {
-		return store.ChildSpec{}, fmt.Sprintf("%s: kind %s v%d is not registered", childWhere(i, ch), ch.GetKind(), ch.GetKindVersion())
+		return store.ChildSpec{}, fmt.Sprintf("kind %s v%d is not registered", ch.GetKind(), ch.GetKindVersion())
 	}
 	if ce.Compiled.IsReactor() {
-		return store.ChildSpec{}, fmt.Sprintf("%s: kind %s v%d is a reactor kind and cannot have resources", childWhere(i, ch), ch.GetKind(), ch.GetKindVersion())
+		return store.ChildSpec{}, fmt.Sprintf("kind %s v%d is a reactor kind and cannot have resources", ch.GetKind(), ch.GetKindVersion())
 	}
 	spec := ch.GetSpec()
 	if len(spec) == 0 {
 		spec = []byte("{}")
 	}
 	if len(spec) > limits.MaxSpecBytes {
-		return store.ChildSpec{}, fmt.Sprintf("%s: spec is %d bytes; the limit is %d", childWhere(i, ch), len(spec), limits.MaxSpecBytes)
+		return store.ChildSpec{}, fmt.Sprintf("spec is %d bytes; the limit is %d", len(spec), limits.MaxSpecBytes)
 	}
 	doc, err := schema.Decode(spec)
 	if err != nil {
-		return store.ChildSpec{}, fmt.Sprintf("%s: spec: %v", childWhere(i, ch), err)
+		return store.ChildSpec{}, fmt.Sprintf("spec: %v", err)
 	}
 	if _, isObject := doc.(map[string]any); !isObject {
-		return store.ChildSpec{}, fmt.Sprintf("%s: spec must be a JSON object", childWhere(i, ch))
+		return store.ChildSpec{}, "spec must be a JSON object"
 	}
 	if path, why := storable.JSON(doc, "spec"); why != "" {
-		return store.ChildSpec{}, fmt.Sprintf("%s: %s: %s", childWhere(i, ch), path, why)
+		return store.ChildSpec{}, path + ": " + why
 	}
 	if err := ce.ValidateSpec(doc); err != nil {
-		return store.ChildSpec{}, fmt.Sprintf("%s: spec does not match the spec_schema of %s v%d: %v", childWhere(i, ch), ce.Kind, ce.Version, err)
+		return store.ChildSpec{}, fmt.Sprintf("spec does not match the spec_schema of %s v%d: %v", ce.Kind, ce.Version, err)
 	}
 	spec, msg := b.sealOutput(ce.Compiled.Spec, spec, doc)
 	if msg != "" {
-		return store.ChildSpec{}, fmt.Sprintf("%s: spec %s", childWhere(i, ch), msg)
+		return store.ChildSpec{}, "spec " + msg
 	}
 	labels := []byte("{}")
 	if len(ch.GetLabels()) > 0 {

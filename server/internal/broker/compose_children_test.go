@@ -29,11 +29,12 @@ func TestCheckChildrenReportsTheFirstProblemInOrder(t *testing.T) {
 		Reactions: []*convergev1.Reaction{{Name: "reconcile", Trigger: "specChange", Emits: []string{"status"}}},
 	})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := kinds.New(st, notify.New(db.Pool, "b1", 1000, quiet), quiet)
+	bus := notify.New(db.Pool, "b1", 1000, quiet)
+	reg := kinds.New(st, bus, quiet)
 	if err := reg.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{MemberID: "b1"}, st, reg, notify.New(db.Pool, "b1", 1000, quiet), quiet)
+	b := New(Config{MemberID: "b1"}, st, reg, bus, quiet)
 
 	const n = 5 * childrenPerWorker
 	children := func(edit func(i int, ch *convergev1.Child)) []*convergev1.Child {
